@@ -65,7 +65,10 @@ def check_band(name: str, band: tuple[float, float]) -> tuple[float, float]:
     """A success-rate band ``(low, high)`` with ``0 <= low <= high <= 1``."""
     if not (isinstance(band, Sequence) and len(band) == 2):
         raise ValueError(f"{name}: expected a pair (low, high), got {band!r}")
-    low, high = float(band[0]), float(band[1])
+    try:
+        low, high = float(band[0]), float(band[1])
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: expected a pair of numbers (low, high), got {band!r}") from None
     if not (0.0 <= low <= high <= 1.0):
         raise ValueError(f"{name}: expected 0 <= low <= high <= 1, got ({low}, {high})")
     return low, high

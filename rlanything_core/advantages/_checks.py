@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from torch import Tensor
 
@@ -41,7 +42,7 @@ def check_step_grid(step_mask: object, rows: int | None = None) -> Tensor:
 
 
 def check_vote_grid(
-    votes: object, vote_mask: object, vote_valid: object, grid: tuple[int | None, int | None] = (None, None)
+    votes: object, vote_mask: object, vote_valid: object, grid: Sequence[int | None] = (None, None)
 ) -> tuple[Tensor, Tensor, Tensor]:
     """Check a ``(B, S, M)`` vote grid: float votes, bool masks of the same shape, ``vote_valid`` inside ``vote_mask``.
 

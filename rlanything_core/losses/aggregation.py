@@ -104,4 +104,3 @@ def _global_count(name: str, given: int | None, local: int) -> int:
     if given < local:
         raise ValueError(f"{name}: expected the whole batch's count (>= this micro-batch's {local}), got {given}")
     return given
-

@@ -216,6 +216,11 @@ def _run_one(spec: dict, test: dict, index: int) -> dict:
                 err += chunk[: err_limit - len(err)]
         if status == "output_limit":
             break
+    if status == "exited" and exited_at is None:  # pipes closed but the process may still be running
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            status = "timeout"
     wall = time.monotonic() - start
     _kill_group(proc.pid)
     for key in list(sel.get_map().values()):

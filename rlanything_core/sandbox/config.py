@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 
 __all__ = ["FunctionalTest", "SandboxConfig", "SandboxTest", "StdinTest"]
@@ -28,7 +27,10 @@ class SandboxConfig:
         tmpfs_mb: size of the private writable ``/tmp`` tmpfs inside bubblewrap, MiB.
         hidden_paths: host directories replaced by an empty tmpfs inside bubblewrap (for example the data folder
             holding the expected outputs, so that a policy cannot learn to read the answers).
-        python: interpreter that runs the programs (default: the host's).
+        python: interpreter that runs the programs, or None: the first of the host's interpreter,
+            ``/usr/bin/python3``, ``/usr/local/bin/python3`` and ``python3`` on PATH that the unprivileged uid can
+            execute (a pyenv interpreter under ``/root`` cannot be, since ``/root`` is mode 0700). Programs get the
+            standard library of that interpreter (and its site-packages, if any).
         runner_slack_s: extra seconds the host waits for the whole run beyond the sum of the test limits before it
             SIGKILLs the sandbox's process group.
     """
@@ -45,7 +47,7 @@ class SandboxConfig:
     use_bwrap: bool | None = None
     tmpfs_mb: int = 256
     hidden_paths: tuple[str, ...] = ()
-    python: str = sys.executable
+    python: str | None = None
     runner_slack_s: float = 10.0
 
     def __post_init__(self) -> None:

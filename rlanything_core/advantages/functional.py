@@ -1,0 +1,264 @@
+"""Integrated feedback for the policy as pure tensor functions (PAPER.md §2.1-2.2).
+
+Step reward ``R_{tau_i} = O_tau + (lam / m) * sum_j S_{tau_i,j}`` on a right-padded ``(B, S)`` step grid, then the
+advantage ``A_{tau_i} = (R_{tau_i} - mean) / std`` over the rollouts of the same task that reach step index ``i``
+(population std). Masks select with ``torch.where``; padding may hold NaN and never changes an output.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import torch
+from torch import Tensor
+
+from rlanything_core._validation import (
+    check_finite_where,
+    check_floating,
+    check_index,
+    check_shape,
+    check_tensor,
+)
+from rlanything_core.advantages._checks import check_nonnegative_scalar, check_step_grid, check_vote_grid
+from rlanything_core.constants import EPS
+from rlanything_core.masking import compact_index, standardize_by_segment, step_segments
+
+__all__ = [
+    "SingletonRule",
+    "group_success_rate",
+    "integrated_step_reward",
+    "mean_votes",
+    "outcome_step_reward",
+    "standardize_per_step",
+    "step_only_reward",
+]
+
+
+class SingletonRule(enum.Enum):
+    """What a (task group, step index) cell reached by only ONE rollout of its group gets.
+
+    ``ZERO`` (default): a single sample has no baseline to compare with, so its advantage is 0 -- exactly what a
+    group of identical rewards gets, and it keeps every advantage on the z-score scale. ``RAW``: the authors' code
+    keeps the raw reward (in ``[-2, 2]``) next to z-scores (REFERENCE_IMPL.md §7 item 3, a bug: the tail steps of
+    the longest rollout get un-normalised, outcome-signed advantages); kept only to reproduce their numbers.
+    """
+
+    ZERO = "zero"
+    RAW = "raw"
+
+
+def _check_outcome(outcome: object) -> Tensor:
+    out = check_tensor("outcome", outcome)
+    check_floating("outcome", out)
+    check_shape("outcome", out, (None,))
+    check_finite_where("outcome", out, torch.ones_like(out, dtype=torch.bool))
+    return out
+
+
+def _check_votes_inside_steps(step_mask: Tensor, vote_mask: Tensor) -> None:
+    if bool((vote_mask & ~step_mask.unsqueeze(-1)).any()):
+        raise ValueError("vote_mask: a vote is marked at a padded step (vote_mask must lie inside step_mask)")
+
+
+def _mean_votes(votes: Tensor, vote_mask: Tensor, vote_valid: Tensor) -> Tensor:
+    zero = torch.zeros((), dtype=votes.dtype, device=votes.device)
+    total = torch.where(vote_valid, votes, zero).sum(dim=-1)
+    requested = vote_mask.sum(dim=-1)
+    return torch.where(requested > 0, total / requested.clamp(min=1).to(votes.dtype), zero)
+
+
+def mean_votes(votes: Tensor, vote_mask: Tensor, vote_valid: Tensor) -> Tensor:
+    """Mean judge score of each step, ``s_bar = (1/m) * sum_j S_j`` over the ``m`` requested votes.
+
+    An unparseable vote (``vote_mask & ~vote_valid``) counts as 0 in that mean, as in the paper's
+    ``(lam/m) * sum_j S`` with the authors' ``S = 0`` for failures: a judge that fails to answer pulls the step
+    towards "no information", it is not dropped from the denominator. A step with no requested vote gets 0.
+
+    Args:
+        votes: ``(B, S, M)`` floating; meaningful where ``vote_valid`` (values in ``[-1, 1]``).
+        vote_mask: ``(B, S, M)`` bool, ``True`` where a vote was requested.
+        vote_valid: ``(B, S, M)`` bool, ``True`` where it parsed; must imply ``vote_mask``.
+
+    Returns:
+        ``(B, S)`` in ``votes.dtype``.
+
+    Examples:
+        >>> import torch
+        >>> votes = torch.tensor([[[1.0, -1.0, float("nan")], [1.0, 1.0, 1.0]]])
+        >>> mask = torch.tensor([[[True, True, True], [False, False, False]]])
+        >>> mean_votes(votes, mask, mask & ~votes.isnan())  # the NaN vote is a format failure: counts as 0
+        tensor([[0., 0.]])
+    """
+    votes, vote_mask, vote_valid = check_vote_grid(votes, vote_mask, vote_valid)
+    return _mean_votes(votes, vote_mask, vote_valid)
+
+
+def integrated_step_reward(
+    outcome: Tensor,
+    step_mask: Tensor,
+    votes: Tensor,
+    vote_mask: Tensor,
+    vote_valid: Tensor,
+    *,
+    lam: float = 1.0,
+) -> Tensor:
+    """Integrated feedback ``R_{tau_i} = O_tau + lam * s_bar_{tau_i}`` (PAPER.md §2.1, eq. for ``R_{tau_i}``).
+
+    Args:
+        outcome: ``(B,)`` floating, finite outcome ``O`` of each rollout (``+1``/``-1`` in the paper).
+        step_mask: ``(B, S)`` bool, ``True`` at real steps.
+        votes: ``(B, S, M)`` floating judge scores.
+        vote_mask: ``(B, S, M)`` bool, inside ``step_mask``.
+        vote_valid: ``(B, S, M)`` bool, inside ``vote_mask``.
+        lam: weight ``lam >= 0`` of the step-wise signal (paper default 1).
+
+    Returns:
+        ``(B, S)`` step rewards in the promoted dtype of ``outcome`` and ``votes``; 0 at padding.
+
+    Examples:
+        >>> import torch
+        >>> outcome = torch.tensor([1.0, -1.0])
+        >>> step_mask = torch.tensor([[True, True], [True, False]])
+        >>> votes = torch.tensor([[[1.0, -1.0], [1.0, 1.0]], [[-1.0, -1.0], [0.0, 0.0]]])
+        >>> vote_mask = step_mask.unsqueeze(-1).expand(2, 2, 2)
+        >>> integrated_step_reward(outcome, step_mask, votes, vote_mask, vote_mask)
+        tensor([[ 1.,  2.],
+                [-2.,  0.]])
+    """
+    outcome = _check_outcome(outcome)
+    step_mask = check_step_grid(step_mask, outcome.shape[0])
+    votes, vote_mask, vote_valid = check_vote_grid(votes, vote_mask, vote_valid, tuple(step_mask.shape))
+    _check_votes_inside_steps(step_mask, vote_mask)
+    lam = check_nonnegative_scalar("lam", lam)
+    dtype = torch.promote_types(outcome.dtype, votes.dtype)
+    reward = outcome.to(dtype).unsqueeze(1) + lam * _mean_votes(votes.to(dtype), vote_mask, vote_valid)
+    return torch.where(step_mask, reward, torch.zeros((), dtype=dtype, device=reward.device))
+
+
+def outcome_step_reward(outcome: Tensor, step_mask: Tensor) -> Tensor:
+    """Outcome-only step reward ``R_{tau_i} = O_tau`` (GRPO; the integrated reward with ``lam = 0``).
+
+    Args:
+        outcome: ``(B,)`` floating, finite.
+        step_mask: ``(B, S)`` bool.
+
+    Returns:
+        ``(B, S)``: ``O`` broadcast to the real steps, 0 at padding.
+
+    Examples:
+        >>> import torch
+        >>> outcome_step_reward(torch.tensor([1.0, -1.0]), torch.tensor([[True, True], [True, False]]))
+        tensor([[ 1.,  1.],
+                [-1.,  0.]])
+    """
+    outcome = _check_outcome(outcome)
+    step_mask = check_step_grid(step_mask, outcome.shape[0])
+    return torch.where(step_mask, outcome.unsqueeze(1), torch.zeros((), dtype=outcome.dtype, device=outcome.device))
+
+
+def step_only_reward(step_mask: Tensor, votes: Tensor, vote_mask: Tensor, vote_valid: Tensor) -> Tensor:
+    """Step-only reward ``R_{tau_i} = s_bar_{tau_i}`` (an optimized judge's votes replace the outcome, PAPER §6.1).
+
+    Args:
+        step_mask: ``(B, S)`` bool.
+        votes: ``(B, S, M)`` floating judge scores.
+        vote_mask: ``(B, S, M)`` bool, inside ``step_mask``.
+        vote_valid: ``(B, S, M)`` bool, inside ``vote_mask``.
+
+    Returns:
+        ``(B, S)`` mean votes (unparseable votes count 0), 0 at padding.
+
+    Examples:
+        >>> import torch
+        >>> votes = torch.tensor([[[1.0, 1.0], [-1.0, 1.0]]])
+        >>> mask = torch.ones(1, 2, 2, dtype=torch.bool)
+        >>> step_only_reward(torch.tensor([[True, True]]), votes, mask, mask)
+        tensor([[1., 0.]])
+    """
+    step_mask = check_step_grid(step_mask)
+    votes, vote_mask, vote_valid = check_vote_grid(votes, vote_mask, vote_valid, tuple(step_mask.shape))
+    _check_votes_inside_steps(step_mask, vote_mask)
+    zero = torch.zeros((), dtype=votes.dtype, device=votes.device)
+    return torch.where(step_mask, _mean_votes(votes, vote_mask, vote_valid), zero)
+
+
+def standardize_per_step(
+    step_reward: Tensor,
+    step_mask: Tensor,
+    group_index: Tensor,
+    *,
+    eps: float = EPS,
+    singleton: SingletonRule = SingletonRule.ZERO,
+) -> Tensor:
+    """Advantage ``A_{tau_i} = (R_{tau_i} - mean) / std`` per (task group, step index) (PAPER.md §2.2).
+
+    The statistics run over the rollouts of the same task that reach step ``i`` (ragged lengths), with the
+    population std. A cell whose std is ``<= eps`` gets 0; a cell reached by one rollout only follows ``singleton``.
+    Statistics are computed in float64 (in float32 the mean of 7+ equal rewards such as ``4/3`` is off by an ulp,
+    which an absolute ``eps = 1e-8`` would read as a spread and turn into advantages of +-1).
+
+    Args:
+        step_reward: ``(B, S)`` floating, finite at real steps (padding may hold anything).
+        step_mask: ``(B, S)`` bool.
+        group_index: ``(B,)`` int64 task group of each rollout (groups of any size, any order).
+        eps: degenerate-std threshold, ``>= 0``.
+        singleton: rule for a step index reached by a single rollout of its group.
+
+    Returns:
+        ``(B, S)`` advantages in ``step_reward.dtype``; 0 at padding, never NaN.
+
+    Examples:
+        >>> import torch
+        >>> reward = torch.tensor([[2.0, 1.0, 0.5], [0.0, -1.0, float("nan")], [-2.0, 1.0, float("nan")]])
+        >>> mask = torch.tensor([[True, True, True], [True, True, False], [True, False, False]])
+        >>> standardize_per_step(reward, mask, torch.tensor([0, 0, 0]))
+        tensor([[ 1.2247,  1.0000,  0.0000],
+                [ 0.0000, -1.0000,  0.0000],
+                [-1.2247,  0.0000,  0.0000]])
+        >>> standardize_per_step(reward, mask, torch.tensor([0, 0, 0]), singleton=SingletonRule.RAW)[0, 2]
+        tensor(0.5000)
+    """
+    reward = check_tensor("step_reward", step_reward)
+    check_floating("step_reward", reward)
+    check_shape("step_reward", reward, (None, None))
+    step_mask = check_step_grid(step_mask, reward.shape[0])
+    check_shape("step_mask", step_mask, tuple(reward.shape))
+    group_index = check_tensor("group_index", group_index)
+    check_index("group_index", group_index)
+    check_shape("group_index", group_index, (reward.shape[0],))
+    check_finite_where("step_reward", reward, step_mask)
+    eps = check_nonnegative_scalar("eps", eps)
+    if not isinstance(singleton, SingletonRule):
+        raise ValueError(f"singleton: expected a SingletonRule, got {singleton!r}")
+    work = reward.to(torch.float64)
+    segment, num_segments = step_segments(group_index.to(torch.int64), reward.shape[1])
+    raw = work if singleton is SingletonRule.RAW else None
+    z = standardize_by_segment(work, step_mask, segment, num_segments, eps=eps, singleton_value=raw)
+    return z.to(reward.dtype)
+
+
+def group_success_rate(outcome: Tensor, group_index: Tensor) -> Tensor:
+    """Success rate (fraction of rollouts with ``outcome > 0``) of each rollout's task group.
+
+    Args:
+        outcome: ``(B,)`` floating, finite.
+        group_index: ``(B,)`` int64 task group of each rollout.
+
+    Returns:
+        ``(B,)`` in ``outcome.dtype``: ``k/n`` of the rollout's group (exactly representable comparisons: the
+        division is correctly rounded, so ``2/10`` compares equal to ``0.2``).
+
+    Examples:
+        >>> import torch
+        >>> group_success_rate(torch.tensor([1.0, -1.0, -1.0, 1.0]), torch.tensor([3, 3, 7, 3]))
+        tensor([0.6667, 0.6667, 0.0000, 0.6667])
+    """
+    outcome = _check_outcome(outcome)
+    group_index = check_tensor("group_index", group_index)
+    check_index("group_index", group_index)
+    check_shape("group_index", group_index, (outcome.shape[0],))
+    groups, num_groups = compact_index(group_index.to(torch.int64))
+    size = torch.bincount(groups, minlength=num_groups)
+    wins = torch.bincount(groups[outcome > 0], minlength=num_groups)
+    rate = wins.to(torch.float64) / size.clamp(min=1).to(torch.float64)
+    return rate[groups].to(outcome.dtype)

@@ -1,0 +1,132 @@
+"""How the policy turns a prompt and the admissible commands into one action.
+
+Two selectors behind one protocol:
+
+- ``BoxedIndexSelector``: free generation with the paper's ``\\boxed{index}`` answer. A response that names no valid
+  index falls back to a uniformly random admissible action (seeded), and the step is marked
+  ``action_parse_failed`` so it is counted, never a silent index 0 as in the authors' code.
+- ``LikelihoodSelector``: scores every admissible command's log-likelihood as the response and samples one from the
+  softmax of those scores at ``temperature`` (always valid; the right choice for small models that cannot yet follow
+  the answer format).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+
+from rlanything_core.collect.prompts import Messages
+from rlanything_core.generation.parsing import parse_action_index
+from rlanything_core.generation.prompts import render_prompt
+from rlanything_core.generation.types import SamplingParams
+
+__all__ = ["ActionSelector", "BoxedIndexSelector", "LikelihoodSelector", "Selection"]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """One chosen action with the tokens that produced it.
+
+    Attributes:
+        prompt_token_ids: the rendered prompt.
+        token_ids: the response tokens (for the likelihood selector: the chosen command followed by EOS).
+        logprobs: per response token, at sampling time (empty when the trainer recomputes them).
+        response: response text.
+        action: the command sent to the environment.
+        parse_failed: the response named no valid action and the fallback chose it.
+    """
+
+    prompt_token_ids: list[int]
+    token_ids: list[int]
+    logprobs: list[float]
+    response: str
+    action: str
+    parse_failed: bool = False
+
+
+class ActionSelector(Protocol):
+    """Picks one action per live episode in a single batched model call."""
+
+    boxed_answer: bool
+    """Whether the prompt asks for ``\\boxed{index}`` (free generation) or for the command itself."""
+
+    def select(
+        self, backend: Any, prompts: Sequence[Messages], actions: Sequence[Sequence[str]], *, seed: int
+    ) -> list[Selection]:
+        """One selection per prompt, in order."""
+        ...
+
+
+class BoxedIndexSelector:
+    """Free generation; the action is the admissible command whose index is in the last ``\\boxed{}``.
+
+    Args:
+        sampling: sampling parameters (the ``seed`` field is replaced per call).
+    """
+
+    boxed_answer = True
+
+    def __init__(self, sampling: SamplingParams) -> None:
+        self.sampling = sampling
+
+    def select(
+        self, backend: Any, prompts: Sequence[Messages], actions: Sequence[Sequence[str]], *, seed: int
+    ) -> list[Selection]:
+        """Generate, parse ``\\boxed{index}``, fall back to a seeded random admissible action when unparseable."""
+        params = SamplingParams(
+            max_new_tokens=self.sampling.max_new_tokens,
+            temperature=self.sampling.temperature,
+            top_p=self.sampling.top_p,
+            seed=seed,
+            stop=self.sampling.stop,
+        )
+        generations = backend.generate(list(prompts), params)
+        rng = random.Random(seed)
+        out = []
+        for gen, cands in zip(generations, actions):
+            index = parse_action_index(gen.text, len(cands))
+            failed = index is None
+            chosen = cands[rng.randrange(len(cands))] if index is None else cands[index]
+            out.append(Selection(gen.prompt_token_ids, gen.token_ids, gen.logprobs, gen.text, chosen, failed))
+        return out
+
+
+class LikelihoodSelector:
+    """Sample an admissible command from ``softmax(loglik / temperature)``; greedy when ``temperature == 0``.
+
+    Args:
+        temperature: softmax temperature over the commands' summed log-likelihoods (``>= 0``).
+    """
+
+    boxed_answer = False
+
+    def __init__(self, *, temperature: float = 1.0) -> None:
+        if not temperature >= 0:
+            raise ValueError(f"temperature: expected >= 0, got {temperature!r}")
+        self.temperature = float(temperature)
+
+    def select(
+        self, backend: Any, prompts: Sequence[Messages], actions: Sequence[Sequence[str]], *, seed: int
+    ) -> list[Selection]:
+        """Score each command as the response, then sample (seeded per call)."""
+        gen = torch.Generator().manual_seed(seed)
+        eos = backend.tokenizer.eos_token_id
+        out = []
+        for prompt, cands in zip(prompts, actions):
+            if not cands:
+                raise ValueError("actions: every live episode needs at least one admissible action")
+            scores = torch.tensor(backend.score_continuations(prompt, list(cands)), dtype=torch.float64)
+            if self.temperature == 0:
+                index = int(scores.argmax())
+            else:
+                probs = torch.softmax(scores / self.temperature, dim=0)
+                index = int(torch.multinomial(probs, 1, generator=gen))
+            action = cands[index]
+            tokens = list(backend.tokenizer(action, add_special_tokens=False)["input_ids"]) + [int(eos)]
+            prompt_ids = render_prompt(backend.tokenizer, prompt)
+            out.append(Selection(prompt_ids, tokens, [], action, action, False))
+        return out

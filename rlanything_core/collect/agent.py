@@ -1,0 +1,192 @@
+"""Agent rollouts: ``G`` rollouts per task, all live episodes batched into each model call.
+
+The collector owns no maths: it plays episodes and records, per step, the prompt, the response, its token log-probs,
+the action and the next observation (``records.Episode``). Environments come from an ``EpisodeRunner``: in-process
+(``SequentialRunner``) or the worker-process pool of ``rlanything_core.envs.parallel``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from tqdm.auto import tqdm
+
+from rlanything_core.collect.action_selection import ActionSelector
+from rlanything_core.collect.prompts import agent_messages
+from rlanything_core.envs.protocols import AgentEnv, AgentObservation, StepResult
+from rlanything_core.records import AgentStep, Episode
+
+__all__ = ["AgentCollector", "EpisodeRunner", "RolloutStats", "SequentialRunner"]
+
+
+class EpisodeRunner(Protocol):
+    """Hosts a batch of episodes: reset them all, then step the live ones."""
+
+    def reset_all(self, tasks: Sequence[Any]) -> list[AgentObservation]:
+        """Start one episode per task (tasks may repeat); episode ``i`` is ``tasks[i]``."""
+        ...
+
+    def step_all(self, actions: Sequence[str | None]) -> list[StepResult | None]:
+        """Step episode ``i`` with ``actions[i]``; ``None`` skips a finished episode (and returns ``None``)."""
+        ...
+
+    def close(self) -> None:
+        """Release every episode."""
+        ...
+
+
+class SequentialRunner:
+    """Episodes in this process, stepped one after another (tests, fast procedural games)."""
+
+    def __init__(self, env_factory: Callable[[Any], AgentEnv]) -> None:
+        self.env_factory = env_factory
+        self._envs: list[AgentEnv] = []
+
+    def reset_all(self, tasks: Sequence[Any]) -> list[AgentObservation]:
+        """Build and reset one environment per task."""
+        self.close()
+        self._envs = [self.env_factory(t) for t in tasks]
+        return [env.reset() for env in self._envs]
+
+    def step_all(self, actions: Sequence[str | None]) -> list[StepResult | None]:
+        """Step the episodes whose action is not ``None``."""
+        return [None if a is None else env.step(a) for env, a in zip(self._envs, actions)]
+
+    def close(self) -> None:
+        """Close every environment."""
+        for env in self._envs:
+            env.close()
+        self._envs = []
+
+
+@dataclass
+class RolloutStats:
+    """Counters of one collection (logged as metrics)."""
+
+    episodes: int = 0
+    steps: int = 0
+    won: int = 0
+    action_parse_failures: int = 0
+    env_failures: int = 0
+    failure_reasons: dict[str, int] = field(default_factory=dict)
+
+
+class AgentCollector:
+    """Play ``group_size`` rollouts of each task with a policy backend.
+
+    Args:
+        backend: the policy's generation backend (``generate`` / ``score_continuations``).
+        runner: hosts the episodes.
+        selector: how a response becomes an action.
+        group_size: ``G`` rollouts per task.
+        max_steps: step limit per episode (training 40, evaluation 60 in the paper).
+        max_history_turns: turns of history rendered into each prompt.
+        progress: show a progress bar over steps.
+    """
+
+    def __init__(
+        self,
+        backend: Any,
+        runner: EpisodeRunner,
+        selector: ActionSelector,
+        *,
+        group_size: int = 8,
+        max_steps: int = 40,
+        max_history_turns: int | None = 10,
+        progress: bool = False,
+    ) -> None:
+        if group_size < 1:
+            raise ValueError(f"group_size: expected >= 1, got {group_size}")
+        if max_steps < 1:
+            raise ValueError(f"max_steps: expected >= 1, got {max_steps}")
+        self.backend = backend
+        self.runner = runner
+        self.selector = selector
+        self.group_size = group_size
+        self.max_steps = max_steps
+        self.max_history_turns = max_history_turns
+        self.progress = progress
+
+    def collect(self, tasks: Sequence[Any], *, seed: int, task_ids: Sequence[str] | None = None) -> tuple[
+        list[Episode], RolloutStats
+    ]:
+        """Roll out every task ``group_size`` times; rollouts of ``tasks[k]`` get ``group_id = k``.
+
+        Args:
+            tasks: what the runner's environments are built from (game files, specs).
+            seed: seeds the action selection; step ``t`` of a collection uses ``seed + t``.
+            task_ids: names recorded on the episodes (default ``str(task)``).
+        """
+        ids = [str(t) for t in tasks] if task_ids is None else list(task_ids)
+        if len(ids) != len(tasks):
+            raise ValueError(f"task_ids: expected {len(tasks)} ids, got {len(ids)}")
+        flat = [t for t in tasks for _ in range(self.group_size)]
+        episodes = [Episode(task_id=ids[k], group_id=k, goal="") for k in range(len(tasks)) for _ in range(self.group_size)]
+        stats = RolloutStats(episodes=len(episodes))
+        first = self.runner.reset_all(flat)
+        observations = [o.observation for o in first]
+        admissible = [list(o.admissible_actions) for o in first]
+        live = []
+        for i, obs in enumerate(first):
+            episodes[i].goal = obs.goal
+            if obs.failure_reason is not None:
+                episodes[i].failure_reason = obs.failure_reason
+            elif admissible[i]:
+                live.append(i)
+            else:
+                episodes[i].failure_reason = "no_admissible_actions"
+        bar = tqdm(total=self.max_steps, desc="rollout steps", disable=not self.progress, leave=False)
+        for t in range(self.max_steps):
+            if not live:
+                break
+            prompts = [
+                agent_messages(
+                    episodes[i].goal,
+                    [(s.observation, s.action) for s in episodes[i].steps],
+                    observations[i],
+                    admissible[i],
+                    max_history_turns=self.max_history_turns,
+                    boxed_answer=self.selector.boxed_answer,
+                )
+                for i in live
+            ]
+            picks = self.selector.select(self.backend, prompts, [admissible[i] for i in live], seed=seed + t)
+            actions: list[str | None] = [None] * len(episodes)
+            for i, pick in zip(live, picks):
+                actions[i] = pick.action
+            results = self.runner.step_all(actions)
+            still_live = []
+            for i, pick in zip(live, picks):
+                res = results[i]
+                assert res is not None
+                episodes[i].steps.append(
+                    AgentStep(
+                        observation=observations[i],
+                        admissible_actions=admissible[i],
+                        prompt_token_ids=pick.prompt_token_ids,
+                        token_ids=pick.token_ids,
+                        logprobs=pick.logprobs,
+                        response=pick.response,
+                        action=pick.action,
+                        action_parse_failed=pick.parse_failed,
+                        next_observation=res.observation,
+                    )
+                )
+                stats.steps += 1
+                stats.action_parse_failures += int(pick.parse_failed)
+                if res.failure_reason is not None:
+                    episodes[i].failure_reason = res.failure_reason
+                    stats.env_failures += 1
+                    stats.failure_reasons[res.failure_reason] = stats.failure_reasons.get(res.failure_reason, 0) + 1
+                elif res.won:
+                    episodes[i].won = True
+                elif not res.done and res.admissible_actions:
+                    observations[i], admissible[i] = res.observation, list(res.admissible_actions)
+                    still_live.append(i)
+            live = still_live
+            bar.update(1)
+        bar.close()
+        stats.won = sum(e.won for e in episodes)
+        return episodes, stats

@@ -1,0 +1,156 @@
+"""Single-turn coding collectors: programs from the policy, unit tests from the reward model, and their pass matrices.
+
+In the coding setting the reward model writes unit tests (``**Test Input:**`` / ``**Test Output:**`` blocks); a test
+that does not parse is kept as a format failure. Programs and tests run only in the sandbox.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from rlanything_core.collect.prompts import code_messages, unit_test_messages
+from rlanything_core.envs.coding.extract import extract_code, parse_unit_test
+from rlanything_core.envs.coding.problem import TestType
+from rlanything_core.envs.coding.task import CodingTask
+from rlanything_core.generation.prompts import sanitize_untrusted
+from rlanything_core.generation.types import SamplingParams
+from rlanything_core.sandbox.config import StdinTest
+
+__all__ = ["CodeCollector", "CodeSample", "GeneratedTest", "UnitTestCollector", "generated_test_pass_matrix"]
+
+
+@dataclass
+class CodeSample:
+    """One program sampled for a task, with its ground-truth test results."""
+
+    task_id: str
+    group_id: int
+    prompt_token_ids: list[int]
+    token_ids: list[int]
+    logprobs: list[float]
+    text: str
+    program: str | None
+    gt_passed: list[bool] = field(default_factory=list)
+
+    @property
+    def pass_fraction(self) -> float:
+        """Fraction of ground-truth tests passed (the policy's reward in the authors' code)."""
+        return sum(self.gt_passed) / len(self.gt_passed) if self.gt_passed else 0.0
+
+    @property
+    def correct(self) -> bool:
+        """Passes every ground-truth test."""
+        return bool(self.gt_passed) and all(self.gt_passed)
+
+
+@dataclass
+class GeneratedTest:
+    """One unit test written by the reward model (``test`` is ``None`` when the output did not parse)."""
+
+    task_id: str
+    group_id: int
+    prompt_token_ids: list[int]
+    token_ids: list[int]
+    logprobs: list[float]
+    text: str
+    test: tuple[str, str] | None
+
+
+def _with_seed(params: SamplingParams, seed: int) -> SamplingParams:
+    return SamplingParams(
+        max_new_tokens=params.max_new_tokens, temperature=params.temperature, top_p=params.top_p, seed=seed,
+        stop=params.stop,
+    )
+
+
+class CodeCollector:
+    """Sample ``samples_per_task`` programs per task and run them on the ground-truth tests in the sandbox."""
+
+    def __init__(
+        self, backend: Any, *, samples_per_task: int = 8, sampling: SamplingParams | None = None, max_workers: int = 2
+    ) -> None:
+        if samples_per_task < 1:
+            raise ValueError(f"samples_per_task: expected >= 1, got {samples_per_task}")
+        self.backend = backend
+        self.samples_per_task = samples_per_task
+        self.sampling = sampling or SamplingParams(max_new_tokens=512, temperature=1.0)
+        self.max_workers = max_workers
+
+    def collect(self, tasks: Sequence[CodingTask], *, seed: int) -> list[CodeSample]:
+        """Programs of ``tasks[k]`` get ``group_id = k``; unparseable responses fail every test."""
+        prompts = [
+            code_messages(
+                t.problem.prompt, stdin_io=t.problem.test_type == TestType.STDIN, starter_code=t.problem.starter_code
+            )
+            for t in tasks
+            for _ in range(self.samples_per_task)
+        ]
+        generations = self.backend.generate(prompts, _with_seed(self.sampling, seed))
+        samples = []
+        for n, gen in enumerate(generations):
+            k = n // self.samples_per_task
+            samples.append(
+                CodeSample(tasks[k].problem.id, k, gen.prompt_token_ids, gen.token_ids, gen.logprobs, gen.text,
+                           extract_code(gen.text))
+            )
+        for k, task in enumerate(tasks):
+            group = [s for s in samples if s.group_id == k]
+            runnable = [s for s in group if s.program is not None]
+            results = task.evaluate_many([s.program for s in runnable if s.program is not None],
+                                         max_workers=self.max_workers)
+            for s, r in zip(runnable, results):
+                s.gt_passed = [t.passed for t in r.tests]
+            for s in group:
+                if s.program is None:
+                    s.gt_passed = [False] * len(task.tests)
+        return samples
+
+
+class UnitTestCollector:
+    """Sample ``tests_per_task`` unit tests per (stdin) task from the reward model."""
+
+    def __init__(self, backend: Any, *, tests_per_task: int = 8, sampling: SamplingParams | None = None) -> None:
+        if tests_per_task < 1:
+            raise ValueError(f"tests_per_task: expected >= 1, got {tests_per_task}")
+        self.backend = backend
+        self.tests_per_task = tests_per_task
+        self.sampling = sampling or SamplingParams(max_new_tokens=512, temperature=0.8)
+
+    def collect(self, tasks: Sequence[CodingTask], *, seed: int) -> list[GeneratedTest]:
+        """Tests of ``tasks[k]`` get ``group_id = k``; an unparseable output has ``test = None``."""
+        tokenizer = getattr(self.backend, "tokenizer", None)
+
+        def sanitize(text: str) -> str:
+            return sanitize_untrusted(text, tokenizer) if tokenizer is not None else text
+
+        prompts = [unit_test_messages(t.problem.prompt, sanitize=sanitize) for t in tasks for _ in
+                   range(self.tests_per_task)]
+        generations = self.backend.generate(prompts, _with_seed(self.sampling, seed))
+        return [
+            GeneratedTest(tasks[n // self.tests_per_task].problem.id, n // self.tests_per_task, g.prompt_token_ids,
+                          g.token_ids, g.logprobs, g.text, parse_unit_test(g.text))
+            for n, g in enumerate(generations)
+        ]
+
+
+def generated_test_pass_matrix(
+    task: CodingTask, programs: Sequence[str | None], tests: Sequence[GeneratedTest], *, max_workers: int = 2
+) -> Tensor:
+    """``(C, K)`` bool: program ``c`` passes generated test ``k`` (an unparseable test or program passes nothing)."""
+    valid = [k for k, t in enumerate(tests) if t.test is not None]
+    matrix = torch.zeros(len(programs), len(tests), dtype=torch.bool)
+    if not valid:
+        return matrix
+    sandbox_tests = [StdinTest(stdin=tests[k].test[0], expected=tests[k].test[1]) for k in valid]  # type: ignore[index]
+    rows = [c for c, p in enumerate(programs) if p is not None]
+    jobs = [(task.problem.full_program(programs[c] or ""), sandbox_tests) for c in rows]
+    results = task.sandbox.run_many(jobs, judge=task.judge, max_workers=max_workers)
+    for c, r in zip(rows, results):
+        for k, tr in zip(valid, r.tests):
+            matrix[c, k] = tr.passed
+    return matrix

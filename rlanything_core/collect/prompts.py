@@ -1,0 +1,129 @@
+"""Chat messages for the policy, the judge, the coder and the unit-test writer (the paper's prompts, as messages).
+
+Prompts are message lists rendered by the tokenizer's chat template in the backend, never hand-written special tokens.
+Text that comes from a model or an environment and is embedded in another model's prompt goes through
+``sanitize`` (given by the backend) so that it cannot forge the template's special tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+__all__ = [
+    "Messages",
+    "agent_messages",
+    "code_messages",
+    "judge_messages",
+    "render_history",
+    "unit_test_messages",
+]
+
+Messages = list[dict[str, str]]
+
+
+def _identity(text: str) -> str:
+    return text
+
+
+def render_history(history: Sequence[tuple[str, str]], *, max_turns: int | None = None) -> str:
+    """``observation: ...`` / ``you took action: ...`` lines, keeping the last ``max_turns`` turns."""
+    turns = list(history) if max_turns is None else list(history)[-max_turns:] if max_turns > 0 else []
+    lines: list[str] = []
+    if max_turns is not None and len(history) > len(turns):
+        lines.append(f"[{len(history) - len(turns)} earlier turns omitted]")
+    for observation, action in turns:
+        lines.append(f"observation: {observation.strip()}")
+        lines.append(f"you took action: {action}")
+    return "\n".join(lines)
+
+
+def agent_messages(
+    goal: str,
+    history: Sequence[tuple[str, str]],
+    observation: str,
+    admissible_actions: Sequence[str],
+    *,
+    max_history_turns: int | None = 10,
+    boxed_answer: bool = True,
+) -> Messages:
+    """The policy's prompt for one step of a text game (REFERENCE_IMPL §2.2, as chat messages).
+
+    Args:
+        goal: the task ("put a clean mug in the coffee machine").
+        history: earlier ``(observation, action)`` turns.
+        observation: the current observation.
+        admissible_actions: numbered in the prompt from 0.
+        max_history_turns: keep only the most recent turns (the authors render the full, quadratic history).
+        boxed_answer: ask for ``\\boxed{index}`` (free generation); ``False`` for likelihood scoring of the commands.
+    """
+    numbered = "\n".join(f"{i}) {a}" for i, a in enumerate(admissible_actions))
+    past = render_history(history, max_turns=max_history_turns)
+    ask = (
+        "Think briefly, then put the integer index of your chosen action in \\boxed{}."
+        if boxed_answer
+        else "Reply with the chosen action."
+    )
+    user = (
+        "You are playing a text game. Complete the task as soon as possible.\n"
+        f"Your task is to: {goal}\n"
+        + (f"{past}\n" if past else "")
+        + f"observation: {observation.strip()}\n"
+        f"Admissible actions:\n{numbered}\n{ask}"
+    )
+    return [{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": user}]
+
+
+JUDGE_RUBRIC = (
+    "You are judging ONE step of an agent playing a text game. Score 1 if and only if: (a) the action is appropriate "
+    "for the observation and the goal (it explores, makes progress or completes the task); (b) the reasoning, if any, "
+    "is relevant, consistent and mentions no object that does not exist; (c) the action is admissible and the next "
+    "observation is consistent with it. Otherwise score -1 (irrelevant action, undoing progress, hallucination, "
+    "contradiction). Think first, then put the final score, 1 or -1, in \\boxed{}."
+)
+
+
+def judge_messages(
+    goal: str,
+    context: str,
+    response: str,
+    next_observation: str,
+    *,
+    sanitize: Callable[[str], str] = _identity,
+) -> Messages:
+    """The judge's prompt for one step: the step's context, the policy's response, the next observation.
+
+    Everything from the policy or the environment passes through ``sanitize``: the judge reads it as data.
+    """
+    user = (
+        f"{JUDGE_RUBRIC}\n\n### Goal\n{sanitize(goal)}\n\n### What the agent saw\n{sanitize(context)}\n\n"
+        f"### The agent's response\n{sanitize(response)}\n\n### Next observation\n{sanitize(next_observation)}"
+    )
+    return [{"role": "system", "content": "You are a careful evaluator."}, {"role": "user", "content": user}]
+
+
+def code_messages(statement: str, *, stdin_io: bool, starter_code: str = "") -> Messages:
+    """The coder's prompt: think, then one ``python`` code block."""
+    io_rule = (
+        "Read the input with input() and print the output with print()."
+        if stdin_io
+        else "Complete the given starter code."
+    )
+    starter = f"\n\nStarter code:\n```python\n{starter_code}\n```" if starter_code else ""
+    user = (
+        "You need to think first, then write a Python program in a single ```python code block. "
+        f"{io_rule}\n\nThis is the problem:\n{statement}{starter}"
+    )
+    return [{"role": "system", "content": "You are a helpful assistant who solves programming problems."},
+            {"role": "user", "content": user}]
+
+
+def unit_test_messages(statement: str, *, sanitize: Callable[[str], str] = _identity) -> Messages:
+    """The unit-test writer's prompt (REFERENCE_IMPL §2.6): exactly one correct, discriminative test."""
+    user = (
+        "You are a rigorous unit-test designer. Produce exactly ONE new test example for the problem below that is "
+        "correct and discriminative (it separates correct from subtly wrong programs). Reason step by step, then end "
+        "with this format:\n**Test Input:**\n```\n<stdin>\n```\n**Test Output:**\n```\n<stdout>\n```\n"
+        "**Explanation:** <one sentence>\n\n"
+        f"This is the problem:\n{sanitize(statement)}"
+    )
+    return [{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": user}]

@@ -1,0 +1,1 @@
+"""Environments behind small protocols (ALFWorld, coding, ...)."""

@@ -1,0 +1,186 @@
+"""``ConsistencyRewardLoss``: train the generative judge with consistency feedback (PAPER §2.3, REFERENCE_IMPL §3.1).
+
+Row order: the judge's training rows are its outputs, one per *requested* vote, in the row-major order of
+``batch.vote_mask.nonzero()`` (rollout, then step, then vote), which is also the order of ``tensor[batch.vote_mask]``.
+Row ``r`` of ``logprobs`` is the judge output of cell ``batch.vote_mask.nonzero()[r]``. For micro-batching pass
+``rows``: the indices (into that order) of the rows in this call.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from rlanything_core._validation import check_bool, check_floating, check_index, check_shape, check_tensor
+from rlanything_core.constants import EPS, FORMAT_PENALTY
+from rlanything_core.losses.aggregation import Aggregation
+from rlanything_core.losses.functional import KLEstimator
+from rlanything_core.losses.policy import KLReference, PolicyLoss
+from rlanything_core.masking import masked_mean
+from rlanything_core.rewards.consistency import consistency_targets, standardize_votes, vote_agreement
+from rlanything_core.types import LossOutput, StepBatch
+
+__all__ = ["ConsistencyRewardLoss"]
+
+
+class ConsistencyRewardLoss(nn.Module):
+    """Clipped policy-gradient loss of the judge, with advantages from consistency rewards.
+
+    For the judge output ``j`` at step ``i`` of rollout ``tau``: raw target ``R_{tau_i} * S_{tau_i,j}`` for a valid
+    vote, ``format_penalty`` for an unparseable one; z-scored over the ``m`` outputs of that step (a group with zero
+    variance standardizes to 0 and contributes nothing); then the same clipped objective as ``PolicyLoss`` on the
+    judge's tokens.
+
+    Args:
+        format_penalty: raw target of an unparseable judge output.
+        eps: degenerate-std threshold of the per-step standardization.
+        drop_zero_advantage: mask out rows whose advantage is exactly 0 (the authors drop them from the training set),
+            so they add neither KL nor tokens to the denominators. With micro-batching, count ``num_tokens_global`` /
+            ``num_seqs_global`` over the kept rows only (``row_advantages(...) != 0``), or better, do not generate
+            log-probabilities for those rows at all and pass the kept indices as ``rows``.
+        clip_eps_low: see ``PolicyLoss``.
+        clip_eps_high: see ``PolicyLoss``.
+        log_ratio_clamp: see ``PolicyLoss``.
+        kl_coef: see ``PolicyLoss``.
+        kl_estimator: see ``PolicyLoss``.
+        kl_reference: see ``PolicyLoss``.
+        aggregation: see ``PolicyLoss`` (default: the authors' per-sample token mean).
+    """
+
+    def __init__(
+        self,
+        *,
+        format_penalty: float = FORMAT_PENALTY,
+        eps: float = EPS,
+        drop_zero_advantage: bool = True,
+        clip_eps_low: float = 0.2,
+        clip_eps_high: float = 0.2,
+        log_ratio_clamp: float = 10.0,
+        kl_coef: float = 0.01,
+        kl_estimator: KLEstimator = KLEstimator.K3,
+        kl_reference: KLReference = KLReference.ROLLOUT,
+        aggregation: Aggregation = Aggregation.SEQ_MEAN_TOKEN_MEAN,
+    ) -> None:
+        super().__init__()
+        if eps < 0:
+            raise ValueError(f"eps: expected >= 0, got {eps}")
+        self.format_penalty = float(format_penalty)
+        self.eps = eps
+        self.drop_zero_advantage = drop_zero_advantage
+        self.objective = PolicyLoss(
+            clip_eps_low=clip_eps_low,
+            clip_eps_high=clip_eps_high,
+            log_ratio_clamp=log_ratio_clamp,
+            kl_coef=kl_coef,
+            kl_estimator=kl_estimator,
+            kl_reference=kl_reference,
+            aggregation=aggregation,
+        )
+
+    def targets(self, batch: StepBatch, step_reward: Tensor) -> tuple[Tensor, Tensor]:
+        """Raw and standardized consistency targets on the vote grid.
+
+        Args:
+            batch: a ``StepBatch`` with votes.
+            step_reward: ``(B, S)`` integrated step rewards ``R_{tau_i}`` (e.g. ``integrated_step_reward``).
+
+        Returns:
+            ``(raw, standardized)``, both ``(B, S, M)``; 0 outside ``vote_mask``.
+        """
+        votes, vote_mask, vote_valid = _votes(batch)
+        check_tensor("step_reward", step_reward)
+        check_floating("step_reward", step_reward)
+        check_shape("step_reward", step_reward, tuple(batch.step_mask.shape))
+        raw = consistency_targets(step_reward, votes, vote_mask, vote_valid, format_penalty=self.format_penalty)
+        return raw, standardize_votes(raw, vote_mask, eps=self.eps)
+
+    def row_advantages(self, batch: StepBatch, step_reward: Tensor) -> Tensor:
+        """``(N_rows,)`` standardized targets in row order (``vote_mask.nonzero()`` order)."""
+        _, standardized = self.targets(batch, step_reward)
+        return standardized[_votes(batch)[1]]
+
+    def forward(
+        self,
+        logprobs: Tensor,
+        old_logprobs: Tensor,
+        response_mask: Tensor,
+        *,
+        batch: StepBatch,
+        step_reward: Tensor,
+        rows: Tensor | None = None,
+        ref_logprobs: Tensor | None = None,
+        num_tokens_global: int | None = None,
+        num_seqs_global: int | None = None,
+    ) -> LossOutput:
+        """Compute the judge loss.
+
+        Args:
+            logprobs: ``(N, L)`` judge log-probabilities of its outputs (with grad); ``N = len(rows)`` or, without
+                ``rows``, the number of requested votes ``batch.vote_mask.sum()``.
+            old_logprobs: ``(N, L)`` at sampling time.
+            response_mask: ``(N, L)`` bool, the judge's output tokens.
+            batch: the ``StepBatch`` the votes belong to (whole batch, not the micro-batch).
+            step_reward: ``(B, S)`` integrated step rewards.
+            rows: ``(N,)`` int64 indices into the row order, for micro-batching.
+            ref_logprobs: frozen-reference log-probabilities (``kl_reference=FROZEN``).
+            num_tokens_global: see ``PolicyLoss``.
+            num_seqs_global: see ``PolicyLoss``.
+
+        Returns:
+            ``LossOutput`` with the objective's metrics plus, over the whole batch: ``target_mean`` (raw targets of
+            requested votes), ``format_failure_rate``, ``vote_agreement`` (valid votes whose sign equals ``sign(O)``),
+            ``num_rows``, and ``num_zero_advantage_rows`` (in this call).
+        """
+        votes, vote_mask, vote_valid = _votes(batch)
+        raw, standardized = self.targets(batch, step_reward)
+        adv = standardized[vote_mask]
+        total = int(adv.shape[0])
+        if rows is not None:
+            check_tensor("rows", rows)
+            check_index("rows", rows)
+            check_shape("rows", rows, (None,))
+            if rows.numel() and int(rows.max()) >= total:
+                raise ValueError(f"rows: expected indices < {total} (requested votes), got max {int(rows.max())}")
+            adv = adv[rows.to(torch.int64)]
+        check_tensor("logprobs", logprobs)
+        if logprobs.dim() != 2 or logprobs.shape[0] != adv.shape[0]:
+            raise ValueError(
+                f"logprobs: expected shape ({adv.shape[0]}, L) (one row per requested vote"
+                f"{' in rows' if rows is not None else ''}), got {tuple(logprobs.shape)}"
+            )
+        adv = adv.to(logprobs.dtype)
+        check_tensor("response_mask", response_mask)
+        check_bool("response_mask", response_mask)
+        check_shape("response_mask", response_mask, tuple(logprobs.shape))
+        zero_rows = adv == 0
+        mask = response_mask & ~zero_rows.unsqueeze(1) if self.drop_zero_advantage else response_mask
+        out = self.objective(
+            logprobs,
+            old_logprobs,
+            adv,
+            mask,
+            ref_logprobs=ref_logprobs,
+            num_tokens_global=num_tokens_global,
+            num_seqs_global=num_seqs_global,
+        )
+        with torch.no_grad():
+            requested = vote_mask.sum()
+            failures = (vote_mask & ~vote_valid).sum()
+            out.metrics.update(
+                {
+                    "target_mean": masked_mean(raw, vote_mask).detach(),
+                    "format_failure_rate": failures.to(raw.dtype) / requested.clamp(min=1).to(raw.dtype),
+                    "vote_agreement": torch.as_tensor(vote_agreement(votes, vote_valid, batch.outcome)).detach(),
+                    "num_rows": requested,
+                    "num_zero_advantage_rows": zero_rows.sum(),
+                }
+            )
+        return out
+
+
+def _votes(batch: StepBatch) -> tuple[Tensor, Tensor, Tensor]:
+    if not isinstance(batch, StepBatch):
+        raise ValueError(f"batch: expected a StepBatch, got {type(batch).__name__}")
+    if batch.votes is None or batch.vote_mask is None or batch.vote_valid is None:
+        raise ValueError("batch: expected a StepBatch with votes, vote_mask and vote_valid, got one without votes")
+    return batch.votes, batch.vote_mask, batch.vote_valid

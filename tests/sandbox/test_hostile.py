@@ -1,0 +1,273 @@
+"""Hostile programs: each gets the right verdict and leaves the host untouched."""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rlanything_core.sandbox import Sandbox, SandboxConfig, StdinTest, Verdict, bwrap_status
+
+UID = 65534
+pytestmark = pytest.mark.skipif(os.getuid() != 0, reason="the hostile corpus checks the uid drop: run as root (CI)")
+needs_bwrap = pytest.mark.skipif(not bwrap_status()[0], reason="bubblewrap not working here")
+
+
+def uid_processes(uid: int = UID) -> list[int]:
+    pids = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if os.stat(f"/proc/{name}").st_uid == uid:
+                    pids.append(int(name))
+            except OSError:
+                pass
+    return pids
+
+
+def assert_no_leftovers() -> None:
+    deadline = time.monotonic() + 3.0
+    while uid_processes() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert uid_processes() == [], "processes of the sandbox uid survived the run"
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Sandbox:
+    return Sandbox(SandboxConfig(time_limit_s=2.0, memory_mb=512, output_limit_bytes=1 << 20, file_size_mb=4,
+                                 use_bwrap=True))
+
+
+@pytest.fixture()
+def world_dir() -> Iterator[Path]:
+    """A host directory writable by everyone (only the read-only filesystem can stop a write into it)."""
+    d = Path(tempfile.mkdtemp(prefix="rla_hostile_", dir="/var/tmp"))
+    os.chmod(d, 0o777)
+    yield d
+    for p in d.iterdir():
+        p.unlink()
+    d.rmdir()
+
+
+def run1(sandbox: Sandbox, program: str, stdin: bytes | str = b"", expected: str | None = None,
+         time_limit_s: float | None = None):  # noqa: ANN201
+    result = sandbox.run(program, [StdinTest(stdin, expected, time_limit_s)])
+    assert result.bwrap is sandbox.bwrap
+    assert_no_leftovers()
+    return result.tests[0]
+
+
+@needs_bwrap
+def test_fork_bomb(sandbox: Sandbox) -> None:
+    prog = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    r = run1(sandbox, prog, time_limit_s=1.5)
+    assert r.verdict is Verdict.TIMEOUT
+
+
+@needs_bwrap
+def test_memory_hog(sandbox: Sandbox) -> None:
+    r = run1(sandbox, "a = []\nwhile True:\n    a.append(bytearray(10**8))\n", time_limit_s=10.0)
+    assert r.verdict is Verdict.MEMORY
+
+
+@needs_bwrap
+def test_sigterm_immune_loop_dies(sandbox: Sandbox) -> None:
+    prog = "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True:\n    pass\n"
+    r = run1(sandbox, prog, time_limit_s=1.0)
+    assert r.verdict is Verdict.TIMEOUT and r.wall_s < 2.0
+
+
+@needs_bwrap
+def test_double_fork_setsid_daemon_is_killed(sandbox: Sandbox) -> None:
+    prog = (
+        "import os, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        "        os.close(1); os.close(2)\n"
+        "        time.sleep(1000)\n"
+        "    os._exit(0)\n"
+        "os.wait()\n"
+        "print('ok')\n"
+    )
+    r = run1(sandbox, prog, expected="ok")
+    assert r.verdict is Verdict.PASSED
+
+
+@needs_bwrap
+def test_child_holding_the_pipe_does_not_hang(sandbox: Sandbox) -> None:
+    prog = "import os, time\nif os.fork() == 0:\n    time.sleep(1000)\nprint('ok')\n"
+    r = run1(sandbox, prog, expected="ok", time_limit_s=5.0)
+    assert r.verdict is Verdict.PASSED and r.wall_s < 2.0
+
+
+@needs_bwrap
+def test_network_is_blocked(sandbox: Sandbox) -> None:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    server.settimeout(0.2)
+    port = server.getsockname()[1]
+    try:
+        prog = f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=1).sendall(b'x')\nprint('ok')\n"
+        r = run1(sandbox, prog, expected="ok")
+        assert r.verdict is Verdict.RUNTIME_ERROR
+        with pytest.raises(TimeoutError):
+            server.accept()
+    finally:
+        server.close()
+
+
+@needs_bwrap
+def test_writes_outside_temp_dir_fail(sandbox: Sandbox, world_dir: Path, tmp_path: Path) -> None:
+    targets = [world_dir / "pwned", tmp_path / "pwned", Path("/var/tmp/rla_pwned_top")]
+    prog = (
+        "import sys\nok = 0\n"
+        f"for p in {[str(t) for t in targets]!r}:\n"
+        "    try:\n        open(p, 'w').write('x'); ok += 1\n    except OSError:\n        pass\n"
+        "open('local.txt', 'w').write('fine')\n"
+        "print(ok)\n"
+    )
+    r = run1(sandbox, prog, expected="0")
+    assert r.verdict is Verdict.PASSED
+    assert not any(t.exists() for t in targets)
+
+
+@needs_bwrap
+def test_cannot_read_root_only_file(sandbox: Sandbox, world_dir: Path) -> None:
+    secret = world_dir / "secret.txt"
+    secret.write_text("TOPSECRET")
+    os.chmod(secret, stat.S_IRUSR | stat.S_IWUSR)
+    r = run1(sandbox, f"print(open({str(secret)!r}).read())\n")
+    assert r.verdict is Verdict.RUNTIME_ERROR and "PermissionError" in r.stderr
+    assert "TOPSECRET" not in r.stdout
+
+
+@needs_bwrap
+def test_environment_secrets_do_not_leak(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RLA_TEST_SECRET_TOKEN", "hf_s3cr3t")
+    r = run1(sandbox, "import os\nprint(os.environ)\nprint(open('/proc/1/cmdline','rb').read())\n")
+    assert "hf_s3cr3t" not in r.stdout
+
+
+@needs_bwrap
+def test_host_processes_invisible(sandbox: Sandbox) -> None:
+    r = run1(sandbox, "import os\nprint(sum(n.isdigit() for n in os.listdir('/proc')) < 10)\n", expected="True")
+    assert r.verdict is Verdict.PASSED
+
+
+@needs_bwrap
+def test_huge_output_is_capped(sandbox: Sandbox) -> None:
+    r = run1(sandbox, "while True:\n    print('x' * 10000)\n")
+    assert r.verdict is Verdict.OUTPUT_LIMIT and len(r.stdout) <= 1 << 20 and r.wall_s < 1.5
+
+
+@needs_bwrap
+def test_closing_stdout_early(sandbox: Sandbox) -> None:
+    prog = "import os, sys, time\nprint(42)\nsys.stdout.flush()\nos.close(1)\nos.close(2)\ntime.sleep(0.3)\n"
+    r = run1(sandbox, prog, expected="42")
+    assert r.verdict is Verdict.PASSED
+
+
+@needs_bwrap
+def test_closing_stdout_then_looping_times_out(sandbox: Sandbox) -> None:
+    r = run1(sandbox, "import os\nos.close(1)\nos.close(2)\nwhile True:\n    pass\n", time_limit_s=1.0)
+    assert r.verdict is Verdict.TIMEOUT
+
+
+@needs_bwrap
+def test_binary_stdin_buffer(sandbox: Sandbox) -> None:
+    data = bytes(range(256)) * 4 + b"\x00\xff"
+    prog = "import sys, hashlib\nd = sys.stdin.buffer.read()\nprint(len(d), hashlib.sha256(d).hexdigest())\n"
+    import hashlib
+
+    r = run1(sandbox, prog, stdin=data, expected=f"{len(data)} {hashlib.sha256(data).hexdigest()}")
+    assert r.verdict is Verdict.PASSED
+
+
+@needs_bwrap
+def test_large_stdin_unread_and_echoed_no_deadlock(sandbox: Sandbox) -> None:
+    big = b"7 " * (400 << 10)
+    r = run1(sandbox, "print('ok')\n", stdin=big, expected="ok")
+    assert r.verdict is Verdict.PASSED
+    r = run1(sandbox, "import sys\nsys.stdout.write(sys.stdin.read())\n", stdin=big, expected=big.decode())
+    assert r.verdict is Verdict.PASSED
+
+
+@needs_bwrap
+def test_os_write_bypass_is_captured(sandbox: Sandbox) -> None:
+    r = run1(sandbox, "import os\nos.write(1, b'hello\\n')\n", expected="hello")
+    assert r.verdict is Verdict.PASSED
+
+
+@needs_bwrap
+def test_invalid_utf8_output(sandbox: Sandbox) -> None:
+    r = run1(sandbox, "import os\nos.write(1, b'\\xff\\xfe')\n", expected="ok")
+    assert r.verdict is Verdict.WRONG_ANSWER
+
+
+@needs_bwrap
+def test_huge_file_write_hits_fsize(sandbox: Sandbox) -> None:
+    r = run1(sandbox, "with open('big.bin', 'wb') as f:\n    f.write(b'0' * (64 << 20))\n")
+    assert r.verdict in (Verdict.RUNTIME_ERROR, Verdict.MEMORY)
+    assert "File too large" in r.stderr or "MemoryError" in r.stderr
+
+
+@needs_bwrap
+def test_sleep_forever(sandbox: Sandbox) -> None:
+    r = run1(sandbox, "import time\ntime.sleep(10**6)\n", time_limit_s=1.0)
+    assert r.verdict is Verdict.TIMEOUT
+
+
+@needs_bwrap
+def test_exception_and_exit_code(sandbox: Sandbox) -> None:
+    assert run1(sandbox, "raise ValueError('boom')\n").verdict is Verdict.RUNTIME_ERROR
+    r = run1(sandbox, "import sys\nprint('6')\nsys.exit(3)\n", expected="6")
+    assert r.verdict is Verdict.RUNTIME_ERROR and r.exit_code == 3
+
+
+@needs_bwrap
+def test_killing_the_parent_fails_and_later_tests_run(sandbox: Sandbox) -> None:
+    prog = "import os\nif input() == 'kill':\n    os.kill(os.getppid(), 9)\n    os.kill(1, 9)\nprint('alive')\n"
+    result = sandbox.run(prog, [StdinTest("kill\n", "alive"), StdinTest("ok\n", "alive")])
+    assert result.verdicts == [Verdict.RUNTIME_ERROR, Verdict.PASSED]
+    assert_no_leftovers()
+
+
+@needs_bwrap
+def test_kill_minus_one_touches_nothing_outside(sandbox: Sandbox) -> None:
+    r = run1(sandbox, "import os\ntry:\n    os.kill(-1, 9)\nexcept OSError:\n    pass\nprint('done')\n",
+             expected="done")
+    assert r.verdict is Verdict.PASSED
+
+
+@needs_bwrap
+def test_unprivileged_uid(sandbox: Sandbox) -> None:
+    r = run1(sandbox, "import os\nprint(os.getuid(), os.getgid(), os.getgroups())\n", expected=f"{UID} {UID} []")
+    assert r.verdict is Verdict.PASSED
+
+
+def test_fallback_without_bwrap_is_loud_and_still_kills() -> None:
+    with pytest.warns(RuntimeWarning, match="SANDBOX FALLBACK"):
+        sandbox = Sandbox(SandboxConfig(time_limit_s=1.0, use_bwrap=False))
+    daemon = (
+        "import os, time\n"
+        "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(1000)\n    os._exit(0)\n"
+        "os.wait()\nprint('ok')\n"
+    )
+    result = sandbox.run(daemon, [StdinTest("", "ok")])
+    assert result.bwrap is False and result.verdicts == [Verdict.PASSED]
+    assert_no_leftovers()
+    loop = "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True:\n    pass\n"
+    result = sandbox.run(loop, [StdinTest()])
+    assert result.verdicts == [Verdict.TIMEOUT]
+    assert_no_leftovers()
+    bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    assert sandbox.run(bomb, [StdinTest()]).verdicts == [Verdict.TIMEOUT]
+    assert_no_leftovers()

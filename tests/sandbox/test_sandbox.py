@@ -1,0 +1,165 @@
+"""Verdicts, comparison, functional tests, concurrency, CLI and benchmark of the sandbox."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rlanything_core.sandbox import (
+    FunctionalTest,
+    OutputJudge,
+    Sandbox,
+    SandboxConfig,
+    StdinTest,
+    Verdict,
+    outputs_match,
+)
+from rlanything_core.sandbox.benchmark import sandbox_execs_per_second
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Sandbox:
+    return Sandbox(SandboxConfig(time_limit_s=2.0, memory_mb=512, output_limit_bytes=1 << 16))
+
+
+def test_verdict_values_are_exact() -> None:
+    assert {v.value for v in Verdict} == {
+        "passed", "wrong_answer", "timeout", "runtime_error", "memory", "output_limit", "sandbox_error"
+    }
+
+
+def test_every_verdict_in_one_run(sandbox: Sandbox) -> None:
+    prog = (
+        "import sys, time\ncmd = sys.stdin.readline().strip()\n"
+        "if cmd == 'loop':\n    while True: pass\n"
+        "if cmd == 'crash':\n    raise KeyError(cmd)\n"
+        "if cmd == 'mem':\n    x = bytearray(2**31)\n"
+        "if cmd == 'spam':\n    sys.stdout.write('y' * (1 << 20))\n"
+        "print(cmd.upper())\n"
+    )
+    tests = [
+        StdinTest("ok\n", "OK"),
+        StdinTest("ok\n", "no"),
+        StdinTest("loop\n", "x", time_limit_s=0.5),
+        StdinTest("crash\n", "x"),
+        StdinTest("mem\n", "x"),
+        StdinTest("spam\n", "x"),
+    ]
+    result = sandbox.run(prog, tests)
+    assert result.verdicts == [
+        Verdict.PASSED, Verdict.WRONG_ANSWER, Verdict.TIMEOUT, Verdict.RUNTIME_ERROR, Verdict.MEMORY,
+        Verdict.OUTPUT_LIMIT,
+    ]
+    assert result.pass_fraction == pytest.approx(1 / 6) and not result.all_passed
+    assert result.verdict is Verdict.WRONG_ANSWER
+    assert "KeyError" in result.tests[3].stderr
+
+
+def test_sandbox_error_when_interpreter_cannot_start() -> None:
+    sb = Sandbox(SandboxConfig(python="/bin/true"))  # runs, but is not python: exit 0 and no output
+    assert sb.run("print(1)", [StdinTest("", "1")]).verdicts == [Verdict.WRONG_ANSWER]
+    missing = Sandbox.__new__(Sandbox)
+    missing.__dict__.update(sb.__dict__)
+    missing.python = "/nonexistent/python"
+    result = missing.run("print(1)", [StdinTest("", "1")])
+    assert result.verdicts == [Verdict.SANDBOX_ERROR] and "could not start" in result.tests[0].detail
+
+
+def test_functional_tests(sandbox: Sandbox) -> None:
+    prog = "def add(a, b):\n    return a + b\n"
+    tests = [
+        FunctionalTest("def check(f):\n    assert f(1, 2) == 3\ncheck(add)"),
+        FunctionalTest("def check(f):\n    assert f(1, 2) == 4\ncheck(add)"),
+        FunctionalTest("check(add)"),  # NameError
+    ]
+    assert sandbox.run(prog, tests).verdicts == [Verdict.PASSED, Verdict.WRONG_ANSWER, Verdict.RUNTIME_ERROR]
+
+
+@pytest.mark.parametrize("escape", ["import sys\nsys.exit(0)", "import os\nos._exit(0)"])
+def test_functional_early_exit_does_not_pass(sandbox: Sandbox, escape: str) -> None:
+    prog = f"def add(a, b):\n    return 0\n{escape}\n"
+    result = sandbox.run(prog, [FunctionalTest("assert add(1, 2) == 3")])
+    assert result.verdicts == [Verdict.WRONG_ANSWER]
+
+
+def test_float_tolerance_and_case(sandbox: Sandbox) -> None:
+    prog = "print('Case #1:', 1/3)\n"
+    tests = [StdinTest("", "case #1: 0.333333"), StdinTest("", "Case #1: 0.3334")]
+    kattis = OutputJudge.kattis(1e-6)
+    assert sandbox.run(prog, tests, judge=kattis).verdicts == [Verdict.PASSED, Verdict.WRONG_ANSWER]
+    assert sandbox.run(prog, tests[:1]).verdicts == [Verdict.WRONG_ANSWER]
+
+
+def test_outputs_match_rules() -> None:
+    assert outputs_match("1  2\n3\n", " 1 2 3 ")
+    assert not outputs_match("1 2", "1 2 3")
+    assert outputs_match("1.0000001", "1", abs_tol=1e-6)
+    assert not outputs_match("1.01", "1", abs_tol=1e-6)
+    assert outputs_match("1000001", "1000000", rel_tol=1e-6)
+    assert not outputs_match("abc", "1", abs_tol=1.0)
+    assert not outputs_match("nan", "1", abs_tol=1.0)
+    assert outputs_match("YES", "yes", case_sensitive=False)
+    with pytest.raises(ValueError, match="abs_tol"):
+        outputs_match("1", "1", abs_tol=-1.0)
+
+
+@given(st.lists(st.text(alphabet="ab 1.\n\t", max_size=8), max_size=5))
+def test_exact_rule_equals_reference(parts: list[str]) -> None:
+    a = " ".join(parts)
+    b = "\n".join(parts)
+    ref = " ".join(a.split()) == " ".join(b.split())
+    assert outputs_match(a, b) == ref
+
+
+def test_run_many_keeps_order(sandbox: Sandbox) -> None:
+    jobs = [(f"print({k} * int(input()))", [StdinTest("2\n", str(2 * k))]) for k in range(6)]
+    results = sandbox.run_many(jobs, max_workers=2)
+    assert [r.verdicts for r in results] == [[Verdict.PASSED]] * 6
+    with pytest.raises(ValueError, match="max_workers"):
+        sandbox.run_many(jobs, max_workers=0)
+
+
+def test_bad_arguments(sandbox: Sandbox) -> None:
+    with pytest.raises(ValueError, match="tests\\[0\\]"):
+        sandbox.run("print(1)", ["1"])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="memory_mb"):
+        SandboxConfig(memory_mb=0)
+    with pytest.raises(ValueError, match="uid"):
+        SandboxConfig(uid=0)
+    assert sandbox.run("print(1)", []).tests == []
+
+
+def test_cli(tmp_path: Path) -> None:
+    prog = tmp_path / "p.py"
+    prog.write_text("import sys\nprint(sum(map(int, sys.stdin.read().split())))\n")
+    stdin = tmp_path / "in.txt"
+    stdin.write_bytes(b"1 2 3\n")
+    expected = tmp_path / "out.txt"
+    expected.write_text("6\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    cmd = [sys.executable, "-m", "rlanything_core.sandbox", str(prog), "--stdin", str(stdin), "--time-limit", "3",
+           "--memory-mb", "256"]
+    proc = subprocess.run(cmd + ["--expected", str(expected)], capture_output=True, text=True, env=env, check=False)
+    record = json.loads(proc.stdout)
+    assert proc.returncode == 0 and record["verdict"] == "passed" and record["stdout"] == "6\n"
+    assert {"verdict", "exit_code", "stdout", "stderr", "wall_s", "bwrap"} <= set(record)
+    prog.write_text("while True: pass\n")
+    proc = subprocess.run(cmd[:-4] + ["--time-limit", "0.5"], capture_output=True, text=True, env=env, check=False)
+    assert proc.returncode == 1 and json.loads(proc.stdout)["verdict"] == "timeout"
+    proc = subprocess.run(cmd[:-4] + ["--time-limit", "-1"], capture_output=True, text=True, env=env, check=False)
+    assert proc.returncode == 2 and "time_limit_s" in proc.stderr
+
+
+@pytest.mark.slow
+def test_benchmark_figure() -> None:
+    rate = sandbox_execs_per_second(6)
+    assert rate > 0.5
