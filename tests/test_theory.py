@@ -115,9 +115,7 @@ def plain_theorem2(
 
 @settings(max_examples=100, deadline=None)
 @given(
-    rows=st.lists(
-        st.tuples(st.sampled_from([-1, 1]), st.integers(-3, 3), st.integers(0, 8)), min_size=1, max_size=30
-    ),
+    rows=st.lists(st.tuples(st.sampled_from([-1, 1]), st.integers(-3, 3), st.integers(0, 8)), min_size=1, max_size=30),
     lam=st.sampled_from([Fraction(1), Fraction(1, 2), Fraction(3, 2), Fraction(0)]),
 )
 def test_t2a_identity_exact(rows: list[tuple[int, int, int]], lam: Fraction) -> None:
@@ -168,7 +166,7 @@ def test_t2b_nonnegativity_fails_above_lam_one(lam: float) -> None:
 def test_t2c_weight_norm_ratio_tracks_success_probability() -> None:
     n = 2000
     g = torch.Generator().manual_seed(1)
-    mean_vote = (torch.rand(n, generator=g, dtype=torch.float64) - 0.5)  # bounded away from +-1
+    mean_vote = torch.rand(n, generator=g, dtype=torch.float64) - 0.5  # bounded away from +-1
     ratios = []
     for rho in (0.001, 0.01, 0.1, 0.5, 0.9, 0.99, 0.999):
         successes = round(rho * n)

@@ -55,9 +55,9 @@ class ActionSelector(Protocol):
     """Whether the prompt asks for ``\\boxed{index}`` (free generation) or for the command itself."""
 
     def select(
-        self, backend: Any, prompts: Sequence[Messages], actions: Sequence[Sequence[str]], *, seed: int
+        self, backend: Any, prompts: Sequence[Messages], actions: Sequence[Sequence[str]], *, seeds: Sequence[int]
     ) -> list[Selection]:
-        """One selection per prompt, in order."""
+        """One selection per prompt, in order; ``seeds[i]`` drives prompt ``i``'s randomness."""
         ...
 
 
@@ -74,23 +74,26 @@ class BoxedIndexSelector:
         self.sampling = sampling
 
     def select(
-        self, backend: Any, prompts: Sequence[Messages], actions: Sequence[Sequence[str]], *, seed: int
+        self, backend: Any, prompts: Sequence[Messages], actions: Sequence[Sequence[str]], *, seeds: Sequence[int]
     ) -> list[Selection]:
-        """Generate, parse ``\\boxed{index}``, fall back to a seeded random admissible action when unparseable."""
+        """Generate, parse ``\\boxed{index}``, fall back to a seeded random admissible action when unparseable.
+
+        The batch is sampled in one call seeded by ``seeds[0]`` (the backend seeds prompt ``i`` from ``(seed, i)``),
+        so free generation is reproducible for a fixed batch; the fallback uses each prompt's own seed.
+        """
         params = SamplingParams(
             max_new_tokens=self.sampling.max_new_tokens,
             temperature=self.sampling.temperature,
             top_p=self.sampling.top_p,
-            seed=seed,
+            seed=seeds[0] if seeds else 0,
             stop=self.sampling.stop,
         )
         generations = backend.generate(list(prompts), params)
-        rng = random.Random(seed)
         out = []
-        for gen, cands in zip(generations, actions):
+        for gen, cands, seed in zip(generations, actions, seeds):
             index = parse_action_index(gen.text, len(cands))
             failed = index is None
-            chosen = cands[rng.randrange(len(cands))] if index is None else cands[index]
+            chosen = cands[random.Random(seed).randrange(len(cands))] if index is None else cands[index]
             out.append(Selection(gen.prompt_token_ids, gen.token_ids, gen.logprobs, gen.text, chosen, failed))
         return out
 
@@ -110,13 +113,13 @@ class LikelihoodSelector:
         self.temperature = float(temperature)
 
     def select(
-        self, backend: Any, prompts: Sequence[Messages], actions: Sequence[Sequence[str]], *, seed: int
+        self, backend: Any, prompts: Sequence[Messages], actions: Sequence[Sequence[str]], *, seeds: Sequence[int]
     ) -> list[Selection]:
-        """Score each command as the response, then sample (seeded per call)."""
-        gen = torch.Generator().manual_seed(seed)
+        """Score each command as the response, then sample with the prompt's own seed."""
         eos = backend.tokenizer.eos_token_id
         out = []
-        for prompt, cands in zip(prompts, actions):
+        for prompt, cands, seed in zip(prompts, actions, seeds):
+            gen = torch.Generator().manual_seed(seed)
             if not cands:
                 raise ValueError("actions: every live episode needs at least one admissible action")
             scores = torch.tensor(backend.score_continuations(prompt, list(cands)), dtype=torch.float64)

@@ -17,6 +17,7 @@ from rlanything_core.collect.action_selection import ActionSelector
 from rlanything_core.collect.prompts import agent_messages
 from rlanything_core.envs.protocols import AgentEnv, AgentObservation, StepResult
 from rlanything_core.records import AgentStep, Episode
+from rlanything_core.seeding import derive_seed
 
 __all__ = ["AgentCollector", "EpisodeRunner", "RolloutStats", "SequentialRunner"]
 
@@ -109,21 +110,35 @@ class AgentCollector:
         self.max_history_turns = max_history_turns
         self.progress = progress
 
-    def collect(self, tasks: Sequence[Any], *, seed: int, task_ids: Sequence[str] | None = None) -> tuple[
-        list[Episode], RolloutStats
-    ]:
-        """Roll out every task ``group_size`` times; rollouts of ``tasks[k]`` get ``group_id = k``.
+    def collect(
+        self,
+        tasks: Sequence[Any],
+        *,
+        seed: int,
+        task_ids: Sequence[str] | None = None,
+        group_ids: Sequence[int] | None = None,
+    ) -> tuple[list[Episode], RolloutStats]:
+        """Roll out every task ``group_size`` times.
 
         Args:
             tasks: what the runner's environments are built from (game files, specs).
-            seed: seeds the action selection; step ``t`` of a collection uses ``seed + t``.
+            seed: run/iteration seed. Rollout ``j`` of group ``g`` at step ``t`` samples with
+                ``derive_seed(seed, g, j, t)``, so an episode does not depend on what else is in the batch (the same
+                groups split over several ranks play exactly as on one process).
             task_ids: names recorded on the episodes (default ``str(task)``).
+            group_ids: the group id of each task (default ``0..len(tasks)-1``).
         """
         ids = [str(t) for t in tasks] if task_ids is None else list(task_ids)
+        groups = list(range(len(tasks))) if group_ids is None else list(group_ids)
         if len(ids) != len(tasks):
             raise ValueError(f"task_ids: expected {len(tasks)} ids, got {len(ids)}")
+        if len(groups) != len(tasks):
+            raise ValueError(f"group_ids: expected {len(tasks)} ids, got {len(groups)}")
         flat = [t for t in tasks for _ in range(self.group_size)]
-        episodes = [Episode(task_id=ids[k], group_id=k, goal="") for k in range(len(tasks)) for _ in range(self.group_size)]
+        episodes = [
+            Episode(task_id=ids[k], group_id=groups[k], goal="") for k in range(len(tasks)) for _ in range(self.group_size)
+        ]
+        keys = [(groups[k], j) for k in range(len(tasks)) for j in range(self.group_size)]
         stats = RolloutStats(episodes=len(episodes))
         first = self.runner.reset_all(flat)
         observations = [o.observation for o in first]
@@ -152,7 +167,8 @@ class AgentCollector:
                 )
                 for i in live
             ]
-            picks = self.selector.select(self.backend, prompts, [admissible[i] for i in live], seed=seed + t)
+            seeds = [derive_seed(seed, *keys[i], t) for i in live]
+            picks = self.selector.select(self.backend, prompts, [admissible[i] for i in live], seeds=seeds)
             actions: list[str | None] = [None] * len(episodes)
             for i, pick in zip(live, picks):
                 actions[i] = pick.action

@@ -110,11 +110,14 @@ def rows_from_sequences(
     *,
     pad_id: int,
 ) -> TokenRows:
-    """Pack (prompt, response, log-probs) triples into right-padded rows (padded to the longest row only)."""
+    """Pack (prompt, response, log-probs) triples into right-padded rows (padded to the longest row only).
+
+    An empty log-prob list means "not recorded at sampling time": those positions hold NaN for the trainer to fill.
+    """
     if not (len(prompts) == len(responses) == len(logprobs) == len(index)):
         raise ValueError("prompts, responses, logprobs, index: expected equal lengths")
     for n, (resp, lp) in enumerate(zip(responses, logprobs)):
-        if len(resp) != len(lp):
+        if lp and len(resp) != len(lp):
             raise ValueError(f"logprobs[{n}]: expected one log-prob per response token ({len(resp)}), got {len(lp)}")
     n_rows = len(prompts)
     length = max((len(p) + len(r) for p, r in zip(prompts, responses)), default=0)
@@ -127,7 +130,8 @@ def rows_from_sequences(
         input_ids[n, : lp_len + r_len] = torch.tensor(list(p) + list(r), dtype=torch.int64)
         attention_mask[n, : lp_len + r_len] = True
         response_mask[n, lp_len : lp_len + r_len] = True
-        old[n, lp_len : lp_len + r_len] = torch.tensor(list(lp), dtype=torch.float32)
+        if lp:  # empty: not recorded at sampling time (likelihood selection); the trainer recomputes it
+            old[n, lp_len : lp_len + r_len] = torch.tensor(list(lp), dtype=torch.float32)
     return TokenRows(
         input_ids=input_ids,
         attention_mask=attention_mask,

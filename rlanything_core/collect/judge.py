@@ -10,17 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+import torch
 from tqdm.auto import tqdm
 
 from rlanything_core.collect.prompts import Messages, judge_messages
 from rlanything_core.generation.parsing import parse_vote
-from rlanything_core.generation.prompts import sanitize_untrusted
+from rlanything_core.generation.prompts import render_prompt, sanitize_untrusted
 from rlanything_core.generation.types import SamplingParams
 from rlanything_core.records import AgentStep, Episode, JudgeSample
+from rlanything_core.seeding import derive_seed
 
-__all__ = ["JudgeCollector", "JudgeStats", "step_context"]
+__all__ = ["GenerativeVotes", "JudgeCollector", "JudgeStats", "ScoredVotes", "VoteSampler", "step_context"]
 
 
 def step_context(step: AgentStep) -> str:
@@ -43,13 +45,77 @@ class JudgeStats:
         return self.format_failures / self.votes if self.votes else 0.0
 
 
+class VoteSampler(Protocol):
+    """Turns judge prompts into judge samples (text, tokens, parsed vote), one per prompt."""
+
+    def sample(self, backend: Any, prompts: Sequence[Messages], seeds: Sequence[int]) -> list[JudgeSample]:
+        """One sample per prompt; ``seeds[i]`` drives prompt ``i``."""
+        ...
+
+
+class GenerativeVotes:
+    """The paper's judge: free generation (reasoning, then ``\\boxed{±1}``), parsed with ``parse_vote``.
+
+    The batch is sampled in one backend call seeded by ``seeds[0]`` (prompt ``i`` of a call is seeded from
+    ``(seed, i)`` by the backend).
+    """
+
+    def __init__(self, sampling: SamplingParams | None = None) -> None:
+        self.sampling = sampling or SamplingParams(max_new_tokens=128, temperature=0.8)
+
+    def sample(self, backend: Any, prompts: Sequence[Messages], seeds: Sequence[int]) -> list[JudgeSample]:
+        """Generate and parse."""
+        params = SamplingParams(
+            max_new_tokens=self.sampling.max_new_tokens,
+            temperature=self.sampling.temperature,
+            top_p=self.sampling.top_p,
+            seed=seeds[0] if seeds else 0,
+            stop=self.sampling.stop,
+        )
+        return [
+            JudgeSample(parse_vote(g.text), g.text, g.prompt_token_ids, g.token_ids, g.logprobs)
+            for g in backend.generate(list(prompts), params)
+        ]
+
+
+class ScoredVotes:
+    """A verdict-only judge for small models: the response is ``\\boxed{1}`` or ``\\boxed{-1}``, sampled from the
+    softmax of their log-likelihoods at ``temperature``.
+
+    It skips the reasoning, so it never fails the format; it is the CPU-scale stand-in for the generative judge
+    (same prompt, same consistency training on the chosen response's tokens). Log-probs are left for the trainer.
+    """
+
+    CANDIDATES = ("\\boxed{1}", "\\boxed{-1}")
+
+    def __init__(self, *, temperature: float = 1.0) -> None:
+        if not temperature > 0:
+            raise ValueError(f"temperature: expected > 0, got {temperature!r}")
+        self.temperature = float(temperature)
+
+    def sample(self, backend: Any, prompts: Sequence[Messages], seeds: Sequence[int]) -> list[JudgeSample]:
+        """Score both verdicts once per distinct prompt, then sample each vote with its own seed."""
+        eos = int(backend.tokenizer.eos_token_id)
+        cand_tokens = [list(backend.tokenizer(c, add_special_tokens=False)["input_ids"]) + [eos] for c in self.CANDIDATES]
+        last: tuple[Messages, list[int], torch.Tensor] | None = None
+        out = []
+        for prompt, seed in zip(prompts, seeds):
+            if last is None or last[0] is not prompt:  # the m votes of a step share one prompt object: score once
+                scores = torch.tensor(backend.score_continuations(prompt, list(self.CANDIDATES)), dtype=torch.float64)
+                last = (prompt, render_prompt(backend.tokenizer, prompt), torch.softmax(scores / self.temperature, 0))
+            _, prompt_ids, probs = last
+            k = int(torch.multinomial(probs, 1, generator=torch.Generator().manual_seed(seed)))
+            out.append(JudgeSample(1 if k == 0 else -1, self.CANDIDATES[k], prompt_ids, cand_tokens[k], []))
+        return out
+
+
 class JudgeCollector:
-    """Sample ``num_votes`` judge outputs for every step of every episode (one batched call per chunk).
+    """Sample ``num_votes`` judge outputs for every step of every episode.
 
     Args:
-        backend: the judge's generation backend (its ``tokenizer`` is used to sanitize untrusted text).
+        backend: the judge's backend (its ``tokenizer`` is used to sanitize untrusted text).
         num_votes: ``m`` (``>= 1``).
-        sampling: sampling parameters (temperature 0.8 in the paper); the seed is set per call.
+        votes: how outputs are produced (``GenerativeVotes`` as in the paper, or ``ScoredVotes`` for small models).
         chunk_size: prompts per backend call (bounds memory; progress is reported per chunk).
         progress: show a progress bar.
     """
@@ -59,7 +125,7 @@ class JudgeCollector:
         backend: Any,
         *,
         num_votes: int = 3,
-        sampling: SamplingParams | None = None,
+        votes: VoteSampler | None = None,
         chunk_size: int = 256,
         progress: bool = False,
     ) -> None:
@@ -67,7 +133,7 @@ class JudgeCollector:
             raise ValueError(f"num_votes: expected an integer >= 1 (m), got {num_votes!r}")
         self.backend = backend
         self.num_votes = num_votes
-        self.sampling = sampling or SamplingParams(max_new_tokens=128, temperature=0.8)
+        self.votes = votes or GenerativeVotes()
         self.chunk_size = chunk_size
         self.progress = progress
 
@@ -81,26 +147,32 @@ class JudgeCollector:
         return judge_messages(episode.goal, step_context(step), step.response, step.next_observation, sanitize=sanitize)
 
     def judge(self, episodes: Sequence[Episode], *, seed: int) -> JudgeStats:
-        """Fill ``step.judge`` with ``num_votes`` samples for every step (replacing earlier ones)."""
-        cells = [(e, st) for e in episodes for st in e.steps]
-        prompts = [self.messages(e, st) for e, st in cells for _ in range(self.num_votes)]
+        """Fill ``step.judge`` with ``num_votes`` samples for every step (replacing earlier ones).
+
+        Vote ``k`` on step ``t`` of rollout ``j`` in group ``g`` is seeded by ``derive_seed(seed, g, j, t, k)``
+        (``j`` counts the group's rollouts in the order given), independent of the rest of the batch.
+        """
+        cells: list[tuple[Episode, AgentStep, tuple[int, int, int]]] = []
+        seen: dict[int, int] = {}
+        for e in episodes:
+            j = seen.get(e.group_id, 0)
+            seen[e.group_id] = j + 1
+            cells.extend((e, st, (e.group_id, j, t)) for t, st in enumerate(e.steps))
+        prompts: list[Messages] = []
+        seeds: list[int] = []
+        for e, st, key in cells:
+            msg = self.messages(e, st)
+            prompts.extend([msg] * self.num_votes)
+            seeds.extend(derive_seed(seed, *key, k) for k in range(self.num_votes))
         stats = JudgeStats(steps=len(cells), votes=len(prompts))
         samples: list[JudgeSample] = []
         bar = tqdm(total=len(prompts), desc="judge votes", disable=not self.progress, leave=False)
         for start in range(0, len(prompts), self.chunk_size):
-            params = SamplingParams(
-                max_new_tokens=self.sampling.max_new_tokens,
-                temperature=self.sampling.temperature,
-                top_p=self.sampling.top_p,
-                seed=seed + start,
-                stop=self.sampling.stop,
-            )
-            for gen in self.backend.generate(prompts[start : start + self.chunk_size], params):
-                vote = parse_vote(gen.text)
-                samples.append(JudgeSample(vote, gen.text, gen.prompt_token_ids, gen.token_ids, gen.logprobs))
-            bar.update(min(self.chunk_size, len(prompts) - start))
+            stop = start + self.chunk_size
+            samples.extend(self.votes.sample(self.backend, prompts[start:stop], seeds[start:stop]))
+            bar.update(len(prompts[start:stop]))
         bar.close()
-        for n, (_, step) in enumerate(cells):
+        for n, (_, step, _) in enumerate(cells):
             step.judge = samples[n * self.num_votes : (n + 1) * self.num_votes]
         stats.format_failures = sum(s.vote == 0 for s in samples)
         return stats

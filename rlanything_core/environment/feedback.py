@@ -1,4 +1,4 @@
-"""Critic feedback from a finished iteration (PAPER §2.5, REFERENCE_IMPL §2.4 step 1 and §2.7 step 3).
+r"""Critic feedback from a finished iteration (PAPER §2.5, REFERENCE_IMPL §2.4 step 1 and §2.7 step 3).
 
 Pure functions over ``records.Episode``: per task the success rate; per failed rollout the high-risk steps (every
 judge vote ``-1``) and a short failure summary, written by an LLM when one is given (the authors' prompt: the task,
@@ -39,7 +39,7 @@ MAX_SUMMARY_CHARS = 400
 
 @dataclass
 class FailureNote:
-    """What went wrong in one failed rollout.
+    r"""What went wrong in one failed rollout.
 
     Attributes:
         high_risk_steps: 0-based indices of steps whose judge votes were all ``-1`` (at least one vote).
@@ -93,7 +93,7 @@ def high_risk_steps(episode: Episode) -> list[int]:
 
 
 def last_boxed(text: str) -> str | None:
-    """Content of the last ``\\boxed{...}`` in ``text`` (nested braces matched), or ``None``.
+    r"""Content of the last ``\\boxed{...}`` in ``text`` (nested braces matched), or ``None``.
 
     Examples:
         >>> last_boxed(r"a \\boxed{x} b \\boxed{{y}, z}")
@@ -158,7 +158,11 @@ def template_summary(episode: Episode) -> str:
 
 
 def build_feedback(
-    episodes: Sequence[Episode], *, chat_model: ChatModel | None = None, seed: int = 0, tasks: Sequence[str] | None = None,
+    episodes: Sequence[Episode],
+    *,
+    chat_model: ChatModel | None = None,
+    seed: int = 0,
+    tasks: Sequence[str] | None = None,
 ) -> dict[str, TaskFeedback]:
     """Group ``episodes`` by task and build each task's feedback.
 

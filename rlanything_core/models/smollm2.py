@@ -38,6 +38,7 @@ __all__ = [
     "CACHE_ENV_VAR",
     "GGUF_FILE_NAME",
     "MODEL_DIR_NAME",
+    "default_cache_dir",
     "gguf_path",
     "load_smollm2",
     "load_smollm2_tokenizer",
@@ -78,7 +79,9 @@ def gguf_path() -> Path:
     )
 
 
-def _default_dir() -> Path:
+def default_cache_dir() -> Path:
+    """The model folder used when no ``cache_dir`` is given: ``$RLANYTHING_CACHE`` or ``~/.cache/rlanything``, plus
+    ``smollm2-135m-instruct``."""
     root = os.environ.get(CACHE_ENV_VAR)
     base = Path(root).expanduser() if root else Path.home() / ".cache" / "rlanything"
     return base / MODEL_DIR_NAME
@@ -160,7 +163,7 @@ def smollm2_path(cache_dir: str | os.PathLike[str] | None = None, *, save_dtype:
     """
     if save_dtype not in (torch.float32, torch.bfloat16):
         raise ValueError(f"save_dtype: expected torch.float32 or torch.bfloat16, got {save_dtype}")
-    folder = Path(cache_dir).expanduser() if cache_dir is not None else _default_dir()
+    folder = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     if _is_complete(folder):
         return folder
     gguf_path()  # fail fast, before taking the lock, with the install hint

@@ -160,8 +160,14 @@ def _run_one(spec: dict, test: dict, index: int) -> dict:
             preexec_fn=lambda: _child_setup(spec["limits"], max(1, math.ceil(time_limit))),
         )
     except OSError as exc:
-        return {"status": "spawn_error", "exit_code": None, "stdout_b64": "", "stderr_b64": "",
-                "wall_s": 0.0, "error": f"{type(exc).__name__}: {exc}"}
+        return {
+            "status": "spawn_error",
+            "exit_code": None,
+            "stdout_b64": "",
+            "stderr_b64": "",
+            "wall_s": 0.0,
+            "error": f"{type(exc).__name__}: {exc}",
+        }
     status = "exited"
     out = bytearray()
     err = bytearray()
@@ -189,7 +195,7 @@ def _run_one(spec: dict, test: dict, index: int) -> dict:
         if exited_at is not None and now - exited_at > 0.1:  # leftover children hold the pipes open
             break
         for key, _ in sel.select(timeout=min(deadline - now, 0.05)):
-            stream = key.fileobj
+            stream = key.fileobj  # type: ignore[assignment]
             if stream is proc.stdin:
                 try:
                     n = os.write(proc.stdin.fileno(), stdin_view[:65536])

@@ -12,9 +12,7 @@ __all__ = ["sandbox_execs_per_second"]
 _PROGRAM = "import sys\nnums = list(map(int, sys.stdin.read().split()))\nprint(sum(nums), max(nums))\n"
 
 
-def sandbox_execs_per_second(
-    n_programs: int = 40, *, max_workers: int = 2, use_bwrap: bool | None = None
-) -> float:
+def sandbox_execs_per_second(n_programs: int = 40, *, max_workers: int = 2, use_bwrap: bool | None = None) -> float:
     """Programs per second through the sandbox, each a short stdin program with 5 tests (all checked).
 
     Args:

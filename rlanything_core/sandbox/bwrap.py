@@ -49,9 +49,7 @@ def bwrap_status(tmpfs_mb: int = 256) -> tuple[bool, str]:
         return False, "bwrap not found on PATH (Debian/Ubuntu: apt-get install -y bubblewrap)"
     true = shutil.which("true") or "/bin/true"
     try:
-        proc = subprocess.run(
-            bwrap_command(tmpfs_mb=tmpfs_mb) + [true], capture_output=True, timeout=20, check=False
-        )
+        proc = subprocess.run(bwrap_command(tmpfs_mb=tmpfs_mb) + [true], capture_output=True, timeout=20, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, f"bwrap probe failed: {exc}"
     if proc.returncode != 0:

@@ -46,7 +46,7 @@ def outputs_match(
     rel_tol: float | None = None,
     case_sensitive: bool = True,
 ) -> bool:
-    """Compare a program's output with the expected output, token-wise.
+    r"""Compare a program's output with the expected output, token-wise.
 
     Args:
         got: the program's output.
@@ -58,7 +58,7 @@ def outputs_match(
     Returns:
         Whether the outputs match.
 
-    >>> outputs_match("1 2\\n3 \\n", "1 2 3")
+    >>> outputs_match("1 2\n3 \n", "1 2 3")
     True
     >>> outputs_match("0.3333333", "0.333333333", abs_tol=1e-6)
     True

@@ -53,8 +53,15 @@ class SandboxConfig:
     def __post_init__(self) -> None:
         if not self.time_limit_s > 0:
             raise ValueError(f"time_limit_s must be > 0, got {self.time_limit_s!r}")
-        for name in ("memory_mb", "output_limit_bytes", "stderr_limit_bytes", "file_size_mb", "max_processes",
-                     "max_open_files", "tmpfs_mb"):
+        for name in (
+            "memory_mb",
+            "output_limit_bytes",
+            "stderr_limit_bytes",
+            "file_size_mb",
+            "max_processes",
+            "max_open_files",
+            "tmpfs_mb",
+        ):
             value = getattr(self, name)
             if not (isinstance(value, int) and value > 0):
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
@@ -88,9 +95,9 @@ class StdinTest:
 
 @dataclass(frozen=True)
 class FunctionalTest:
-    """A functional test: ``code`` is appended to the program and the script must run to completion.
+    r"""A functional test: ``code`` is appended to the program and the script must run to completion.
 
-    ``code`` typically defines and calls ``check(candidate)`` (for example ``test + "\\ncheck(Solution().f)"``).
+    ``code`` typically defines and calls ``check(candidate)`` (for example ``test + "\ncheck(Solution().f)"``).
     Passed iff the script exits 0 after running to its end: a harness line proves that control reached the end of the
     script, so ``sys.exit(0)`` / ``os._exit(0)`` inside the program do not pass. A failed ``assert`` gives
     ``wrong_answer``, any other uncaught exception ``runtime_error``. Code in the same interpreter can still cheat

@@ -217,9 +217,7 @@ class Sandbox:
             raise ValueError(f"tests[].time_limit_s must be > 0, got {tl!r}")
         return float(tl)
 
-    def run(
-        self, program: str, tests: Sequence[SandboxTest], *, judge: OutputJudge | None = None
-    ) -> ProgramResult:
+    def run(self, program: str, tests: Sequence[SandboxTest], *, judge: OutputJudge | None = None) -> ProgramResult:
         """Run ``program`` on every test in one sandboxed process tree.
 
         Args:
@@ -279,8 +277,13 @@ class Sandbox:
         error, raw_tests = "", []
         try:
             proc = subprocess.Popen(
-                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                start_new_session=True, env=env, close_fds=True,
+                cmd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                env=env,
+                close_fds=True,
             )
         except OSError as exc:
             proc, error = None, f"could not start the sandbox runner: {exc}"

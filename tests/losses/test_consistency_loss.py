@@ -123,8 +123,9 @@ def test_micro_batching_with_rows_sums_to_full_batch() -> None:
     perm = torch.randperm(adv.shape[0], generator=torch.Generator().manual_seed(0))
     total = 0.0
     for rows in perm.split(5):
-        out = loss_fn(micro_x[rows], old[rows], mask[rows], batch=batch, step_reward=reward, rows=rows,
-                      num_tokens_global=ntok)
+        out = loss_fn(
+            micro_x[rows], old[rows], mask[rows], batch=batch, step_reward=reward, rows=rows, num_tokens_global=ntok
+        )
         out.loss.backward()
         total += float(out.loss.detach())
     assert full_x.grad is not None and micro_x.grad is not None
@@ -142,8 +143,9 @@ def test_metrics() -> None:
     reward = torch.tensor([[2.0, 1.0]])
     n = int(vote_mask.sum())
     logp = torch.zeros(n, 3, requires_grad=True)
-    out = ConsistencyRewardLoss()(logp, torch.zeros(n, 3), torch.ones(n, 3, dtype=torch.bool), batch=batch,
-                                  step_reward=reward)
+    out = ConsistencyRewardLoss()(
+        logp, torch.zeros(n, 3), torch.ones(n, 3, dtype=torch.bool), batch=batch, step_reward=reward
+    )
     # raw targets: 2, 2, -2 (format), -1, 1 -> mean 0.4
     assert float(out.metrics["target_mean"]) == pytest.approx(0.4)
     assert float(out.metrics["format_failure_rate"]) == pytest.approx(1 / 5)

@@ -161,9 +161,7 @@ def test_micro_batch_invariance(
     micro_x = logp.detach().clone().requires_grad_(True)
     total = torch.zeros((), dtype=logp.dtype)
     for lo, hi in zip(bounds[:-1], bounds[1:]):
-        out = loss_fn(
-            micro_x[lo:hi], old[lo:hi], adv[lo:hi], mask[lo:hi], num_tokens_global=ntok, num_seqs_global=nseq
-        )
+        out = loss_fn(micro_x[lo:hi], old[lo:hi], adv[lo:hi], mask[lo:hi], num_tokens_global=ntok, num_seqs_global=nseq)
         out.loss.backward()
         total = total + out.loss.detach()
     assert micro_x.grad is not None
@@ -213,7 +211,9 @@ def test_all_masked_batch_gives_zero_with_graph(agg: Aggregation) -> None:
     out.loss.backward()
     assert logp.grad is not None and torch.equal(logp.grad, torch.zeros(3, 4))
     assert all(torch.isfinite(v).all() for v in out.metrics.values())
-    empty = PolicyLoss(aggregation=agg)(torch.zeros(0, 4, requires_grad=True), torch.zeros(0, 4), torch.zeros(0), mask[:0])
+    empty = PolicyLoss(aggregation=agg)(
+        torch.zeros(0, 4, requires_grad=True), torch.zeros(0, 4), torch.zeros(0), mask[:0]
+    )
     assert float(empty.loss.detach()) == 0.0 and empty.loss.requires_grad
 
 
@@ -302,9 +302,7 @@ def test_kl_reference_rules() -> None:
 def test_overlong_penalty_values_and_shaping() -> None:
     lengths = torch.tensor([0, 10, 12, 15, 20, 25])
     got = overlong_penalty(lengths, max_len=20, buffer=10, penalty_factor=2.0)
-    plain = [
-        0.0 if x <= 10 else (-2.0 if x > 20 else (20 - 10 - x) / 10 * 2.0) for x in lengths.tolist()
-    ]
+    plain = [0.0 if x <= 10 else (-2.0 if x > 20 else (20 - 10 - x) / 10 * 2.0) for x in lengths.tolist()]
     torch.testing.assert_close(got, torch.tensor(plain))
     logp, old, _, adv, mask = random_inputs(6, 8, seed=2)
     shaped = PolicyLoss(overlong_max_len=8, overlong_buffer=4, overlong_penalty_factor=1.0)(logp, old, adv, mask)

@@ -40,8 +40,9 @@ def assert_no_leftovers() -> None:
 
 @pytest.fixture(scope="module")
 def sandbox() -> Sandbox:
-    return Sandbox(SandboxConfig(time_limit_s=2.0, memory_mb=512, output_limit_bytes=1 << 20, file_size_mb=4,
-                                 use_bwrap=True))
+    return Sandbox(
+        SandboxConfig(time_limit_s=2.0, memory_mb=512, output_limit_bytes=1 << 20, file_size_mb=4, use_bwrap=True)
+    )
 
 
 @pytest.fixture()
@@ -55,8 +56,13 @@ def world_dir() -> Iterator[Path]:
     d.rmdir()
 
 
-def run1(sandbox: Sandbox, program: str, stdin: bytes | str = b"", expected: str | None = None,
-         time_limit_s: float | None = None):  # noqa: ANN201
+def run1(
+    sandbox: Sandbox,
+    program: str,
+    stdin: bytes | str = b"",
+    expected: str | None = None,
+    time_limit_s: float | None = None,
+):  # noqa: ANN201
     result = sandbox.run(program, [StdinTest(stdin, expected, time_limit_s)])
     assert result.bwrap is sandbox.bwrap
     assert_no_leftovers()
@@ -242,8 +248,9 @@ def test_killing_the_parent_fails_and_later_tests_run(sandbox: Sandbox) -> None:
 
 @needs_bwrap
 def test_kill_minus_one_touches_nothing_outside(sandbox: Sandbox) -> None:
-    r = run1(sandbox, "import os\ntry:\n    os.kill(-1, 9)\nexcept OSError:\n    pass\nprint('done')\n",
-             expected="done")
+    r = run1(
+        sandbox, "import os\ntry:\n    os.kill(-1, 9)\nexcept OSError:\n    pass\nprint('done')\n", expected="done"
+    )
     assert r.verdict is Verdict.PASSED
 
 

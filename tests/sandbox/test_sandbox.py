@@ -33,7 +33,13 @@ def sandbox() -> Sandbox:
 
 def test_verdict_values_are_exact() -> None:
     assert {v.value for v in Verdict} == {
-        "passed", "wrong_answer", "timeout", "runtime_error", "memory", "output_limit", "sandbox_error"
+        "passed",
+        "wrong_answer",
+        "timeout",
+        "runtime_error",
+        "memory",
+        "output_limit",
+        "sandbox_error",
     }
 
 
@@ -56,7 +62,11 @@ def test_every_verdict_in_one_run(sandbox: Sandbox) -> None:
     ]
     result = sandbox.run(prog, tests)
     assert result.verdicts == [
-        Verdict.PASSED, Verdict.WRONG_ANSWER, Verdict.TIMEOUT, Verdict.RUNTIME_ERROR, Verdict.MEMORY,
+        Verdict.PASSED,
+        Verdict.WRONG_ANSWER,
+        Verdict.TIMEOUT,
+        Verdict.RUNTIME_ERROR,
+        Verdict.MEMORY,
         Verdict.OUTPUT_LIMIT,
     ]
     assert result.pass_fraction == pytest.approx(1 / 6) and not result.all_passed
@@ -146,8 +156,18 @@ def test_cli(tmp_path: Path) -> None:
     expected = tmp_path / "out.txt"
     expected.write_text("6\n")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    cmd = [sys.executable, "-m", "rlanything_core.sandbox", str(prog), "--stdin", str(stdin), "--time-limit", "3",
-           "--memory-mb", "256"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "rlanything_core.sandbox",
+        str(prog),
+        "--stdin",
+        str(stdin),
+        "--time-limit",
+        "3",
+        "--memory-mb",
+        "256",
+    ]
     proc = subprocess.run(cmd + ["--expected", str(expected)], capture_output=True, text=True, env=env, check=False)
     record = json.loads(proc.stdout)
     assert proc.returncode == 0 and record["verdict"] == "passed" and record["stdout"] == "6\n"
@@ -163,3 +183,13 @@ def test_cli(tmp_path: Path) -> None:
 def test_benchmark_figure() -> None:
     rate = sandbox_execs_per_second(6)
     assert rate > 0.5
+
+
+def test_docstring_examples() -> None:
+    import doctest
+
+    import rlanything_core.envs.coding.extract as extract
+    import rlanything_core.sandbox.compare as compare
+
+    for mod in (compare, extract):
+        assert doctest.testmod(mod).failed == 0

@@ -271,7 +271,7 @@ def _word(type_name: str) -> str:
 
 
 def goal_text(goal: GoalSpec) -> str:
-    """The instruction the agent reads (ALFWorld's phrasing), e.g. ``put some mug on desk.``"""
+    """The instruction the agent reads (ALFWorld's phrasing), e.g. ``put some mug on desk.``."""
     return _TEMPLATES[goal.task_type].format(o=_word(goal.obj), t=_word(goal.target))
 
 

@@ -1,4 +1,4 @@
-"""LLM ALFWorld rewriter: the paper's goal rewrite proposed by a language model (REFERENCE_IMPL §2.4 steps 2-5).
+r"""LLM ALFWorld rewriter: the paper's goal rewrite proposed by a language model (REFERENCE_IMPL §2.4 steps 2-5).
 
 The prompt holds an English summary of the game's facts (object types with instance counts, receptacle types,
 what each receptacle can contain, which types can be cleaned/heated/cooled/toggled), the critic's failure
@@ -91,7 +91,7 @@ def rewrite_chat(facts: GameFacts, goal: GoalSpec, direction: str, feedback: Tas
 
 
 def parse_two_tokens(text: str) -> list[str] | None:
-    """The two comma-separated tokens of the last ``\\boxed{}`` (tolerant of brackets, quotes, CJK commas).
+    r"""The two comma-separated tokens of the last ``\\boxed{}`` (tolerant of brackets, quotes, CJK commas).
 
     Examples:
         >>> parse_two_tokens(r"so \\boxed{['Mug', 'DeskType']}")

@@ -230,7 +230,8 @@ class CodingRewriter:
                            root_id=task.root_id, version=version, data=data)
             key = json.dumps([data["question"], data["test_input"], data["test_output"]])
             if data["question"] == task.data.get("question") and data["test_input"] == task.data.get("test_input"):
-                out.append(_rejected(new, task, d, self.name, RejectReason.NO_CHANGE, "same question and tests", **extra))
+                out.append(_rejected(new, task, d, self.name, RejectReason.NO_CHANGE, "same question and tests",
+                                     **extra))
                 continue
             if key in seen:
                 out.append(_rejected(new, task, d, self.name, RejectReason.DUPLICATE, "repeated sample", **extra))
@@ -242,8 +243,8 @@ class CodingRewriter:
                     out.append(_rejected(new, task, d, self.name, RejectReason.NO_SOLUTION,
                                          "no solution program to check the tests", **extra))
                     continue
-                out.append(Candidate(new, task.task_id, task.root_id, d, self.name, valid=True,
-                                     info={"tests_verified": False}, **extra))
+                out.append(Candidate(new, task.task_id, task.root_id, d, self.name, valid=True, prompt=prompt,
+                                     raw_output=raw, info={"tests_verified": False}))
                 continue
             runner = self.runner or SandboxTestRunner()
             self.runner = runner
@@ -253,6 +254,6 @@ class CodingRewriter:
                                      f"solution passes {sum(flags)}/{len(data['test_input'])} of its tests", **extra,
                                      info={"solution_passes": flags}))
                 continue
-            out.append(Candidate(new, task.task_id, task.root_id, d, self.name, valid=True,
-                                 info={"tests_verified": True}, **extra))
+            out.append(Candidate(new, task.task_id, task.root_id, d, self.name, valid=True, prompt=prompt,
+                                 raw_output=raw, info={"tests_verified": True}))
         return out

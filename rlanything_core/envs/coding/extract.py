@@ -20,7 +20,7 @@ def _parses(text: str) -> bool:
 
 
 def extract_code(response: str) -> str | None:
-    """Extract the program from a model response.
+    r"""Extract the program from a model response.
 
     Rule, first that applies:
     1. the last closed fenced block labelled ``python``/``py``/``python3`` (case-insensitive);
@@ -29,8 +29,8 @@ def extract_code(response: str) -> str | None:
     4. the whole response, if it is non-empty and parses as Python;
     5. otherwise None (no program: count it, do not raise).
 
-    >>> extract_code("text\\n```python\\nprint(1)\\n```\\nmore\\n```python\\nprint(2)\\n```")
-    'print(2)\\n'
+    >>> extract_code("text\n```python\nprint(1)\n```\nmore\n```python\nprint(2)\n```")
+    'print(2)\n'
     >>> extract_code("I cannot do this.") is None
     True
     """
@@ -63,7 +63,7 @@ def _section_value(section: str) -> str | None:
 
 
 def parse_unit_test(text: str) -> tuple[str, str] | None:
-    """Parse the reward model's unit test: ``**Test Input:**`` and ``**Test Output:**`` sections.
+    r"""Parse the reward model's unit test: ``**Test Input:**`` and ``**Test Output:**`` sections.
 
     Each value is the last fenced block between its header and the next header (the input's section ends at the
     output header, the output's at the next ``**...**`` header such as ``**Explanation:**``); without a fenced block
@@ -74,8 +74,8 @@ def parse_unit_test(text: str) -> tuple[str, str] | None:
         ``(stdin, expected_stdout)``, or None when a header is missing or the output is empty (bad model output is
         data: the caller counts it).
 
-    >>> parse_unit_test("**Test Input:**\\n```\\n1 2\\n```\\n**Test Output:**\\n```\\n3\\n```\\n**Explanation:** sum")
-    ('1 2\\n', '3')
+    >>> parse_unit_test("**Test Input:**\n```\n1 2\n```\n**Test Output:**\n```\n3\n```\n**Explanation:** sum")
+    ('1 2\n', '3')
     """
     inputs = list(_INPUT_HDR.finditer(text))
     if not inputs:

@@ -34,6 +34,11 @@ from rlanything_core.envs.coding.problem import CodingProblem, IOTest, TestType
 __all__ = ["decode_test_cases", "load_livebench", "load_livecodebench"]
 
 
+_FUNCTIONAL_PREAMBLE = (
+    "from typing import *\nfrom collections import *\nimport math, heapq, bisect, itertools, functools"
+)
+
+
 class _NoClassUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         raise pickle.UnpicklingError(f"refusing to load class {module}.{name} from test-case data")
@@ -89,7 +94,9 @@ def _functional_check(cases: list[dict[str, Any]], func_name: str) -> str:
     )
 
 
-def _problem(row: dict[str, Any], *, source: str, pid: str, prompt: str, where: str, extra: dict[str, Any]) -> CodingProblem:
+def _problem(
+    row: dict[str, Any], *, source: str, pid: str, prompt: str, where: str, extra: dict[str, Any]
+) -> CodingProblem:
     public = decode_test_cases(row.get("public_test_cases"), where=where)
     private = decode_test_cases(row.get("private_test_cases"), where=where)
     cases = public + private
@@ -114,7 +121,7 @@ def _problem(row: dict[str, Any], *, source: str, pid: str, prompt: str, where: 
         return CodingProblem(
             test_type=TestType.FUNCTIONAL,
             check_code=_functional_check(cases, func),
-            preamble="from typing import *\nfrom collections import *\nimport math, heapq, bisect, itertools, functools",
+            preamble=_FUNCTIONAL_PREAMBLE,
             entry_point=f"Solution().{func}",
             sample_tests=tuple(IOTest(c["input"], c["output"]) for c in public),
             **common,
@@ -136,8 +143,16 @@ def load_livecodebench(path: str | os.PathLike[str]) -> list[CodingProblem]:
         prompt = str(row.get("question_content") or "")
         if not prompt:
             raise ValueError(f"{where}: missing field 'question_content'")
-        out.append(_problem(row, source="livecodebench", pid=pid, prompt=prompt, where=where,
-                            extra={"title": row.get("question_title")}))
+        out.append(
+            _problem(
+                row,
+                source="livecodebench",
+                pid=pid,
+                prompt=prompt,
+                where=where,
+                extra={"title": row.get("question_title")},
+            )
+        )
     return out
 
 
@@ -153,8 +168,20 @@ def load_livebench(path: str | os.PathLike[str]) -> list[CodingProblem]:
         if isinstance(original, str):
             original = json.loads(original)
         row = {**original, **{k: rec[k] for k in ("public_test_cases", "private_test_cases") if k in rec}}
-        extra = {"task": rec.get("task"), "release_date": rec.get("release_date"),
-                 "partial_solution": rec.get("partial_solution"), "title": original.get("question_title")}
-        out.append(_problem(row, source="livebench", pid=str(rec.get("question_id") or i), prompt=str(turns[0]),
-                            where=where, extra=extra))
+        extra = {
+            "task": rec.get("task"),
+            "release_date": rec.get("release_date"),
+            "partial_solution": rec.get("partial_solution"),
+            "title": original.get("question_title"),
+        }
+        out.append(
+            _problem(
+                row,
+                source="livebench",
+                pid=str(rec.get("question_id") or i),
+                prompt=str(turns[0]),
+                where=where,
+                extra=extra,
+            )
+        )
     return out

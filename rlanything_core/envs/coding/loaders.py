@@ -123,7 +123,9 @@ def _kickstart_judge(judge: dict[str, Any]) -> tuple[float | None, bool]:
     return (float(tol) if tol is not None else None), ("case_sensitive" in flags)
 
 
-def load_kickstart(path: str | os.PathLike[str] | None = None, *, default_time_limit_s: float = 20.0) -> list[CodingProblem]:
+def load_kickstart(
+    path: str | os.PathLike[str] | None = None, *, default_time_limit_s: float = 20.0
+) -> list[CodingProblem]:
     """Google Kick Start problems with the official hidden test sets (134 problems, stdin/stdout).
 
     Each hidden test set is one multi-case file; its time limit is the statement's limit for that set (one value
@@ -139,7 +141,9 @@ def load_kickstart(path: str | os.PathLike[str] | None = None, *, default_time_l
         tests = []
         for k, t in enumerate(raw_tests):
             tl = limits[k] if len(limits) == len(raw_tests) else (limits[0] if limits else default_time_limit_s)
-            tests.append(IOTest(t["input"], t["output"], name=t.get("name", ""), time_limit_s=tl, points=t.get("points")))
+            tests.append(
+                IOTest(t["input"], t["output"], name=t.get("name", ""), time_limit_s=tl, points=t.get("points"))
+            )
         tol, case_sensitive = _kickstart_judge(rec.get("judge") or {})
         out.append(
             CodingProblem(

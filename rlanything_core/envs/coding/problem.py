@@ -44,11 +44,11 @@ class IOTest:
 
 @dataclass(frozen=True)
 class CodingProblem:
-    """A coding problem with its tests.
+    r"""A coding problem with its tests.
 
-    Functional problems run ``preamble + "\\n\\n" + program`` followed by ``check_code`` (which must raise on a
+    Functional problems run ``preamble + "\n\n" + program`` followed by ``check_code`` (which must raise on a
     failure); LeetCode's scoring is ``prompt + code + test + "check(" + entry_point + ")"``, i.e. ``preamble`` =
-    the dataset's ``prompt`` and ``check_code`` = ``test + "\\ncheck(" + entry_point + ")"``. Stdin problems run the
+    the dataset's ``prompt`` and ``check_code`` = ``test + "\ncheck(" + entry_point + ")"``. Stdin problems run the
     program on each ``tests[i].input`` and compare its stdout with ``tests[i].output``.
 
     Attributes:
@@ -105,7 +105,9 @@ class CodingProblem:
 
     def judge(self) -> OutputJudge:
         """The output comparison of this problem."""
-        return OutputJudge(abs_tol=self.float_tolerance, rel_tol=self.float_tolerance, case_sensitive=self.case_sensitive)
+        return OutputJudge(
+            abs_tol=self.float_tolerance, rel_tol=self.float_tolerance, case_sensitive=self.case_sensitive
+        )
 
     def full_program(self, program: str) -> str:
         """The text the sandbox runs for a candidate ``program`` (the preamble prepended when there is one)."""

@@ -1,0 +1,274 @@
+"""The durable task pool: slots of root/active tasks, pending rewrites, and the accept/reject history.
+
+Layout under ``run_dir``::
+
+    pool/state.json          slots, pending candidates, events (atomically replaced on every save)
+    pool/tasks/<id>.json     one file per task version (written before the state that references it)
+    pool/.writer.lock        flock held by the single writer process
+
+Crash safety: ``save`` writes every new task file (temp, fsync, ``os.replace``, fsync dir) and then the state the
+same way, so after a SIGKILL at any point ``TaskPool.load`` sees the previous or the new state, and every task the
+state names exists. One writer: in a multi-process run only the process built with ``writer=True`` (rank 0) may
+save; it takes an exclusive ``flock`` on ``.writer.lock`` (released by the kernel if it dies), other ranks load
+with ``writer=False`` and get a ``RuntimeError`` from ``save``. There is no global state: a pool is an object.
+
+Acceptance (PAPER §2.5): a pending rewrite of a task with success rate ``acc`` is rolled out in the next
+iteration; with its fresh success rate ``acc_new`` it replaces the slot's active task iff
+``accept_rewrite(direction, acc, acc_new, band=band)``; either way it leaves ``pending``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlanything_core.environment._io import atomic_write_json
+from rlanything_core.environment.difficulty import DEFAULT_BAND, DifficultyCritic, Direction, accept_rewrite
+from rlanything_core.environment.rewriters.protocol import Candidate, TaskSpec
+
+__all__ = ["Decision", "PendingTask", "Slot", "TaskPool"]
+
+STATE_VERSION = 1
+
+
+def _file_name(task_id: str) -> str:
+    safe = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in task_id)
+    return f"{safe[-150:]}-{_hash_str(task_id) % 10**8:08d}.json"
+
+
+def _hash_str(text: str) -> int:
+    """A process-independent string hash (Python's ``hash`` is salted per process)."""
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+
+
+@dataclass
+class Slot:
+    """One line of the pool: the root task, the task currently trained on, and how many rewrites replaced it."""
+
+    slot_id: str
+    root_id: str
+    active_id: str
+    version: int = 0
+
+
+@dataclass
+class PendingTask:
+    """A valid candidate waiting for its rollouts."""
+
+    slot_id: str
+    candidate: Candidate
+    parent_acc: float
+    created_iteration: int
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The acceptance rule's verdict on one pending task."""
+
+    task_id: str
+    slot_id: str
+    accepted: bool
+    direction: str
+    parent_acc: float
+    acc: float
+
+
+@dataclass
+class TaskPool:
+    """Slots, pending rewrites and history; persisted under ``run_dir / "pool"``.
+
+    Build with ``TaskPool.create(run_dir, roots)`` or ``TaskPool.load(run_dir)``; see the module docstring.
+
+    Args:
+        run_dir: the run directory.
+        band: the success-rate band ``(low, high)``.
+        writer: whether this process may save (rank 0); takes the writer lock.
+    """
+
+    run_dir: Path
+    band: tuple[float, float] = DEFAULT_BAND
+    writer: bool = True
+    slots: dict[str, Slot] = field(default_factory=dict)
+    tasks: dict[str, TaskSpec] = field(default_factory=dict)
+    pending: dict[str, PendingTask] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    generation: int = 0
+
+    def __post_init__(self) -> None:
+        self.run_dir = Path(self.run_dir)
+        self._saved_files: set[str] = set()
+        self._lock_fd: int | None = None
+        if self.writer:
+            (self.run_dir / "pool").mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.run_dir / "pool" / ".writer.lock", os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as err:
+                os.close(fd)
+                raise RuntimeError(f"run_dir: another process holds the pool writer lock in {self.run_dir}") from err
+            self._lock_fd = fd
+
+    # ----------------------------------------------------------------------------------------------- lifecycle
+    @classmethod
+    def create(cls, run_dir: str | os.PathLike[str], roots: Iterable[TaskSpec], *,
+               band: tuple[float, float] = DEFAULT_BAND, writer: bool = True) -> TaskPool:
+        """A new pool with one slot per root task (slot id = root task id)."""
+        pool = cls(Path(run_dir), band=band, writer=writer)
+        for task in roots:
+            if task.task_id in pool.slots:
+                raise ValueError(f"roots: duplicate task id {task.task_id!r}")
+            pool.tasks[task.task_id] = task
+            pool.slots[task.task_id] = Slot(task.task_id, task.root_id, task.task_id, task.version)
+        return pool
+
+    @classmethod
+    def load(cls, run_dir: str | os.PathLike[str], *, writer: bool = True) -> TaskPool:
+        """Load the last saved state; raises ``FileNotFoundError`` when none was saved."""
+        base = Path(run_dir) / "pool"
+        state = json.loads((base / "state.json").read_text())
+        if state.get("state_version") != STATE_VERSION:
+            raise ValueError(f"run_dir: unsupported pool state version {state.get('state_version')!r}")
+        pool = cls(Path(run_dir), band=tuple(state["band"]), writer=writer)  # type: ignore[arg-type]
+        pool.generation = int(state["generation"])
+        for task_id, name in state["task_files"].items():
+            pool.tasks[task_id] = TaskSpec.from_dict(json.loads((base / "tasks" / name).read_text()))
+            pool._saved_files.add(task_id)
+        pool.slots = {s["slot_id"]: Slot(**s) for s in state["slots"]}
+        pool.pending = {p["task_id"]: PendingTask(p["slot_id"], Candidate.from_dict(p["candidate"]),
+                                                  float(p["parent_acc"]), int(p["created_iteration"]))
+                        for p in state["pending"]}
+        pool.events = list(state["events"])
+        pool.check()
+        return pool
+
+    def close(self) -> None:
+        """Release the writer lock (also released when the process exits)."""
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def save(self) -> None:
+        """Persist atomically: new task files first, then the state (see the module docstring)."""
+        if not self.writer:
+            raise RuntimeError("save: this pool was loaded with writer=False (only the writer rank may save)")
+        self.check()
+        base = self.run_dir / "pool"
+        for task_id, task in self.tasks.items():
+            if task_id not in self._saved_files:
+                atomic_write_json(base / "tasks" / _file_name(task_id), task.to_dict())
+                self._saved_files.add(task_id)
+        self.generation += 1
+        state = {
+            "state_version": STATE_VERSION, "generation": self.generation, "band": list(self.band),
+            "task_files": {tid: _file_name(tid) for tid in self.tasks},
+            "slots": [vars(s) for s in self.slots.values()],
+            "pending": [{"task_id": tid, "slot_id": p.slot_id, "candidate": p.candidate.to_dict(),
+                         "parent_acc": p.parent_acc, "created_iteration": p.created_iteration}
+                        for tid, p in self.pending.items()],
+            "events": self.events,
+        }
+        atomic_write_json(base / "state.json", state)
+
+    def check(self) -> None:
+        """Raise ``ValueError`` if the pool is inconsistent (dangling ids, two pendings in a slot, duplicates)."""
+        for slot in self.slots.values():
+            if slot.active_id not in self.tasks:
+                raise ValueError(f"slots[{slot.slot_id!r}]: active task {slot.active_id!r} is unknown")
+        per_slot = [p.slot_id for p in self.pending.values()]
+        if len(per_slot) != len(set(per_slot)) or any(s not in self.slots for s in per_slot):
+            raise ValueError(f"pending: expected at most one pending task per known slot, got {per_slot}")
+        accepted = [e["task_id"] for e in self.events if e["type"] == "accept"]
+        if len(accepted) != len(set(accepted)):
+            raise ValueError("events: a task was accepted twice")
+
+    # ---------------------------------------------------------------------------------------------- iteration
+    def active_tasks(self) -> list[TaskSpec]:
+        """The active task of every slot, by slot id."""
+        return [self.tasks[self.slots[s].active_id] for s in sorted(self.slots)]
+
+    def sample(self, k: int, *, seed: int, iteration: int) -> list[TaskSpec]:
+        """``k`` active tasks (all if fewer) drawn without replacement; the same ``(seed, iteration)`` -> same draw."""
+        if k < 0:
+            raise ValueError(f"k: expected >= 0, got {k}")
+        ids = sorted(self.slots)
+        rng = random.Random(f"{seed}:{iteration}")
+        chosen = rng.sample(ids, min(k, len(ids)))
+        return [self.tasks[self.slots[s].active_id] for s in chosen]
+
+    def pending_tasks(self) -> list[TaskSpec]:
+        """The pending candidates' tasks (to be rolled out this iteration)."""
+        return [p.candidate.task for p in self.pending.values() if p.candidate.task is not None]
+
+    def slot_of(self, task_id: str) -> str | None:
+        """The slot whose active task is ``task_id``."""
+        return next((s.slot_id for s in self.slots.values() if s.active_id == task_id), None)
+
+    def requests(self, rates: dict[str, float]) -> list[tuple[TaskSpec, Direction, float]]:
+        """``(active task, direction, acc)`` for every active task outside the band whose slot has no pending task."""
+        critic = DifficultyCritic(band=self.band)
+        busy = {p.slot_id for p in self.pending.values()}
+        out: list[tuple[TaskSpec, Direction, float]] = []
+        for task_id, acc in rates.items():
+            slot = self.slot_of(task_id)
+            if slot is None or slot in busy:
+                continue
+            direction = critic.direction(acc)
+            if direction is not Direction.KEEP:
+                out.append((self.tasks[task_id], direction, acc))
+        return out
+
+    def add_candidates(self, candidates: Sequence[Candidate], *, parent_acc: float, iteration: int) -> str | None:
+        """Log every candidate; the first valid one becomes its slot's pending task. Returns its id or ``None``."""
+        chosen: str | None = None
+        for cand in candidates:
+            slot = self.slot_of(cand.parent_id)
+            busy = slot is not None and any(p.slot_id == slot for p in self.pending.values())
+            take = cand.valid and cand.task is not None and slot is not None and not busy and chosen is None
+            self.events.append({"type": "candidate", "iteration": iteration, "slot_id": slot, "rewriter": cand.rewriter,
+                                "direction": cand.direction, "valid": cand.valid, "scheduled": take,
+                                "reason": None if cand.reason is None else cand.reason.value,
+                                "task_id": None if cand.task is None else cand.task.task_id})
+            if take and cand.task is not None and slot is not None:
+                if cand.task.task_id in self.tasks:
+                    raise ValueError(f"candidates: task id {cand.task.task_id!r} is already in the pool")
+                self.tasks[cand.task.task_id] = cand.task
+                self.pending[cand.task.task_id] = PendingTask(slot, cand, float(parent_acc), iteration)
+                chosen = cand.task.task_id
+        return chosen
+
+    def resolve(self, task_id: str, acc: float, *, iteration: int) -> Decision:
+        """Apply the acceptance rule to a pending task with its fresh success rate ``acc``."""
+        if task_id not in self.pending:
+            raise ValueError(f"task_id: {task_id!r} is not pending")
+        pend = self.pending[task_id]
+        direction = Direction(pend.candidate.direction)
+        accepted = accept_rewrite(direction, pend.parent_acc, acc, band=self.band)
+        slot = self.slots[pend.slot_id]
+        del self.pending[task_id]
+        if accepted:
+            slot.active_id, slot.version = task_id, self.tasks[task_id].version
+        else:
+            # a rejected candidate's task file stays on disk for audit, but the pool forgets it
+            self.tasks.pop(task_id, None)
+            self._saved_files.discard(task_id)
+        self.events.append({"type": "accept" if accepted else "reject", "iteration": iteration, "task_id": task_id,
+                            "slot_id": pend.slot_id, "direction": direction.value, "parent_acc": pend.parent_acc,
+                            "acc": acc, "rewriter": pend.candidate.rewriter})
+        return Decision(task_id, pend.slot_id, accepted, direction.value, pend.parent_acc, acc)
+
+    def record_rates(self, rates: dict[str, float], *, iteration: int) -> None:
+        """Log the success rate of each rolled-out task (for the difficulty-distribution metrics)."""
+        for task_id, acc in sorted(rates.items()):
+            self.events.append({"type": "rate", "iteration": iteration, "task_id": task_id, "acc": float(acc),
+                                "slot_id": self.slot_of(task_id), "pending": task_id in self.pending})
+
+    def accepted_ids(self) -> list[str]:
+        """Task ids accepted so far, in order."""
+        return [e["task_id"] for e in self.events if e["type"] == "accept"]

@@ -1,0 +1,227 @@
+"""``RLAnythingModule``: one training step = one RLAnything iteration's policy and judge updates. Wiring only.
+
+Rollouts arrive as ``IterationData`` from the data module (never held here). Optimization is manual, with two
+optimizers (policy, judge). Each update:
+
+1. recomputes the rows' old log-probs under the pre-update weights (so free generation, likelihood selection and
+   vLLM sampling are all corrected against the trainer's own numbers);
+2. splits the rows into ``updates`` minibatches by task group (``group % updates``), so a group's rows stay together
+   and the split is the same whatever the number of ranks;
+3. within a minibatch, packs rows by length into micro-batches of at most ``micro_batch_tokens`` padded tokens and
+   accumulates gradients, normalizing by the *global* token/sequence counts (micro-batch and rank invariant);
+4. all-reduces gradients over ranks itself (no DDP hooks, so ranks may run different numbers of micro-batches),
+   clips, steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import lightning as L
+import torch
+import torch.distributed as dist
+from torch import Tensor, nn
+
+from rlanything_core.losses.aggregation import Aggregation
+from rlanything_core.losses.consistency import ConsistencyRewardLoss
+from rlanything_core.losses.policy import PolicyLoss
+from rlanything_core.loop.iteration import IterationData, TrainingRows
+from rlanything_core.training.logprobs import sequence_token_logprobs
+from rlanything_core.training.microbatch import pack_by_length
+
+__all__ = ["RLAnythingModule"]
+
+OptimizerFactory = Callable[[Iterator[nn.Parameter]], torch.optim.Optimizer]
+
+
+def _default_optimizer(params: Iterator[nn.Parameter]) -> torch.optim.Optimizer:
+    return torch.optim.AdamW(params, lr=1e-6, betas=(0.9, 0.999), weight_decay=0.0, eps=1e-8)
+
+
+class RLAnythingModule(L.LightningModule):
+    """Policy and judge updates of the RLAnything loop.
+
+    Args:
+        policy: the policy causal LM (shared with the rollout backend, so rollouts always use the current weights).
+        judge: the judge causal LM, or ``None`` when no judge is used (outcome-only arm).
+        policy_loss: the clipped surrogate for the policy.
+        judge_loss: consistency loss for the judge; ``None`` freezes the judge (it still votes).
+        policy_optimizer: builds the policy optimizer from parameters (Hydra ``_partial_``).
+        judge_optimizer: same for the judge.
+        policy_updates: optimizer steps per iteration for the policy (the paper: 4 in ALFWorld).
+        judge_updates: optimizer steps per iteration for the judge.
+        micro_batch_tokens: padded-token budget of one forward/backward.
+        max_grad_norm: gradient clipping (the paper's DeepSpeed config: 1.0).
+    """
+
+    def __init__(
+        self,
+        policy: nn.Module,
+        judge: nn.Module | None = None,
+        *,
+        policy_loss: PolicyLoss | None = None,
+        judge_loss: ConsistencyRewardLoss | None = None,
+        policy_optimizer: OptimizerFactory = _default_optimizer,
+        judge_optimizer: OptimizerFactory = _default_optimizer,
+        policy_updates: int = 1,
+        judge_updates: int = 1,
+        micro_batch_tokens: int = 8192,
+        max_grad_norm: float = 1.0,
+    ) -> None:
+        super().__init__()
+        if policy_updates < 1 or judge_updates < 1:
+            raise ValueError(f"policy_updates, judge_updates: expected >= 1, got {policy_updates}, {judge_updates}")
+        if micro_batch_tokens < 1:
+            raise ValueError(f"micro_batch_tokens: expected >= 1, got {micro_batch_tokens}")
+        self.automatic_optimization = False
+        self.policy = policy
+        self.judge = judge
+        self.policy_loss = policy_loss or PolicyLoss()
+        self.judge_loss = judge_loss
+        self.policy_optimizer_factory = policy_optimizer
+        self.judge_optimizer_factory = judge_optimizer
+        self.policy_updates = policy_updates
+        self.judge_updates = judge_updates
+        self.micro_batch_tokens = micro_batch_tokens
+        self.max_grad_norm = max_grad_norm
+        if judge is not None and judge_loss is None:
+            judge.requires_grad_(False)
+
+    @property
+    def trains_judge(self) -> bool:
+        """Whether the judge is optimized (present and given a consistency loss)."""
+        return self.judge is not None and self.judge_loss is not None
+
+    def configure_optimizers(self) -> list[torch.optim.Optimizer]:
+        """Policy optimizer, then the judge's when it is trained."""
+        optimizers = [self.policy_optimizer_factory(self.policy.parameters())]
+        if self.trains_judge:
+            assert self.judge is not None
+            optimizers.append(self.judge_optimizer_factory(self.judge.parameters()))
+        return optimizers
+
+    # ------------------------------------------------------------------------------------------------ the step
+    def training_step(self, data: IterationData, batch_idx: int) -> None:
+        """Update the policy, then the judge, on one iteration's rows; log the iteration's metrics."""
+        optimizers = self.optimizers()
+        opts = optimizers if isinstance(optimizers, list) else [optimizers]
+        metrics: dict[str, float] = {f"rollout/{k}": v for k, v in data.metrics.items()}
+        metrics["iteration"] = float(data.iteration)
+
+        def policy_objective(logp: Tensor, old: Tensor, part: TrainingRows, n_tok: int, n_seq: int) -> Any:
+            return self.policy_loss(
+                logp, old, part.advantages.to(logp.dtype), part.rows.response_mask,
+                num_tokens_global=n_tok, num_seqs_global=n_seq,
+            )
+
+        metrics.update(self._update("policy", self.policy, opts[0], data.policy, self.policy_updates,
+                                    self.policy_loss.aggregation, policy_objective))
+        if self.trains_judge:
+            assert self.judge is not None and self.judge_loss is not None
+            judge_loss = self.judge_loss
+
+            def judge_objective(logp: Tensor, old: Tensor, part: TrainingRows, n_tok: int, n_seq: int) -> Any:
+                return judge_loss(
+                    logp, old, part.rows.response_mask, batch=data.batch, step_reward=data.step_reward,
+                    rows=part.vote_rows, num_tokens_global=n_tok, num_seqs_global=n_seq,
+                )
+
+            metrics.update(self._update("judge", self.judge, opts[1], data.judge, self.judge_updates,
+                                        judge_loss.objective.aggregation, judge_objective))
+        self.log_dict(metrics, on_step=True, prog_bar=False, batch_size=1, rank_zero_only=True)
+        self.log("success", data.metrics.get("success_rate", 0.0), prog_bar=True, on_step=True, batch_size=1)
+
+    # ------------------------------------------------------------------------------------------------ helpers
+    def _world(self) -> int:
+        return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+
+    def _all_reduce_sum(self, values: list[float]) -> list[float]:
+        t = torch.tensor(values, dtype=torch.float64)
+        if self._world() > 1:
+            dist.all_reduce(t)
+        return [float(x) for x in t]
+
+    def on_train_start(self) -> None:
+        """Under DDP, turn off its gradient hooks for good: gradients are all-reduced by ``_sync_and_step``.
+
+        DDP's hooks expect every rank to run the same backward passes over every parameter; here ranks hold different
+        numbers of rows (whole task groups) and the policy and judge update separately. DDP is still what starts the
+        processes, broadcasts the initial weights and provides the process group.
+        """
+        wrapped = getattr(self.trainer.strategy, "model", None)
+        if hasattr(wrapped, "require_backward_grad_sync"):
+            wrapped.require_backward_grad_sync = False
+
+    def _old_logprobs(self, model: nn.Module, rows: TrainingRows) -> Tensor:
+        """Log-probs of every row under the current (pre-update) weights, micro-batched, no grad."""
+        lengths = rows.rows.attention_mask.sum(dim=1).tolist()
+        out = torch.zeros(rows.rows.input_ids.shape, dtype=torch.float32)
+        with torch.no_grad():
+            for micro in pack_by_length(lengths, max_tokens=self.micro_batch_tokens):
+                idx = torch.tensor(micro)
+                part = rows.rows.select(idx)
+                lp = sequence_token_logprobs(model, part.input_ids.to(self.device), part.attention_mask.to(self.device))
+                out[idx, : lp.shape[1]] = lp.cpu()
+        return out
+
+    def _update(
+        self,
+        name: str,
+        model: nn.Module,
+        optimizer: Any,
+        rows: TrainingRows | None,
+        updates: int,
+        aggregation: Aggregation,
+        objective: Callable[[Tensor, Tensor, TrainingRows, int, int], Any],
+    ) -> dict[str, float]:
+        """Run ``updates`` optimizer steps on ``rows`` (possibly none on this rank); return averaged metrics."""
+        logs: dict[str, list[float]] = {}
+        old_all = self._old_logprobs(model, rows) if rows is not None else None
+        for k in range(updates):
+            if rows is not None:
+                index = (rows.group % updates == k).nonzero().squeeze(1)
+            else:
+                index = torch.zeros(0, dtype=torch.int64)
+            local_tok = int(rows.rows.response_mask[index].sum()) if rows is not None and index.numel() else 0
+            local_seq = int((rows.rows.response_mask[index].sum(dim=1) > 0).sum()) if rows is not None else 0
+            n_tok, n_seq = (int(x) for x in self._all_reduce_sum([local_tok, local_seq]))
+            if n_tok == 0:
+                continue
+            optimizer.zero_grad(set_to_none=False)
+            if rows is not None and index.numel():
+                part_rows = rows.subset(index)
+                lengths = part_rows.rows.attention_mask.sum(dim=1).tolist()
+                assert old_all is not None
+                old_part = old_all[index]
+                for micro in pack_by_length(lengths, max_tokens=self.micro_batch_tokens):
+                    midx = torch.tensor(micro)
+                    part = part_rows.subset(midx)
+                    logp = sequence_token_logprobs(
+                        model, part.rows.input_ids.to(self.device), part.rows.attention_mask.to(self.device)
+                    )
+                    old = old_part[midx, : logp.shape[1]].to(self.device)
+                    out = objective(logp, old, part, n_tok, n_seq)
+                    # each rank's loss is normalized by the global count; the all-reduce below sums the ranks.
+                    self.manual_backward(out.loss)
+                    for key, value in out.metrics.items():
+                        if value.numel() == 1:
+                            logs.setdefault(f"{name}/{key}", []).append(float(value))
+                    logs.setdefault(f"{name}/loss", []).append(float(out.loss.detach()))
+            self._sync_and_step(model, optimizer)
+            logs.setdefault(f"{name}/updates", []).append(1.0)
+        summary = {key: sum(v) / len(v) for key, v in logs.items() if not key.endswith("/updates")}
+        summary[f"{name}/updates"] = float(len(logs.get(f"{name}/updates", [])))
+        summary[f"{name}/aggregation_is_token_mean"] = float(aggregation is Aggregation.TOKEN_MEAN)
+        return summary
+
+    def _sync_and_step(self, model: nn.Module, optimizer: Any) -> None:
+        params = [p for p in model.parameters() if p.requires_grad]
+        if self._world() > 1:
+            for p in params:
+                if p.grad is None:
+                    p.grad = torch.zeros_like(p)
+                dist.all_reduce(p.grad)
+        if self.max_grad_norm > 0:
+            torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
+        optimizer.step()

@@ -1,0 +1,189 @@
+import pytest
+import torch
+
+from rlanything_core.generation.prompts import render_chat
+from rlanything_core.generation.transformers_backend import TransformersBackend
+from rlanything_core.generation.types import FinishReason, Generation, GenerationBackend, SamplingParams
+from rlanything_core.models.tiny import tiny_model_and_tokenizer
+
+PROMPTS = [
+    [{"role": "user", "content": "hi"}],
+    [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "a much longer prompt, yes indeed"}],
+    [5, 6, 7],
+    [{"role": "user", "content": "medium length"}],
+]
+
+
+@pytest.fixture(scope="module")
+def tiny() -> tuple[object, object]:
+    return tiny_model_and_tokenizer(seed=0)
+
+
+def teacher_forced_logprobs(model: torch.nn.Module, gen: Generation) -> tuple[torch.Tensor, torch.Tensor]:
+    """Fresh unpadded forward over prompt + generation: (log-probs of the generated tokens, argmax per position)."""
+    ids = torch.tensor([gen.prompt_token_ids + gen.token_ids])
+    with torch.no_grad():
+        logp = torch.log_softmax(model(ids).logits[0].float(), dim=-1)
+    p = len(gen.prompt_token_ids)
+    steps = logp[p - 1 : -1]
+    return steps.gather(-1, torch.tensor(gen.token_ids)[:, None])[:, 0], steps.argmax(-1)
+
+
+def test_logprobs_match_teacher_forced_forward_with_uneven_prompts(tiny) -> None:
+    model, tok = tiny
+    backend = TransformersBackend(model, tok, batch_size=4)
+    params = SamplingParams(max_new_tokens=24, temperature=0.7, top_p=0.9, seed=11)
+    gens = backend.generate(PROMPTS, params)
+    assert len({len(g.prompt_token_ids) for g in gens}) == len(PROMPTS)  # really uneven
+    for gen in gens:
+        assert len(gen.token_ids) == len(gen.logprobs) > 0
+        ref, _ = teacher_forced_logprobs(model, gen)
+        torch.testing.assert_close(torch.tensor(gen.logprobs), ref, atol=1e-4, rtol=0)
+
+
+def test_chat_prompts_use_the_chat_template(tiny) -> None:
+    model, tok = tiny
+    gen = TransformersBackend(model, tok).generate(PROMPTS[:1], SamplingParams(max_new_tokens=2))[0]
+    rendered = render_chat(tok, PROMPTS[0])
+    assert rendered.endswith("<|im_start|>assistant\n")
+    assert gen.prompt_token_ids == tok(rendered, add_special_tokens=False)["input_ids"]
+    assert gen.prompt_token_ids.count(tok.convert_tokens_to_ids("<|im_start|>")) == 2
+
+
+def test_seeded_sampling_is_deterministic_and_independent_of_batching(tiny) -> None:
+    model, tok = tiny
+    params = SamplingParams(max_new_tokens=16, temperature=1.0, seed=5)
+    a = TransformersBackend(model, tok, batch_size=4).generate(PROMPTS, params)
+    b = TransformersBackend(model, tok, batch_size=4).generate(PROMPTS, params)
+    c = TransformersBackend(model, tok, batch_size=1).generate(PROMPTS, params)
+    d = TransformersBackend(model, tok, batch_size=4).generate(PROMPTS, SamplingParams(max_new_tokens=16, seed=6))
+    assert [g.token_ids for g in a] == [g.token_ids for g in b] == [g.token_ids for g in c]
+    assert [g.token_ids for g in a] != [g.token_ids for g in d]
+
+
+def test_greedy_follows_the_argmax(tiny) -> None:
+    model, tok = tiny
+    gens = TransformersBackend(model, tok, batch_size=3).generate(PROMPTS, SamplingParams(max_new_tokens=12, temperature=0))
+    for gen in gens:
+        _, argmax = teacher_forced_logprobs(model, gen)
+        assert gen.token_ids == argmax.tolist()
+        assert gen.finish_reason is FinishReason.LENGTH and len(gen.token_ids) == 12
+
+
+def test_stops_at_eos_and_keeps_it_in_tokens_not_text(tiny) -> None:
+    model, tok = tiny
+    greedy = SamplingParams(max_new_tokens=12, temperature=0)
+    free = TransformersBackend(model, tok).generate(PROMPTS[:1], greedy)[0]
+    eos = free.token_ids[4]
+    first = free.token_ids.index(eos)
+    gen = TransformersBackend(model, tok, stop_token_ids=[eos]).generate(PROMPTS[:1], greedy)[0]
+    assert gen.finish_reason is FinishReason.EOS
+    assert gen.token_ids == free.token_ids[: first + 1]
+    assert gen.text == tok.decode(free.token_ids[:first])
+    ignored = TransformersBackend(model, tok, stop_token_ids=[eos]).generate(
+        PROMPTS[:1], SamplingParams(max_new_tokens=12, temperature=0, ignore_eos=True)
+    )[0]
+    assert ignored.token_ids == free.token_ids
+
+
+def test_stop_strings_cut_text_before_the_stop(tiny) -> None:
+    model, tok = tiny
+    free = TransformersBackend(model, tok).generate(PROMPTS[:1], SamplingParams(max_new_tokens=16, temperature=0))[0]
+    stop = free.text[6:8]
+    cut = free.text.find(stop)
+    gen = TransformersBackend(model, tok).generate(
+        PROMPTS[:1], SamplingParams(max_new_tokens=16, temperature=0, stop=(stop,))
+    )[0]
+    assert gen.finish_reason is FinishReason.STOP_STRING
+    assert gen.text == free.text[:cut]
+    assert gen.token_ids == free.token_ids[: len(gen.token_ids)]
+    assert stop in tok.decode(gen.token_ids) and stop not in tok.decode(gen.token_ids[:-1])
+
+
+def test_prompt_too_long_is_data_not_an_error(tiny) -> None:
+    model, tok = tiny
+    backend = TransformersBackend(model, tok, max_model_len=20)
+    gens = backend.generate([list(range(30)), [1, 2, 3]], SamplingParams(max_new_tokens=50))
+    assert gens[0].finish_reason is FinishReason.PROMPT_TOO_LONG and gens[0].token_ids == []
+    assert gens[1].finish_reason is FinishReason.LENGTH and len(gens[1].token_ids) == 17  # capped by the context
+
+
+def manual_score(model: torch.nn.Module, prompt_ids: list[int], cont_ids: list[int]) -> float:
+    ids = torch.tensor([prompt_ids + cont_ids])
+    with torch.no_grad():
+        logp = torch.log_softmax(model(ids).logits[0].float(), dim=-1)
+    p = len(prompt_ids)
+    return float(logp[p - 1 : -1].gather(-1, torch.tensor(cont_ids)[:, None]).sum())
+
+
+@pytest.mark.parametrize("append_eos", [True, False])
+def test_score_continuations_equals_a_manual_forward(tiny, append_eos: bool) -> None:
+    model, tok = tiny
+    backend = TransformersBackend(model, tok, batch_size=2)  # 5 candidates: three chunks share the prompt cache
+    candidates = ["go to desk 1", "go to desk 10", "open drawer 2", "look", "take apple 1 from countertop 2"]
+    scores = backend.score_continuations(PROMPTS[1], candidates, append_eos=append_eos)
+    prompt_ids = tok(render_chat(tok, PROMPTS[1]), add_special_tokens=False)["input_ids"]
+    eos = [tok.eos_token_id] if append_eos else []
+    for cand, score in zip(candidates, scores):
+        assert score == pytest.approx(manual_score(model, prompt_ids, tok(cand)["input_ids"] + eos), abs=1e-4)
+
+
+def test_score_continuations_ranks_a_trained_preference(tiny) -> None:
+    _, tok = tiny
+    model, _ = tiny_model_and_tokenizer(seed=1)
+    prompt = [{"role": "user", "content": "Is the sky blue?"}]
+    prompt_ids = tok(render_chat(tok, prompt), add_special_tokens=False)["input_ids"]
+    target = torch.tensor([prompt_ids + tok("yes")["input_ids"] + [tok.eos_token_id]])
+    backend = TransformersBackend(model, tok)
+    before = backend.score_continuations(prompt, ["yes", "no"])
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    torch.manual_seed(0)
+    for _ in range(50):
+        logits = model(target).logits[0, len(prompt_ids) - 1 : -1]
+        loss = torch.nn.functional.cross_entropy(logits, target[0, len(prompt_ids) :])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+    yes, no = backend.score_continuations(prompt, ["yes", "no"])
+    assert yes > no + 5.0 and yes > before[0]
+
+
+def test_score_continuations_rejects_bad_input(tiny) -> None:
+    model, tok = tiny
+    backend = TransformersBackend(model, tok)
+    with pytest.raises(ValueError, match="continuations"):
+        backend.score_continuations(PROMPTS[0], [])
+    with pytest.raises(ValueError, match="continuations"):
+        backend.score_continuations(PROMPTS[0], [""], append_eos=False)
+
+
+def test_update_weights_loads_the_trainers_state_dict(tiny) -> None:
+    model, tok = tiny
+    other, _ = tiny_model_and_tokenizer(seed=7)
+    params = SamplingParams(max_new_tokens=10, temperature=0)
+    backend = TransformersBackend(other, tok)
+    assert isinstance(backend, GenerationBackend)
+    want = TransformersBackend(model, tok).generate(PROMPTS, params)
+    assert [g.token_ids for g in backend.generate(PROMPTS, params)] != [g.token_ids for g in want]
+    backend.update_weights(model.state_dict())
+    assert [g.token_ids for g in backend.generate(PROMPTS, params)] == [g.token_ids for g in want]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [({"max_new_tokens": 0}, "max_new_tokens"), ({"temperature": -1.0}, "temperature"), ({"top_p": 0.0}, "top_p"),
+     ({"seed": -1}, "seed"), ({"stop": "x"}, "stop"), ({"stop": ("",)}, "stop")],
+)
+def test_sampling_params_validate(kwargs: dict[str, object], name: str) -> None:
+    with pytest.raises(ValueError, match=name):
+        SamplingParams(**kwargs)  # type: ignore[arg-type]
+
+
+def test_bad_prompts_raise_naming_the_argument(tiny) -> None:
+    model, tok = tiny
+    backend = TransformersBackend(model, tok)
+    for bad in ([], "hello", [{"content": "no role"}]):
+        with pytest.raises(ValueError, match="prompt"):
+            backend.generate([bad], SamplingParams(max_new_tokens=1))  # type: ignore[list-item]
