@@ -81,10 +81,15 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: as is)")
     args = parser.parse_args()
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
 
-    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, m={M}, groups 1..{MAX_GROUP}, "
-          f"steps 1..{MAX_STEPS}, unparseable {P_UNPARSEABLE:.0%}, float32, seed {args.seed}")
+    print(
+        f"torch {torch.__version__}, threads {torch.get_num_threads()}, m={M}, groups 1..{MAX_GROUP}, "
+        f"steps 1..{MAX_STEPS}, unparseable {P_UNPARSEABLE:.0%}, float32, seed {args.seed}"
+    )
     print(f"{'votes':>10} {'rollouts':>9} {'vectorized s':>13} {'plain s':>10} {'speedup':>9} {'max |diff|':>11}")
     rows = {}
     all_equal = True
@@ -104,7 +109,9 @@ def main() -> None:
         all_equal &= equal
         rows[size] = (vec_s, plain_s)
         votes = int(batch.vote_mask.sum())
-        print(f"{votes:>10} {batch.num_rollouts:>9} {vec_s:>13.4f} {plain_s:>10.3f} {plain_s / vec_s:>9.1f} {diff:>11.2e}")
+        print(
+            f"{votes:>10} {batch.num_rollouts:>9} {vec_s:>13.4f} {plain_s:>10.3f} {plain_s / vec_s:>9.1f} {diff:>11.2e}"
+        )
     big, mid = max(rows), sorted(rows)[-2] if len(rows) > 1 else max(rows)
     speedup = rows[big][1] / rows[big][0]
     scaling = rows[big][0] / rows[mid][0]

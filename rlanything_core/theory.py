@@ -41,7 +41,7 @@ def _binomial_pmf(m: int, p: Tensor) -> Tensor:
     k = torch.arange(m + 1, dtype=torch.float64)
     log_comb = torch.lgamma(torch.tensor(m + 1.0, dtype=torch.float64)) - torch.lgamma(k + 1) - torch.lgamma(m - k + 1)
     p = p.unsqueeze(-1)
-    log_pmf = log_comb + torch.special.xlogy(k, p) + torch.special.xlogy(m - k, 1 - p)
+    log_pmf: Tensor = log_comb + torch.special.xlogy(k, p) + torch.special.xlogy(m - k, 1 - p)
     return log_pmf.exp()
 
 

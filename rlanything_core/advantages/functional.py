@@ -2,7 +2,8 @@
 
 Step reward ``R_{tau_i} = O_tau + (lam / m) * sum_j S_{tau_i,j}`` on a right-padded ``(B, S)`` step grid, then the
 advantage ``A_{tau_i} = (R_{tau_i} - mean) / std`` over the rollouts of the same task that reach step index ``i``
-(population std). Masks select with ``torch.where``; padding may hold NaN and never changes an output.
+(population std). Padding may hold NaN/inf/garbage and never changes an output: masks select (non-finite entries
+are zeroed first, then a 0/1 product, which is exact; see ``advantages._checks``), they never scale a value.
 """
 
 from __future__ import annotations
@@ -19,9 +20,16 @@ from rlanything_core._validation import (
     check_shape,
     check_tensor,
 )
-from rlanything_core.advantages._checks import check_nonnegative_scalar, check_step_grid, check_vote_grid
+from rlanything_core.advantages._checks import (
+    check_nonnegative_scalar,
+    check_step_grid,
+    check_vote_grid,
+    finite_where,
+    inverse_std,
+    sum_last,
+)
 from rlanything_core.constants import EPS
-from rlanything_core.masking import compact_index, standardize_by_segment, step_segments
+from rlanything_core.masking import compact_index
 
 __all__ = [
     "SingletonRule",
@@ -55,16 +63,19 @@ def _check_outcome(outcome: object) -> Tensor:
     return out
 
 
-def _check_votes_inside_steps(step_mask: Tensor, vote_mask: Tensor) -> None:
-    if bool((vote_mask & ~step_mask.unsqueeze(-1)).any()):
+def _check_votes_inside_steps(step_mask: Tensor, requested: Tensor) -> None:
+    if bool(((requested > 0) > step_mask).any()):
         raise ValueError("vote_mask: a vote is marked at a padded step (vote_mask must lie inside step_mask)")
 
 
-def _mean_votes(votes: Tensor, vote_mask: Tensor, vote_valid: Tensor) -> Tensor:
-    zero = torch.zeros((), dtype=votes.dtype, device=votes.device)
-    total = torch.where(vote_valid, votes, zero).sum(dim=-1)
-    requested = vote_mask.sum(dim=-1)
-    return torch.where(requested > 0, total / requested.clamp(min=1).to(votes.dtype), zero)
+def _requested(vote_mask: Tensor, dtype: torch.dtype) -> Tensor:
+    """``(B, S)`` number of requested votes per step, in ``dtype``."""
+    return sum_last(vote_mask.to(dtype))
+
+
+def _mean_votes(clean_votes: Tensor, requested: Tensor) -> Tensor:
+    """Sum of the valid votes (``clean_votes``: 0 elsewhere) / number requested (0 where none)."""
+    return (sum_last(clean_votes) / requested.clamp(min=1)).add_(0.0)  # + 0.0: no -0
 
 
 def mean_votes(votes: Tensor, vote_mask: Tensor, vote_valid: Tensor) -> Tensor:
@@ -89,8 +100,8 @@ def mean_votes(votes: Tensor, vote_mask: Tensor, vote_valid: Tensor) -> Tensor:
         >>> mean_votes(votes, mask, mask & ~votes.isnan())  # the NaN vote is a format failure: counts as 0
         tensor([[0., 0.]])
     """
-    votes, vote_mask, vote_valid = check_vote_grid(votes, vote_mask, vote_valid)
-    return _mean_votes(votes, vote_mask, vote_valid)
+    votes, vote_mask, _, clean = check_vote_grid(votes, vote_mask, vote_valid)
+    return _mean_votes(clean, _requested(vote_mask, votes.dtype))
 
 
 def integrated_step_reward(
@@ -127,12 +138,13 @@ def integrated_step_reward(
     """
     outcome = _check_outcome(outcome)
     step_mask = check_step_grid(step_mask, outcome.shape[0])
-    votes, vote_mask, vote_valid = check_vote_grid(votes, vote_mask, vote_valid, tuple(step_mask.shape))
-    _check_votes_inside_steps(step_mask, vote_mask)
+    votes, vote_mask, _, clean = check_vote_grid(votes, vote_mask, vote_valid, tuple(step_mask.shape))
     lam = check_nonnegative_scalar("lam", lam)
     dtype = torch.promote_types(outcome.dtype, votes.dtype)
-    reward = outcome.to(dtype).unsqueeze(1) + lam * _mean_votes(votes.to(dtype), vote_mask, vote_valid)
-    return torch.where(step_mask, reward, torch.zeros((), dtype=dtype, device=reward.device))
+    requested = _requested(vote_mask, dtype)
+    _check_votes_inside_steps(step_mask, requested)
+    reward = outcome.to(dtype).unsqueeze(1) + lam * _mean_votes(clean.to(dtype), requested)
+    return (reward * step_mask).add_(0.0)  # finite everywhere: the product selects exactly; + 0.0 turns -0 into 0
 
 
 def outcome_step_reward(outcome: Tensor, step_mask: Tensor) -> Tensor:
@@ -153,7 +165,7 @@ def outcome_step_reward(outcome: Tensor, step_mask: Tensor) -> Tensor:
     """
     outcome = _check_outcome(outcome)
     step_mask = check_step_grid(step_mask, outcome.shape[0])
-    return torch.where(step_mask, outcome.unsqueeze(1), torch.zeros((), dtype=outcome.dtype, device=outcome.device))
+    return (outcome.unsqueeze(1) * step_mask).add_(0.0)  # finite: the product selects exactly; no -0
 
 
 def step_only_reward(step_mask: Tensor, votes: Tensor, vote_mask: Tensor, vote_valid: Tensor) -> Tensor:
@@ -176,10 +188,10 @@ def step_only_reward(step_mask: Tensor, votes: Tensor, vote_mask: Tensor, vote_v
         tensor([[1., 0.]])
     """
     step_mask = check_step_grid(step_mask)
-    votes, vote_mask, vote_valid = check_vote_grid(votes, vote_mask, vote_valid, tuple(step_mask.shape))
-    _check_votes_inside_steps(step_mask, vote_mask)
-    zero = torch.zeros((), dtype=votes.dtype, device=votes.device)
-    return torch.where(step_mask, _mean_votes(votes, vote_mask, vote_valid), zero)
+    votes, vote_mask, _, clean = check_vote_grid(votes, vote_mask, vote_valid, tuple(step_mask.shape))
+    requested = _requested(vote_mask, votes.dtype)
+    _check_votes_inside_steps(step_mask, requested)
+    return _mean_votes(clean, requested)  # 0 at padding: no vote is requested there
 
 
 def standardize_per_step(
@@ -193,9 +205,9 @@ def standardize_per_step(
     """Advantage ``A_{tau_i} = (R_{tau_i} - mean) / std`` per (task group, step index) (PAPER.md §2.2).
 
     The statistics run over the rollouts of the same task that reach step ``i`` (ragged lengths), with the
-    population std. A cell whose std is ``<= eps`` gets 0; a cell reached by one rollout only follows ``singleton``.
-    Statistics are computed in float64 (in float32 the mean of 7+ equal rewards such as ``4/3`` is off by an ulp,
-    which an absolute ``eps = 1e-8`` would read as a spread and turn into advantages of +-1).
+    population std. A cell whose std is ``<= eps`` gets 0, and so does one whose std is within float rounding of
+    its mean (in float32 the mean of 7+ equal rewards such as ``4/3`` is an ulp off, which an absolute ``eps = 1e-8``
+    would read as a spread and turn into advantages of +-1). A cell reached by one rollout follows ``singleton``.
 
     Args:
         step_reward: ``(B, S)`` floating, finite at real steps (padding may hold anything).
@@ -226,15 +238,27 @@ def standardize_per_step(
     group_index = check_tensor("group_index", group_index)
     check_index("group_index", group_index)
     check_shape("group_index", group_index, (reward.shape[0],))
-    check_finite_where("step_reward", reward, step_mask)
+    cleaned = finite_where("step_reward", reward, step_mask)
     eps = check_nonnegative_scalar("eps", eps)
     if not isinstance(singleton, SingletonRule):
         raise ValueError(f"singleton: expected a SingletonRule, got {singleton!r}")
-    work = reward.to(torch.float64)
-    segment, num_segments = step_segments(group_index.to(torch.int64), reward.shape[1])
-    raw = work if singleton is SingletonRule.RAW else None
-    z = standardize_by_segment(work, step_mask, segment, num_segments, eps=eps, singleton_value=raw)
-    return z.to(reward.dtype)
+    # Row-wise segment sums: one (K, S) table per statistic, rollouts added to their group's row (index_add over
+    # dim 0), read back with a row gather. Two passes (mean, then squared deviations), as masking.segment_mean_std.
+    groups, num_groups = compact_index(group_index.to(torch.int64))
+    dtype = torch.promote_types(reward.dtype, torch.float32)
+    mask = step_mask.to(dtype)
+    work = cleaned.to(dtype).mul_(mask)  # NaN-safe select: non-finite padding was zeroed by finite_where
+    table = torch.zeros(num_groups, reward.shape[1], dtype=dtype, device=reward.device)
+    count = table.index_add(0, groups, mask)
+    denom = count.clamp(min=1)
+    mean = table.index_add(0, groups, work) / denom
+    dev = (work - mean[groups]).mul_(mask)
+    std = (table.index_add(0, groups, dev * dev) / denom).sqrt()
+    inv_std = torch.where(count >= 2, inverse_std(std, mean, eps), 0.0)
+    z = dev.mul_(inv_std[groups])
+    if singleton is SingletonRule.RAW:  # a singleton cell has dev == 0 exactly: add its raw reward
+        z = z + work * (count[groups] == 1)
+    return z.add_(0.0).to(reward.dtype)  # + 0.0: no -0 in the output
 
 
 def group_success_rate(outcome: Tensor, group_index: Tensor) -> Tensor:

@@ -30,7 +30,7 @@ __all__ = [
     "render_feedback",
     "success_rate",
     "template_summary",
-    "test_pass_rates",
+    "per_test_pass_rates",
 ]
 
 MAX_SUMMARY_CHARS = 400
@@ -198,7 +198,7 @@ def build_feedback(
     return out
 
 
-def test_pass_rates(passed: Sequence[Sequence[bool]]) -> list[float]:
+def per_test_pass_rates(passed: Sequence[Sequence[bool]]) -> list[float]:
     """Per-test pass rate over programs: ``passed[j][k]`` is program ``j`` on test ``k`` -> ``(K,)`` rates.
 
     Raises:
@@ -218,8 +218,8 @@ def coding_feedback(
     """Coding critic (REFERENCE_IMPL §2.7): success = a program passes every GT test; per-test pass rates."""
     wins = [all(row) for row in gt_passed]
     return TaskFeedback(task_id=task_id, goal=goal, success_rate=sum(wins) / len(wins) if wins else 0.0,
-                        num_rollouts=len(wins), gt_test_pass_rates=test_pass_rates(gt_passed),
-                        gen_test_pass_rates=test_pass_rates(gen_passed))
+                        num_rollouts=len(wins), gt_test_pass_rates=per_test_pass_rates(gt_passed),
+                        gen_test_pass_rates=per_test_pass_rates(gen_passed))
 
 
 def render_feedback(feedback: TaskFeedback | None, *, max_lines: int = 8) -> str:

@@ -114,6 +114,9 @@ class TaskPool:
                 os.close(fd)
                 raise RuntimeError(f"run_dir: another process holds the pool writer lock in {self.run_dir}") from err
             self._lock_fd = fd
+            for folder in (self.run_dir / "pool", self.run_dir / "pool" / "tasks"):
+                for stray in folder.glob(".tmp-*") if folder.is_dir() else ():
+                    stray.unlink(missing_ok=True)  # torn writes of a killed writer; safe under the lock
 
     # ----------------------------------------------------------------------------------------------- lifecycle
     @classmethod

@@ -73,7 +73,8 @@ def parse_action_index(text: str, num_actions: int) -> int | None:
 
     Accepted contents: an ASCII integer, optionally in parentheses, optionally followed by a delimiter ``)``, ``.``,
     ``:`` or ``]`` and then whitespace and any text (``3``, ``(3)``, ``3.``, ``3) go to desk 1``; not ``1.5``).
-    Anything else, or an index outside ``[0, num_actions)``, gives ``None``: the caller applies its documented fallback and counts the failure.
+    Anything else, or an index outside ``[0, num_actions)``, gives ``None``: the caller applies its documented
+    fallback and counts the failure.
 
     Args:
         text: the policy's response.
@@ -102,9 +103,9 @@ def parse_vote(text: str) -> int:
 
     Follows the authors' rule (REFERENCE_IMPL §2.3) with stricter handling of ambiguity: unicode minus signs are
     normalized (``- 1`` reads as ``-1``) and ``\text{...}``-style wrappers and ``$`` removed; a fraction (``1/2``)
-    gives 0; otherwise every number in the box must equal the same one of ``+1`` / ``-1`` (``1``, ``+1``, ``1.0``, ``score: -1``); any other
-    number (``2``, ``0``, ``1 out of 10``) or both signs (``1 or -1``) gives 0. No box, or an unclosed last box,
-    gives 0. The caller counts 0 as a format failure.
+    gives 0; otherwise every number in the box must equal the same one of ``+1`` / ``-1`` (``1``, ``+1``, ``1.0``,
+    ``score: -1``); any other number (``2``, ``0``, ``1 out of 10``) or both signs (``1 or -1``) gives 0. No box, or
+    an unclosed last box, gives 0. The caller counts 0 as a format failure.
 
     Args:
         text: the judge's response.

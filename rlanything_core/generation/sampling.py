@@ -7,10 +7,9 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-__all__ = ["find_stop", "row_generators", "sample_next", "sampling_probs"]
+__all__ = ["find_stop", "row_generators", "row_seed", "sample_next", "sampling_probs"]
 
 _GOLDEN = 0x9E3779B97F4A7C15
-_MASK63 = (1 << 63) - 1
 
 
 def sampling_probs(logits: Tensor, *, temperature: float, top_p: float = 1.0) -> Tensor:
@@ -39,9 +38,14 @@ def sampling_probs(logits: Tensor, *, temperature: float, top_p: float = 1.0) ->
     return kept / kept.sum(dim=-1, keepdim=True)
 
 
+def row_seed(seed: int, row: int) -> int:
+    """The seed of prompt ``row`` of a call with ``seed``: a 31-bit mix, so every backend accepts it."""
+    return (((seed + 1) * _GOLDEN) ^ ((row + 1) * 0x2545F4914F6CDD1D)) & 0x7FFFFFFF
+
+
 def row_generators(seed: int, rows: Sequence[int]) -> list[torch.Generator]:
-    """One CPU generator per prompt, seeded from ``(seed, row index)`` so draws do not depend on batching."""
-    return [torch.Generator().manual_seed(((seed + 1) * _GOLDEN + row * 0x2545F4914F6CDD1D) & _MASK63) for row in rows]
+    """One CPU generator per prompt, seeded with :func:`row_seed` so draws do not depend on batching."""
+    return [torch.Generator().manual_seed(row_seed(seed, row)) for row in rows]
 
 
 def sample_next(logits: Tensor, *, temperature: float, top_p: float, generators: Sequence[torch.Generator]) -> Tensor:

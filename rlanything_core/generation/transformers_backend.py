@@ -193,7 +193,7 @@ class TransformersBackend:
             ``sum_t log p(c_t | prompt, c_<t)`` per continuation, at temperature 1.0.
 
         Raises:
-            ValueError: empty ``continuations``, an empty continuation, or prompt + continuation longer than the context.
+            ValueError: empty ``continuations``, an empty continuation, or prompt + continuation past the context.
         """
         if isinstance(continuations, str) or len(continuations) == 0:
             raise ValueError("continuations: expected a non-empty list of strings")
@@ -204,7 +204,7 @@ class TransformersBackend:
             if not ids:
                 raise ValueError(f"continuations: expected non-empty strings, got {c!r}")
             if len(prompt_ids) + len(ids) > self.max_model_len:
-                raise ValueError(f"continuations: prompt + {c!r:.40} exceeds max_model_len={self.max_model_len}")
+                raise ValueError(f"continuations: prompt + {c!r:.40} exceeds max_model_len {self.max_model_len}")
         prompt_t = torch.tensor([prompt_ids], dtype=torch.long, device=self.device)
         out = self.model(input_ids=prompt_t, use_cache=True)
         prompt_cache = out.past_key_values
@@ -215,7 +215,9 @@ class TransformersBackend:
             scores.extend(self._score_chunk(len(prompt_ids), prompt_cache, first_logp, chunk))
         return scores
 
-    def _score_chunk(self, prompt_len: int, prompt_cache: Any, first_logp: Tensor, chunk: list[list[int]]) -> list[float]:
+    def _score_chunk(
+        self, prompt_len: int, prompt_cache: Any, first_logp: Tensor, chunk: list[list[int]]
+    ) -> list[float]:
         n, width = len(chunk), max(len(c) for c in chunk)
         ids = torch.full((n, width), self.pad_token_id, dtype=torch.long, device=self.device)
         valid = torch.zeros((n, width), dtype=torch.bool, device=self.device)

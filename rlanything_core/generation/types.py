@@ -12,6 +12,7 @@ recomputes for the PPO ratio ``exp(logp_new - logp_old)`` (vLLM's default ``raw_
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -30,7 +31,7 @@ __all__ = [
 ChatMessages = Sequence[Mapping[str, str]]
 """A chat: messages with ``role`` and ``content``."""
 
-Prompt = Union[ChatMessages, Sequence[int]]
+Prompt = Union[ChatMessages, Sequence[int]]  # noqa: UP007 (a runtime alias; `|` on typing aliases needs 3.10+)
 """A chat to render with the chat template, or already-rendered prompt token ids."""
 
 
@@ -69,9 +70,11 @@ class SamplingParams:
     ignore_eos: bool = False
 
     def __post_init__(self) -> None:
-        if isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
+        steps = self.max_new_tokens
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
             raise ValueError(f"max_new_tokens: expected an integer >= 1, got {self.max_new_tokens!r}")
-        if not (isinstance(self.temperature, (int, float)) and math.isfinite(self.temperature) and self.temperature >= 0):
+        temperature = self.temperature
+        if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature >= 0):
             raise ValueError(f"temperature: expected a finite float >= 0, got {self.temperature!r}")
         if not (isinstance(self.top_p, (int, float)) and 0.0 < self.top_p <= 1.0):
             raise ValueError(f"top_p: expected a float in (0, 1], got {self.top_p!r}")
@@ -121,7 +124,7 @@ def is_token_ids(prompt: Prompt) -> bool:
     """
     if isinstance(prompt, (str, bytes)) or not isinstance(prompt, Sequence) or len(prompt) == 0:
         raise ValueError(f"prompt: expected a non-empty list of chat messages or of token ids, got {prompt!r:.80}")
-    if all(isinstance(x, int) and not isinstance(x, bool) for x in prompt):
+    if all(isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in prompt):
         return True
     if all(isinstance(m, Mapping) and "role" in m and "content" in m for m in prompt):
         return False

@@ -23,10 +23,11 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
+from rlanything_core.lightning.datamodule import PendingIteration
+from rlanything_core.loop.iteration import TrainingRows
 from rlanything_core.losses.aggregation import Aggregation
 from rlanything_core.losses.consistency import ConsistencyRewardLoss
 from rlanything_core.losses.policy import PolicyLoss
-from rlanything_core.loop.iteration import IterationData, TrainingRows
 from rlanything_core.training.logprobs import sequence_token_logprobs
 from rlanything_core.training.microbatch import pack_by_length
 
@@ -87,6 +88,7 @@ class RLAnythingModule(L.LightningModule):
         self.max_grad_norm = max_grad_norm
         if judge is not None and judge_loss is None:
             judge.requires_grad_(False)
+        self.update_history: list[dict[str, float]] = []
 
     @property
     def trains_judge(self) -> bool:
@@ -102,8 +104,10 @@ class RLAnythingModule(L.LightningModule):
         return optimizers
 
     # ------------------------------------------------------------------------------------------------ the step
-    def training_step(self, data: IterationData, batch_idx: int) -> None:
-        """Update the policy, then the judge, on one iteration's rows; log the iteration's metrics."""
+    def training_step(self, pending: PendingIteration, batch_idx: int) -> None:
+        """Collect the iteration (with the current weights), update the policy, then the judge; log metrics."""
+        self.policy.eval()  # rollouts and old log-probs without dropout; the models have none by default anyway
+        data = pending.collect()
         optimizers = self.optimizers()
         opts = optimizers if isinstance(optimizers, list) else [optimizers]
         metrics: dict[str, float] = {f"rollout/{k}": v for k, v in data.metrics.items()}
@@ -129,6 +133,7 @@ class RLAnythingModule(L.LightningModule):
 
             metrics.update(self._update("judge", self.judge, opts[1], data.judge, self.judge_updates,
                                         judge_loss.objective.aggregation, judge_objective))
+        self.update_history.append(metrics)
         self.log_dict(metrics, on_step=True, prog_bar=False, batch_size=1, rank_zero_only=True)
         self.log("success", data.metrics.get("success_rate", 0.0), prog_bar=True, on_step=True, batch_size=1)
 

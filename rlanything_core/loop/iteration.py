@@ -1,7 +1,7 @@
 """One iteration's rollouts -> the rows the policy and the judge train on (wiring of the primitives, no new maths).
 
-    episodes --collate--> StepBatch --integrator--> advantages (B, S) --policy band, != 0--> policy rows
-                                   --integrated R--> consistency targets (B, S, M) --judge band, != 0--> judge rows
+episodes --collate--> StepBatch --integrator--> advantages (B, S) --policy band, != 0--> policy rows
+--integrated R--> consistency targets (B, S, M) --judge band, != 0--> judge rows
 """
 
 from __future__ import annotations

@@ -154,7 +154,7 @@ class ConsistencyRewardLoss(nn.Module):
         check_shape("response_mask", response_mask, tuple(logprobs.shape))
         zero_rows = adv == 0
         mask = response_mask & ~zero_rows.unsqueeze(1) if self.drop_zero_advantage else response_mask
-        out = self.objective(
+        out: LossOutput = self.objective(
             logprobs,
             old_logprobs,
             adv,

@@ -80,8 +80,10 @@ def gguf_path() -> Path:
 
 
 def default_cache_dir() -> Path:
-    """The model folder used when no ``cache_dir`` is given: ``$RLANYTHING_CACHE`` or ``~/.cache/rlanything``, plus
-    ``smollm2-135m-instruct``."""
+    """The model folder used when no ``cache_dir`` is given.
+
+    ``$RLANYTHING_CACHE/smollm2-135m-instruct``, else ``~/.cache/rlanything/smollm2-135m-instruct``.
+    """
     root = os.environ.get(CACHE_ENV_VAR)
     base = Path(root).expanduser() if root else Path.home() / ".cache" / "rlanything"
     return base / MODEL_DIR_NAME
@@ -91,9 +93,14 @@ def _is_complete(folder: Path) -> bool:
     return (folder / _MARKER).is_file() and (folder / "config.json").is_file()
 
 
-def _fsync_tree(folder: Path) -> None:
+def _publish_tree(folder: Path) -> None:
+    """Make the files readable as the umask allows (``mkdtemp`` and safetensors create owner-only files), fsync all."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(folder, 0o777 & ~umask)
     for path in folder.iterdir():
         if path.is_file():
+            os.chmod(path, 0o666 & ~umask)
             with open(path, "rb") as handle:
                 os.fsync(handle.fileno())
     fd = os.open(folder, os.O_RDONLY)
@@ -174,7 +181,7 @@ def smollm2_path(cache_dir: str | os.PathLike[str] | None = None, *, save_dtype:
         tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
         try:
             _dequantize_into(tmp, save_dtype)
-            _fsync_tree(tmp)
+            _publish_tree(tmp)
             if folder.exists():  # a stale, incomplete folder (for example written by hand): replace it
                 shutil.rmtree(folder)
             os.replace(tmp, folder)

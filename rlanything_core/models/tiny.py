@@ -101,7 +101,8 @@ def tiny_causal_lm(
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = LlamaForCausalLM(config).to(dtype)
+        model: Any = LlamaForCausalLM(config)
+    model = model.to(dtype=dtype)
     model.eval()
     return model
 

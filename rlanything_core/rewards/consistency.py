@@ -18,7 +18,15 @@ from rlanything_core._validation import (
     check_shape,
     check_tensor,
 )
-from rlanything_core.advantages._checks import check_finite_scalar, check_nonnegative_scalar, check_vote_grid
+from rlanything_core.advantages._checks import (
+    check_finite_scalar,
+    check_nonnegative_scalar,
+    check_vote_grid,
+    finite_where,
+    inverse_std,
+    sum_last,
+    zero_outside,
+)
 from rlanything_core.constants import EPS, FORMAT_PENALTY
 
 __all__ = ["consistency_targets", "standardize_votes", "vote_agreement"]
@@ -58,21 +66,23 @@ def consistency_targets(
     reward = check_tensor("step_reward", step_reward)
     check_floating("step_reward", reward)
     check_shape("step_reward", reward, (None, None))
-    votes, vote_mask, vote_valid = check_vote_grid(votes, vote_mask, vote_valid, tuple(reward.shape))
-    check_finite_where("step_reward", reward, vote_mask.any(dim=-1))
+    votes, vote_mask, vote_valid, clean = check_vote_grid(votes, vote_mask, vote_valid, tuple(reward.shape))
     penalty = check_finite_scalar("format_penalty", format_penalty)
+    has_votes = vote_mask.any(dim=-1)
+    cleaned = finite_where("step_reward", reward, has_votes)
     dtype = torch.promote_types(reward.dtype, votes.dtype)
-    raw = reward.to(dtype).unsqueeze(-1) * votes.to(dtype)
-    fail = torch.full((), penalty, dtype=dtype, device=raw.device)
-    zero = torch.zeros((), dtype=dtype, device=raw.device)
-    return torch.where(vote_valid, raw, torch.where(vote_mask, fail, zero))
+    # R * vote where valid (both factors cleaned: 0 off their masks), plus the penalty where a vote failed.
+    raw = cleaned.to(dtype).mul_(has_votes).unsqueeze(-1) * clean.to(dtype)
+    failed = (vote_mask > vote_valid).to(dtype)
+    return torch.add(raw, failed, alpha=penalty).add_(0.0)  # + 0.0: no -0 in the output
 
 
 def standardize_votes(targets: Tensor, vote_mask: Tensor, *, eps: float = EPS) -> Tensor:
     """Z-score the requested votes of each step among themselves: ``(x - mean) / std`` over the last axis.
 
     Population std over the ``m`` requested votes of a step; a step whose std is ``<= eps`` (all equal, or a single
-    vote) gets all 0 (the authors skip those groups). Statistics in float64 (see ``standardize_per_step``).
+    vote) gets all 0 (the authors skip those groups); so does a std within float rounding of the mean (equal float32
+    values, see ``inverse_std`` in ``advantages._checks``).
 
     Args:
         targets: ``(B, S, M)`` floating raw rewards, finite where ``vote_mask``.
@@ -96,16 +106,14 @@ def standardize_votes(targets: Tensor, vote_mask: Tensor, *, eps: float = EPS) -
     mask = check_tensor("vote_mask", vote_mask)
     check_bool("vote_mask", mask)
     check_shape("vote_mask", mask, tuple(x.shape))
-    check_finite_where("targets", x, mask)
     eps = check_nonnegative_scalar("eps", eps)
-    work = x.to(torch.float64)
-    zero = torch.zeros((), dtype=torch.float64, device=x.device)
-    count = mask.sum(dim=-1, keepdim=True).clamp(min=1).to(torch.float64)
-    mean = torch.where(mask, work, zero).sum(dim=-1, keepdim=True) / count
-    dev = torch.where(mask, work - mean, zero)
-    std = ((dev * dev).sum(dim=-1, keepdim=True) / count).sqrt()
-    z = torch.where(mask & (std > eps), dev / std.clamp(min=max(eps, 1e-300)), zero)
-    return z.to(x.dtype)
+    weight = mask.to(x.dtype)
+    count = sum_last(weight).clamp(min=1)
+    clean = finite_where("targets", x, mask).mul_(weight)  # NaN-safe select (see advantages._checks.zero_outside)
+    mean = sum_last(clean) / count
+    dev = (clean - mean.unsqueeze(-1)).mul_(weight)
+    std = (sum_last(dev * dev) / count).sqrt()
+    return dev.mul_(inverse_std(std, mean, eps).unsqueeze(-1)).add_(0.0)  # + 0.0: no -0 in the output
 
 
 def vote_agreement(votes: Tensor, vote_valid: Tensor, outcome: Tensor) -> Tensor:
@@ -137,7 +145,7 @@ def vote_agreement(votes: Tensor, vote_valid: Tensor, outcome: Tensor) -> Tensor
     check_floating("outcome", out)
     check_shape("outcome", out, (v.shape[0],))
     check_finite_where("outcome", out, torch.ones_like(out, dtype=torch.bool))
-    agree = vv & (torch.sign(torch.where(vv, v, torch.zeros((), dtype=v.dtype))) == torch.sign(out).view(-1, 1, 1))
+    agree = vv & (torch.sign(zero_outside(v, vv)) == torch.sign(out).view(-1, 1, 1))
     total = vv.sum()
     rate = agree.sum().to(torch.float64) / total.clamp(min=1).to(torch.float64)
     return rate.to(v.dtype)

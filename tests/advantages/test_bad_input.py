@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
-
-import re
 
 import pytest
 import torch

@@ -50,8 +50,12 @@ def test_integrated_step_reward_matches_plain(batch: StepBatch, lam: float) -> N
 def test_mean_outcome_step_only_match_plain(batch: StepBatch) -> None:
     pb = plain.from_step_batch(batch)
     s = batch.max_steps
-    assert_close(F.outcome_step_reward(batch.outcome, batch.step_mask), plain.steps_to_grid(plain.outcome_step_reward(pb), s))
-    assert_close(F.step_only_reward(batch.step_mask, *votes_of(batch)), plain.steps_to_grid(plain.step_only_reward(pb), s))
+    assert_close(
+        F.outcome_step_reward(batch.outcome, batch.step_mask), plain.steps_to_grid(plain.outcome_step_reward(pb), s)
+    )
+    assert_close(
+        F.step_only_reward(batch.step_mask, *votes_of(batch)), plain.steps_to_grid(plain.step_only_reward(pb), s)
+    )
     means = [[plain.mean_votes(v) for v in steps] for steps in pb.votes]
     assert_close(F.mean_votes(*votes_of(batch)), plain.steps_to_grid(means, s))
 
@@ -127,7 +131,12 @@ def test_permutation_equivariance(batch: StepBatch, data: st.DataObject) -> None
     perm = torch.tensor(data.draw(st.permutations(range(batch.num_rollouts))), dtype=torch.int64)
     votes, vote_mask, vote_valid = votes_of(batch)
     permuted = StepBatch(
-        batch.outcome[perm], batch.step_mask[perm], batch.group_index[perm], votes[perm], vote_mask[perm], vote_valid[perm]
+        batch.outcome[perm],
+        batch.step_mask[perm],
+        batch.group_index[perm],
+        votes[perm],
+        vote_mask[perm],
+        vote_valid[perm],
     )
 
     def advantages(b: StepBatch) -> torch.Tensor:
@@ -145,7 +154,9 @@ def test_permutation_equivariance(batch: StepBatch, data: st.DataObject) -> None
     seed=st.integers(0, 1000),
     rule=st.sampled_from(list(SingletonRule)),
 )
-def test_padding_invariance(batch: StepBatch, extra_steps: int, extra_votes: int, seed: int, rule: SingletonRule) -> None:
+def test_padding_invariance(
+    batch: StepBatch, extra_steps: int, extra_votes: int, seed: int, rule: SingletonRule
+) -> None:
     """Garbage (NaN/inf/1e30) in padding and extra padded steps/votes change no real cell; padded cells are 0."""
     padded = with_garbage_padding(batch, extra_steps=extra_steps, extra_votes=extra_votes, seed=seed)
     s = batch.max_steps
@@ -178,9 +189,11 @@ def test_singleton_rule() -> None:
 
 def test_float32_degenerate_group_is_zero() -> None:
     """8 equal float32 rewards 4/3: the float32 mean is an ulp off; computed in float64 the group is degenerate."""
-    reward = torch.full((8, 1), 4 / 3, dtype=torch.float32)
-    out = F.standardize_per_step(reward, torch.ones(8, 1, dtype=torch.bool), torch.zeros(8, dtype=torch.int64))
-    assert out.dtype == torch.float32 and bool((out == 0).all())
+    for n in range(2, 17):
+        for value in (4 / 3, -4 / 3, 1 / 3, 5 / 3, 1e6 / 3):
+            reward = torch.full((n, 1), value, dtype=torch.float32)
+            out = F.standardize_per_step(reward, torch.ones(n, 1, dtype=torch.bool), torch.zeros(n, dtype=torch.int64))
+            assert out.dtype == torch.float32 and bool((out == 0).all()), (n, value, out)
 
 
 @pytest.mark.parametrize("rule", list(SingletonRule))

@@ -54,7 +54,9 @@ def test_integrators_match_plain(batch: StepBatch, lam: float, rule: SingletonRu
 @given(batch=step_batches(), rule=st.sampled_from(list(SingletonRule)))
 def test_lam_zero_is_grpo(batch: StepBatch, rule: SingletonRule) -> None:
     """M2: IntegratedIntegrator(lam=0) == OutcomeOnlyIntegrator, exactly."""
-    assert torch.equal(IntegratedIntegrator(lam=0.0, singleton=rule)(batch), OutcomeOnlyIntegrator(singleton=rule)(batch))
+    assert torch.equal(
+        IntegratedIntegrator(lam=0.0, singleton=rule)(batch), OutcomeOnlyIntegrator(singleton=rule)(batch)
+    )
 
 
 @SETTINGS

@@ -1,4 +1,9 @@
-"""Child process of the pool kill test: loops add-pending / save / resolve / save / ack until killed."""
+"""Helper of the pool kill test.
+
+A zygote process imports the library once, then for each ``go <seed>`` line on stdin forks a worker that loops
+add-pending / save / resolve / save / ack (acknowledged accepts go to an append-only file after ``save`` returned)
+until the test SIGKILLs it; the zygote reports ``pid <n>`` and, once the worker is dead, ``exit <status>``.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +16,7 @@ from rlanything_core.environment.pool import TaskPool
 from rlanything_core.environment.rewriters.protocol import Candidate, TaskSpec
 
 
-def main() -> None:
-    run_dir, ack_path, seed = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
+def work(run_dir: Path, ack_path: Path, seed: int) -> None:
     rng = random.Random(seed)
     if (run_dir / "pool" / "state.json").exists():
         pool = TaskPool.load(run_dir)
@@ -41,6 +45,21 @@ def main() -> None:
             if decision.accepted:
                 os.write(ack, f"{tid}\n".encode())
                 os.fsync(ack)
+
+
+def main() -> None:
+    run_dir, ack_path = Path(sys.argv[1]), Path(sys.argv[2])
+    for line in sys.stdin:
+        seed = int(line.split()[1])
+        pid = os.fork()
+        if pid == 0:
+            try:
+                work(run_dir, ack_path, seed)
+            finally:
+                os._exit(3)
+        print(f"pid {pid}", flush=True)
+        _, status = os.waitpid(pid, 0)
+        print(f"exit {-os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)}", flush=True)
 
 
 if __name__ == "__main__":

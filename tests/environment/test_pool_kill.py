@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import subprocess
@@ -38,21 +39,28 @@ def _check_pool(run_dir: Path, ack_path: Path) -> int:
 def test_pool_survives_random_sigkill(tmp_path: Path) -> None:
     run_dir, ack_path = tmp_path / "run", tmp_path / "acks.txt"
     rng = random.Random(1234)
+    zygote = subprocess.Popen([sys.executable, str(CHILD), str(run_dir), str(ack_path)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, text=True, bufsize=1)
+    assert zygote.stdin is not None and zygote.stdout is not None
     kills, last = 0, 0
-    for round_ in range(24):
-        proc = subprocess.Popen([sys.executable, str(CHILD), str(run_dir), str(ack_path), str(round_)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, text=True)
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line.strip() == "ready", proc.stderr.read() if proc.stderr else line
-        time.sleep(rng.uniform(0.0, 0.4))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-        assert proc.returncode == -signal.SIGKILL, proc.stderr.read() if proc.stderr else ""
-        kills += 1
-        count = _check_pool(run_dir, ack_path)
-        assert count >= last, "accepted tasks went backwards"
-        last = count
+    try:
+        for round_ in range(25):
+            zygote.stdin.write(f"go {round_}\n")
+            zygote.stdin.flush()
+            pid_line = zygote.stdout.readline()
+            assert pid_line.startswith("pid "), pid_line + (zygote.stderr.read() if zygote.stderr else "")
+            ready = zygote.stdout.readline()
+            assert ready.strip() == "ready", ready
+            time.sleep(rng.uniform(0.0, 0.25))
+            os.kill(int(pid_line.split()[1]), signal.SIGKILL)
+            assert zygote.stdout.readline().strip() == f"exit {-signal.SIGKILL}"
+            kills += 1
+            count = _check_pool(run_dir, ack_path)
+            assert count >= last, "accepted tasks went backwards"
+            last = count
+    finally:
+        zygote.kill()
+        zygote.wait(timeout=30)
     assert kills >= 20
     acked = [line for line in ack_path.read_text().splitlines() if line]
-    assert len(acked) > 20, "the child made too little progress for the test to mean anything"
+    assert len(acked) > 20, "the worker made too little progress for the test to mean anything"

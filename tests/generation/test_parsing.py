@@ -10,7 +10,8 @@ plain = st.text(alphabet=st.characters(blacklist_characters="\\{}"), max_size=40
 
 @st.composite
 def balanced(draw: st.DrawFn, depth: int = 0) -> str:
-    parts = draw(st.lists(st.one_of(plain, st.just("") if depth >= 2 else st.deferred(lambda: braced(depth))), max_size=4))
+    nested = st.just("") if depth >= 2 else st.deferred(lambda: braced(depth))
+    parts = draw(st.lists(st.one_of(plain, nested), max_size=4))
     return "".join(parts)
 
 

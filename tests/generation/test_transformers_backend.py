@@ -63,7 +63,8 @@ def test_seeded_sampling_is_deterministic_and_independent_of_batching(tiny) -> N
 
 def test_greedy_follows_the_argmax(tiny) -> None:
     model, tok = tiny
-    gens = TransformersBackend(model, tok, batch_size=3).generate(PROMPTS, SamplingParams(max_new_tokens=12, temperature=0))
+    greedy = SamplingParams(max_new_tokens=12, temperature=0)
+    gens = TransformersBackend(model, tok, batch_size=3).generate(PROMPTS, greedy)
     for gen in gens:
         _, argmax = teacher_forced_logprobs(model, gen)
         assert gen.token_ids == argmax.tolist()
@@ -72,27 +73,27 @@ def test_greedy_follows_the_argmax(tiny) -> None:
 
 def test_stops_at_eos_and_keeps_it_in_tokens_not_text(tiny) -> None:
     model, tok = tiny
-    greedy = SamplingParams(max_new_tokens=12, temperature=0)
-    free = TransformersBackend(model, tok).generate(PROMPTS[:1], greedy)[0]
+    sampled = SamplingParams(max_new_tokens=12, seed=3)
+    free = TransformersBackend(model, tok).generate(PROMPTS[:1], sampled)[0]
     eos = free.token_ids[4]
     first = free.token_ids.index(eos)
-    gen = TransformersBackend(model, tok, stop_token_ids=[eos]).generate(PROMPTS[:1], greedy)[0]
+    gen = TransformersBackend(model, tok, stop_token_ids=[eos]).generate(PROMPTS[:1], sampled)[0]
     assert gen.finish_reason is FinishReason.EOS
     assert gen.token_ids == free.token_ids[: first + 1]
     assert gen.text == tok.decode(free.token_ids[:first])
     ignored = TransformersBackend(model, tok, stop_token_ids=[eos]).generate(
-        PROMPTS[:1], SamplingParams(max_new_tokens=12, temperature=0, ignore_eos=True)
+        PROMPTS[:1], SamplingParams(max_new_tokens=12, seed=3, ignore_eos=True)
     )[0]
     assert ignored.token_ids == free.token_ids
 
 
 def test_stop_strings_cut_text_before_the_stop(tiny) -> None:
     model, tok = tiny
-    free = TransformersBackend(model, tok).generate(PROMPTS[:1], SamplingParams(max_new_tokens=16, temperature=0))[0]
+    free = TransformersBackend(model, tok).generate([[97, 98, 99]], SamplingParams(max_new_tokens=16, seed=2))[0]
     stop = free.text[6:8]
     cut = free.text.find(stop)
     gen = TransformersBackend(model, tok).generate(
-        PROMPTS[:1], SamplingParams(max_new_tokens=16, temperature=0, stop=(stop,))
+        [[97, 98, 99]], SamplingParams(max_new_tokens=16, seed=2, stop=(stop,))
     )[0]
     assert gen.finish_reason is FinishReason.STOP_STRING
     assert gen.text == free.text[:cut]
@@ -162,13 +163,13 @@ def test_score_continuations_rejects_bad_input(tiny) -> None:
 def test_update_weights_loads_the_trainers_state_dict(tiny) -> None:
     model, tok = tiny
     other, _ = tiny_model_and_tokenizer(seed=7)
-    params = SamplingParams(max_new_tokens=10, temperature=0)
+    params = SamplingParams(max_new_tokens=10, seed=4)
     backend = TransformersBackend(other, tok)
     assert isinstance(backend, GenerationBackend)
-    want = TransformersBackend(model, tok).generate(PROMPTS, params)
-    assert [g.token_ids for g in backend.generate(PROMPTS, params)] != [g.token_ids for g in want]
+    want = [(g.token_ids, g.logprobs) for g in TransformersBackend(model, tok).generate(PROMPTS, params)]
+    assert [(g.token_ids, g.logprobs) for g in backend.generate(PROMPTS, params)] != want
     backend.update_weights(model.state_dict())
-    assert [g.token_ids for g in backend.generate(PROMPTS, params)] == [g.token_ids for g in want]
+    assert [(g.token_ids, g.logprobs) for g in backend.generate(PROMPTS, params)] == want
 
 
 @pytest.mark.parametrize(

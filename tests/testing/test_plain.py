@@ -1,4 +1,4 @@
-"""The plain-Python reference itself, on hand-computed examples (so the equivalence tests compare with a checked oracle)."""
+"""The plain-Python reference itself, on hand-computed examples (so the equivalence tests use a checked oracle)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,11 @@ def test_hand_computed_batch() -> None:
     raw = plain.standardize_per_step(reward, batch.group, singleton=SingletonRule.RAW)
     assert raw == [[1.0, 0.0, 2.0], [-1.0], [-1.0, -1.0]]
     targets = plain.consistency_targets(reward, batch.votes)
-    assert targets[0][0] == pytest.approx([5 / 3, 5 / 3, -2.0]) and targets[0][1] == [0.0, 0.0, 0.0] and targets[2][0] == []
+    assert (
+        targets[0][0] == pytest.approx([5 / 3, 5 / 3, -2.0])
+        and targets[0][1] == [0.0, 0.0, 0.0]
+        and targets[2][0] == []
+    )
     z = plain.standardize_votes(targets)
     assert z[0][0] == pytest.approx([2**-0.5, 2**-0.5, -(2**0.5)]) and z[0][1] == [0.0, 0.0, 0.0]
     assert z[0][2] == [0.0]  # one vote: no spread

@@ -81,7 +81,8 @@ def resolve_data_root(data_root: str | os.PathLike[str] | None = None) -> Path:
     """Find the folder holding ``json_2.1.1/`` (or ``train.tar.gz``).
 
     Args:
-        data_root: explicit folder; when ``None``, ``$ALFWORLD_DATA``, then ``<repo>/../shared/alfworld``.
+        data_root: explicit folder; when ``None``, the first of ``$ALFWORLD_DATA`` and ``<repo>/../shared/alfworld``
+            that holds data.
 
     Returns:
         The resolved folder.
@@ -91,10 +92,9 @@ def resolve_data_root(data_root: str | os.PathLike[str] | None = None) -> Path:
     """
     if data_root is not None:
         candidates = [("argument data_root", Path(data_root))]
-    elif os.environ.get("ALFWORLD_DATA"):
-        candidates = [("$ALFWORLD_DATA", Path(os.environ["ALFWORLD_DATA"]))]
-    else:
-        candidates = [("default <repo>/../shared/alfworld", _repo_default())]
+    else:  # `import alfworld` sets $ALFWORLD_DATA to an empty ~/.cache/alfworld: fall through to the default then
+        candidates = [("$ALFWORLD_DATA", Path(os.environ["ALFWORLD_DATA"]))] if os.environ.get("ALFWORLD_DATA") else []
+        candidates.append(("default <repo>/../shared/alfworld", _repo_default()))
     for _, path in candidates:
         if (path / _JSON_DIR).is_dir() or (path / "train.tar.gz").is_file():
             return path.resolve()

@@ -47,8 +47,13 @@ def start_engine(game_file: str | os.PathLike[str], *, policy_commands: bool = F
         The (not yet reset) ``textworld.core.Environment``.
     """
     import textworld
-    from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
     from textworld.core import EnvInfos
+
+    saved = os.environ.get("ALFWORLD_DATA")
+    from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
+
+    if saved is None:  # importing alfworld sets $ALFWORLD_DATA (to ~/.cache/alfworld); keep the user's environment
+        os.environ.pop("ALFWORLD_DATA", None)
 
     infos = EnvInfos(admissible_commands=True, won=True, extras=["gamefile"], policy_commands=policy_commands)
     return textworld.start(str(game_file), request_infos=infos, wrappers=[AlfredDemangler(shuffle=False), AlfredInfos])

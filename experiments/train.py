@@ -1,0 +1,47 @@
+"""Train with the RLAnything loop: `python experiments/train.py +setting=alfworld [+profile=smoke] [arm=...] ...`.
+
+Resumable: rerunning the same command continues from `<run_dir>/checkpoints/last.ckpt`. The last line printed is
+`iterations=<int> policy_updates=<int> judge_updates=<int> accepted_tasks=<int> checkpoint=<path>`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
+
+from builders import ConfigError, build  # noqa: E402
+
+
+def summary_line(run) -> str:  # type: ignore[no-untyped-def]
+    """The machine-readable last line."""
+    policy_updates = int(sum(e.get("policy/updates", 0.0) for e in run.module.update_history))
+    judge_updates = int(sum(e.get("judge/updates", 0.0) for e in run.module.update_history))
+    accepted = len(run.datamodule.driver.pool.accepted_ids())
+    return (f"iterations={run.datamodule.completed} policy_updates={policy_updates} judge_updates={judge_updates} "
+            f"accepted_tasks={accepted} checkpoint={run.checkpoint.last}")
+
+
+@hydra.main(config_path="conf", config_name="train", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    """Build (after validating the config), fit, print the summary line."""
+    os.chdir(hydra.utils.get_original_cwd())
+    try:
+        run = build(cfg)
+    except ConfigError as err:
+        print(f"ERROR: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+    run.trainer.fit(run.module, datamodule=run.datamodule,
+                    ckpt_path=str(run.resume_from) if run.resume_from else None)
+    if run.trainer.is_global_zero:
+        print(summary_line(run), flush=True)
+
+
+if __name__ == "__main__":
+    main()

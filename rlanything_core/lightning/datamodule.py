@@ -1,0 +1,102 @@
+"""``RolloutDataModule``: serves one lazily collected iteration per training step, resumably.
+
+Lightning prefetches one batch ahead; rollouts must use the weights *after* the previous update, so the stream yields
+``PendingIteration`` handles and the module collects when it is about to train on them. The data module's
+``state_dict`` (saved in every checkpoint) holds the number of completed iterations and the RNG states; restoring it
+rolls the task pool back to the snapshot of that iteration.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import lightning as L
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, IterableDataset
+
+from rlanything_core.loop.iteration import IterationData
+
+__all__ = ["IterationStream", "PendingIteration", "RolloutDataModule"]
+
+
+class PendingIteration:
+    """A handle on iteration ``iteration``; ``collect()`` runs the rollouts now.
+
+    A plain class (not a dataclass): Lightning's batch transfer walks dataclasses and would try to rebuild it.
+    """
+
+    __slots__ = ("iteration", "produce")
+
+    def __init__(self, iteration: int, produce: Callable[[int], IterationData]) -> None:
+        self.iteration = iteration
+        self.produce = produce
+
+    def collect(self) -> IterationData:
+        """Collect the iteration's data with the current weights."""
+        return self.produce(self.iteration)
+
+
+class IterationStream(IterableDataset[PendingIteration]):
+    """Iterations ``start, start + 1, ..., total - 1`` as ``PendingIteration`` handles."""
+
+    def __init__(self, produce: Callable[[int], IterationData], *, start: int, total: int) -> None:
+        super().__init__()
+        self.produce = produce
+        self.start = start
+        self.total = total
+
+    def __iter__(self) -> Iterator[PendingIteration]:
+        for iteration in range(self.start, self.total):
+            yield PendingIteration(iteration, self.produce)
+
+    def __len__(self) -> int:
+        return max(0, self.total - self.start)
+
+
+class RolloutDataModule(L.LightningDataModule):
+    """Wraps a driver (``AgentLoopDriver`` or ``CodingLoopDriver``) into Lightning's data API.
+
+    Args:
+        driver: ``driver(iteration) -> IterationData``; with ``restore_pool(completed)`` and ``save_initial_pool()``.
+        iterations: total number of iterations of the run.
+    """
+
+    def __init__(self, driver: Any, *, iterations: int) -> None:
+        super().__init__()
+        if iterations < 1:
+            raise ValueError(f"iterations: expected >= 1, got {iterations}")
+        self.driver = driver
+        self.iterations = iterations
+        self.completed = 0
+        self._restored = False
+
+    def setup(self, stage: str) -> None:
+        """On a fresh run, persist the initial pool (the state a resume from iteration 0 returns to)."""
+        if not self._restored and self.completed == 0:
+            self.driver.save_initial_pool()
+
+    def train_dataloader(self) -> DataLoader[PendingIteration]:
+        """One ``PendingIteration`` per step, from the first iteration not yet completed."""
+        stream = IterationStream(self.driver, start=self.completed, total=self.iterations)
+        return DataLoader(stream, batch_size=None, num_workers=0, collate_fn=lambda x: x)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Completed iterations and RNG states (saved inside each checkpoint)."""
+        return {
+            "completed": self.completed,
+            "python_rng": random.getstate(),
+            "numpy_rng": np.random.get_state(),
+            "torch_rng": torch.get_rng_state(),
+        }
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the counters and RNG states; roll the task pool back to this checkpoint's snapshot."""
+        self.completed = int(state_dict["completed"])
+        random.setstate(state_dict["python_rng"])
+        np.random.set_state(state_dict["numpy_rng"])
+        torch.set_rng_state(state_dict["torch_rng"])
+        self.driver.restore_pool(self.completed)
+        self._restored = True

@@ -1,0 +1,79 @@
+"""One LightningModule per setting: the shared update step plus the setting's evaluation. Wiring only.
+
+- ``ALFWorldModule``: success rate / average steps on the in-distribution (``valid_seen``) and out-of-distribution
+  (``valid_unseen``) splits, the judge's outcome accuracy and its process accuracy against the planner oracle.
+- ``TextWorldModule``: success rate / average steps per evaluation split (e.g. per difficulty level), judge outcome
+  accuracy.
+- ``CodingModule``: pass rate on held-out problems, and the unit-test writer's UT and Detect rates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from rlanything_core.lightning.module import RLAnythingModule
+
+__all__ = ["ALFWorldModule", "AgentModule", "CodingModule", "TextWorldModule"]
+
+
+class AgentModule(RLAnythingModule):
+    """``RLAnythingModule`` with evaluation every ``eval_every`` iterations and at the end of training.
+
+    Args:
+        evaluator: ``() -> dict of metrics`` (e.g. ``AgentEvaluator``); ``None`` disables evaluation.
+        eval_every: evaluate after every this many iterations (0: only at the end).
+        eval_at_start: also evaluate before the first update (the "before optimization" row).
+        *args, **kwargs: see ``RLAnythingModule``.
+    """
+
+    def __init__(self, *args: Any, evaluator: Callable[[], dict[str, float]] | None = None, eval_every: int = 0,
+                 eval_at_start: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if eval_every < 0:
+            raise ValueError(f"eval_every: expected >= 0, got {eval_every}")
+        self.evaluator = evaluator
+        self.eval_every = eval_every
+        self.eval_at_start = eval_at_start
+        self.evaluations: list[dict[str, float]] = []
+
+    def _evaluate(self, completed: int) -> None:
+        if self.evaluator is None or not self.trainer.is_global_zero:
+            return
+        metrics = {f"eval/{k}": v for k, v in self.evaluator().items()}
+        metrics["eval/iteration"] = float(completed)
+        self.evaluations.append(metrics)
+        for logger in self.loggers:
+            logger.log_metrics(metrics, step=completed)
+
+    def on_train_start(self) -> None:
+        """Optionally evaluate the models as they are before any update."""
+        super().on_train_start()
+        datamodule = getattr(self.trainer, "datamodule", None)
+        if self.eval_at_start and getattr(datamodule, "completed", 0) == 0:
+            self._evaluate(0)
+
+    def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
+        """Evaluate every ``eval_every`` iterations."""
+        completed = int(batch.iteration) + 1
+        if self.eval_every and completed % self.eval_every == 0:
+            self._evaluate(completed)
+
+    def on_train_end(self) -> None:
+        """Final evaluation, unless the last iteration was just evaluated."""
+        datamodule = getattr(self.trainer, "datamodule", None)
+        completed = int(getattr(datamodule, "completed", 0))
+        if self.evaluator is not None and not (self.evaluations and self.evaluations[-1]["eval/iteration"] == completed):
+            self._evaluate(completed)
+
+
+class ALFWorldModule(AgentModule):
+    """ALFWorld (text games on the real engine): see the module docstring for the evaluation."""
+
+
+class TextWorldModule(AgentModule):
+    """TextWorld procedural games with difficulty levels: see the module docstring for the evaluation."""
+
+
+class CodingModule(AgentModule):
+    """Coding: the judge writes unit tests; see the module docstring for the evaluation."""

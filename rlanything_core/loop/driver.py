@@ -1,0 +1,205 @@
+"""The data side of one RLAnything iteration for multi-turn agent settings (ALFWorld, TextWorld).
+
+    pool.sample(k) + pending rewrites -> this rank's task groups -> AgentCollector -> JudgeCollector (m votes)
+      -> build_iteration (integrator, bands, consistency targets) -> IterationData
+      -> success rates of all ranks -> EnvironmentAdaptation on the writer rank -> pool snapshot for this iteration
+
+Task groups are dealt to ranks round-robin by their global index and every episode is seeded by its group and
+rollout (``derive_seed``), so the union over ranks is exactly what one process would collect.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch.distributed as dist
+
+from rlanything_core.advantages.integrators import Integrator
+from rlanything_core.collect.agent import AgentCollector
+from rlanything_core.collect.judge import JudgeCollector
+from rlanything_core.environment.feedback import success_rate
+from rlanything_core.environment.pool import TaskPool
+from rlanything_core.environment.rewriters.protocol import TaskSpec
+from rlanything_core.loop.adaptation import EnvironmentAdaptation
+from rlanything_core.loop.iteration import IterationData, build_iteration
+from rlanything_core.losses.consistency import ConsistencyRewardLoss
+from rlanything_core.seeding import derive_seed
+
+__all__ = ["AgentLoopDriver"]
+
+
+def _dist() -> tuple[int, int]:
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+class AgentLoopDriver:
+    """Produces one ``IterationData`` per call, keeping the task pool in step with the checkpoints.
+
+    Args:
+        collector: plays the policy (its backend shares the trainer's policy module).
+        judge: votes on every step; ``None`` for outcome-only training without a judge.
+        integrator: the policy's advantages.
+        judge_loss: builds the judge's consistency targets (``None``: the judge is not trained).
+        pool: the task pool (its writer is rank 0).
+        to_env_task: turns a pool ``TaskSpec`` into what the collector's environments are built from.
+        adaptation: environment adaptation, or ``None`` to keep the tasks fixed.
+        tasks_per_iteration: tasks sampled from the pool per iteration (pending rewrites come on top).
+        seed: the run seed.
+        pad_id: padding token of the training rows.
+        lam: ``lam`` of the integrated reward.
+        policy_band / judge_band: success-rate bands of the tasks whose data train the policy / the judge.
+    """
+
+    def __init__(
+        self,
+        *,
+        collector: AgentCollector,
+        judge: JudgeCollector | None,
+        integrator: Integrator,
+        judge_loss: ConsistencyRewardLoss | None,
+        pool: TaskPool,
+        to_env_task: Callable[[TaskSpec], Any],
+        adaptation: EnvironmentAdaptation | None,
+        tasks_per_iteration: int,
+        seed: int,
+        pad_id: int,
+        lam: float = 1.0,
+        policy_band: tuple[float, float] = (1 / 8, 7 / 8),
+        judge_band: tuple[float, float] = (0.2, 0.8),
+    ) -> None:
+        if tasks_per_iteration < 1:
+            raise ValueError(f"tasks_per_iteration: expected >= 1, got {tasks_per_iteration}")
+        self.collector = collector
+        self.judge = judge
+        self.integrator = integrator
+        self.judge_loss = judge_loss
+        self.pool = pool
+        self.to_env_task = to_env_task
+        self.adaptation = adaptation
+        self.tasks_per_iteration = tasks_per_iteration
+        self.seed = seed
+        self.pad_id = pad_id
+        self.lam = lam
+        self.policy_band = policy_band
+        self.judge_band = judge_band
+
+    # ------------------------------------------------------------------------------------------- pool snapshots
+    def _snapshot_path(self, iteration: int) -> Path:
+        return self.pool.run_dir / "pool" / "snapshots" / f"iter_{iteration:06d}.json"
+
+    def restore_pool(self, completed_iterations: int) -> None:
+        """Roll the pool back to the state that follows iteration ``completed_iterations - 1`` (for resume).
+
+        A crash between saving a pool snapshot and saving the matching checkpoint leaves the pool one iteration
+        ahead; the resumed run repeats that iteration exactly, from the snapshot the checkpoint belongs to.
+        """
+        state = self.pool.run_dir / "pool" / "state.json"
+        if completed_iterations > 0:
+            snapshot = self._snapshot_path(completed_iterations - 1)
+            if not snapshot.is_file():
+                raise FileNotFoundError(f"pool snapshot {snapshot} for the checkpoint's iteration is missing")
+            initial = snapshot
+        else:
+            initial = self.pool.run_dir / "pool" / "snapshots" / "initial.json"
+        rank, _ = _dist()
+        if rank == 0 and initial.is_file():
+            tmp = state.with_suffix(".restore.tmp")
+            shutil.copyfile(initial, tmp)
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+            os.replace(tmp, state)
+        self._barrier()
+        writer = self.pool.writer
+        self.pool.close()
+        self.pool = TaskPool.load(self.pool.run_dir, writer=writer)
+
+    def save_initial_pool(self) -> None:
+        """Persist the pool as it is before iteration 0 (the state a resume from scratch returns to)."""
+        if self.pool.writer:
+            self.pool.save()
+            self._copy_state(self.pool.run_dir / "pool" / "snapshots" / "initial.json")
+        self._barrier()
+
+    def _copy_state(self, target: Path) -> None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(".tmp")
+        shutil.copyfile(self.pool.run_dir / "pool" / "state.json", tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+
+    @staticmethod
+    def _barrier() -> None:
+        if dist.is_available() and dist.is_initialized():
+            dist.barrier()
+
+    # ------------------------------------------------------------------------------------------- one iteration
+    def tasks_for(self, iteration: int) -> list[TaskSpec]:
+        """The iteration's tasks, identical on every rank: a seeded sample of active tasks, then pending rewrites."""
+        return self.pool.sample(self.tasks_per_iteration, seed=self.seed, iteration=iteration) + self.pool.pending_tasks()
+
+    def __call__(self, iteration: int) -> IterationData:
+        """Collect, judge and build one iteration's training data; update the pool."""
+        rank, world = _dist()
+        tasks = self.tasks_for(iteration)
+        mine = list(range(rank, len(tasks), world))
+        it_seed = derive_seed(self.seed, iteration)
+        episodes, stats = self.collector.collect(
+            [self.to_env_task(tasks[g]) for g in mine],
+            seed=it_seed,
+            task_ids=[tasks[g].task_id for g in mine],
+            group_ids=mine,
+        )
+        metrics: dict[str, float] = {
+            "action_parse_failures": float(stats.action_parse_failures),
+            "env_failures": float(stats.env_failures),
+        }
+        if self.judge is not None and episodes:
+            jstats = self.judge.judge(episodes, seed=derive_seed(self.seed, iteration, "judge"))
+            metrics["judge_votes"] = float(jstats.votes)
+        if not episodes:  # more ranks than task groups: an empty but valid contribution
+            raise RuntimeError(f"rank {rank} received no task group (tasks={len(tasks)}, world={world})")
+        data = build_iteration(
+            episodes,
+            iteration=iteration,
+            integrator=self.integrator,
+            pad_id=self.pad_id,
+            judge_loss=self.judge_loss,
+            lam=self.lam,
+            num_votes=None if self.judge is None else self.judge.num_votes,
+            policy_band=self.policy_band,
+            judge_band=self.judge_band,
+        )
+        data.metrics.update(metrics)
+        data.metrics.update(self._adapt(episodes, iteration))
+        return data
+
+    def _adapt(self, episodes: list[Any], iteration: int) -> dict[str, float]:
+        by_task: dict[str, list[Any]] = {}
+        for e in episodes:
+            by_task.setdefault(e.task_id, []).append(e)
+        rates = {t: success_rate(eps) for t, eps in by_task.items()}
+        _, world = _dist()
+        if world > 1:
+            gathered: list[Any] = [None] * world
+            dist.all_gather_object(gathered, (rates, episodes))
+            rates = {t: r for part in gathered for t, r in part[0].items()}
+            episodes = [e for part in gathered for e in part[1]]
+        metrics: dict[str, float] = {}
+        if self.adaptation is not None and self.pool.writer:
+            metrics = self.adaptation.step(self.pool, episodes, rates, iteration=iteration,
+                                           seed=derive_seed(self.seed, iteration, "env"))
+        if self.pool.writer:
+            self.pool.save()
+            self._copy_state(self._snapshot_path(iteration))
+        self._barrier()
+        if not self.pool.writer:
+            self.pool = TaskPool.load(self.pool.run_dir, writer=False)
+        metrics["env/accepted_total"] = float(len(self.pool.accepted_ids()))
+        return metrics
