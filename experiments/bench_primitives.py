@@ -6,7 +6,9 @@ per-step vote standardization. Batches are seeded and ragged: task groups of 1..
 steps, m = 3 votes per step with ~10% unparseable, NaN at padding. The plain side takes nested lists built before
 timing; the vectorized side is timed as the median of a few repeats after a warm-up (torch threads left as they are).
 
-Run: ``python experiments/bench_primitives.py``. The last line is
+Run: ``python experiments/bench_primitives.py [--threads N]``. On a shared, oversubscribed machine torch's OpenMP
+threads stall on each other (every op is a parallel region); ``--threads 1`` then gives the steadier figure. The last
+line is
 ``speedup_1M=<float> scaling_10x=<float> equal=<true|false>`` (scaling = vectorized time at 1M / at 100k; equal =
 vectorized == plain within 1e-5 at all three sizes).
 """

@@ -1,4 +1,7 @@
-"""Build tutorials/03_environment_adaptation.ipynb (outputs stripped). Run: python tutorials/build_03_environment_adaptation.py"""
+"""Build tutorials/03_environment_adaptation.ipynb without outputs.
+
+Run: python tutorials/build_03_environment_adaptation.py
+"""
 
 from pathlib import Path
 
@@ -134,7 +137,8 @@ for it in range(ITERATIONS):
     pool.record_rates(rates, iteration=it)
     for tid in list(pool.pending):
         d = pool.resolve(tid, rates[tid], iteration=it)
-        log.append(f"it{it} {'ACCEPT' if d.accepted else 'reject'} {tid}: {d.direction}, {d.parent_acc:.2f} -> {d.acc:.2f}")
+        verdict = "ACCEPT" if d.accepted else "reject"
+        log.append(f"it{it} {verdict} {tid}: {d.direction}, {d.parent_acc:.2f} -> {d.acc:.2f}")
     for task, direction, acc in pool.requests({t: r for t, r in rates.items() if t not in pool.pending}):
         cands = rewriter.rewrite(task, direction, feedback[task.task_id])
         pool.add_candidates(cands, parent_acc=acc, iteration=it)

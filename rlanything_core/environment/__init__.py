@@ -15,3 +15,47 @@ __all__ = [
     "accept_rewrite",
     "check_strict_band",
 ]
+
+# Critic feedback, task rewriters, task pool, metrics (environment adaptation, PAPER §2.5).
+from rlanything_core.environment.feedback import (  # noqa: E402
+    FailureNote,
+    TaskFeedback,
+    build_feedback,
+    coding_feedback,
+    high_risk_steps,
+    success_rate,
+)
+from rlanything_core.environment.llm import BackendChatModel, ChatModel, ScriptedChatModel  # noqa: E402
+from rlanything_core.environment.pool import Decision, TaskPool  # noqa: E402
+from rlanything_core.environment.rewriters import (  # noqa: E402
+    AlfworldLLMRewriter,
+    AlfworldRuleRewriter,
+    Candidate,
+    CodingRewriter,
+    RejectReason,
+    TaskRewriter,
+    TaskSpec,
+    TextWorldRewriter,
+)
+
+__all__ += [
+    "AlfworldLLMRewriter",
+    "AlfworldRuleRewriter",
+    "BackendChatModel",
+    "Candidate",
+    "ChatModel",
+    "CodingRewriter",
+    "Decision",
+    "FailureNote",
+    "RejectReason",
+    "ScriptedChatModel",
+    "TaskFeedback",
+    "TaskPool",
+    "TaskRewriter",
+    "TaskSpec",
+    "TextWorldRewriter",
+    "build_feedback",
+    "coding_feedback",
+    "high_risk_steps",
+    "success_rate",
+]

@@ -316,7 +316,8 @@ class EnvPool:
         if survivors:
             budget = self.reset_timeout_s + self.step_timeout_s * sum(len(s[2]) for s in survivors)
             restored = self._dispatch("restore", {w: survivors}, budget)
-            for slot, (ok, payload) in restored.items():
+            for slot, _, _ in survivors:  # not rebuilt (its replay failed, or a crash cut the replay short): over
+                ok, payload = restored.get(slot, (False, WORKER_CRASH))
                 if not ok:
                     answers[slot] = (False, payload)
                     self._episodes[slot].final = StepResult("", (), True, False, failure_reason=payload)

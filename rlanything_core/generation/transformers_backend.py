@@ -206,7 +206,8 @@ class TransformersBackend:
             if len(prompt_ids) + len(ids) > self.max_model_len:
                 raise ValueError(f"continuations: prompt + {c!r:.40} exceeds max_model_len {self.max_model_len}")
         prompt_t = torch.tensor([prompt_ids], dtype=torch.long, device=self.device)
-        out = self.model(input_ids=prompt_t, use_cache=True)
+        # only the last position's logits are needed: the vocabulary-sized head is the main cost of a small model
+        out = self.model(input_ids=prompt_t, use_cache=True, logits_to_keep=1)
         prompt_cache = out.past_key_values
         first_logp = torch.log_softmax(out.logits[0, -1, :].float(), dim=-1)  # (V,)
         scores: list[float] = []

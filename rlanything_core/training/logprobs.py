@@ -10,25 +10,55 @@ from torch import Tensor
 __all__ = ["sequence_token_logprobs"]
 
 
-def sequence_token_logprobs(model: Any, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
+def _split_head(model: Any) -> tuple[Any, Any] | None:
+    """``(decoder, lm_head)`` of a transformers causal LM, or ``None`` when the model does not expose them."""
+    get_decoder = getattr(model, "get_decoder", None)
+    get_head = getattr(model, "get_output_embeddings", None)
+    if get_decoder is None or get_head is None:
+        return None
+    decoder, head = get_decoder(), get_head()
+    if decoder is None or head is None or getattr(model.config, "final_logit_softcapping", None):
+        return None
+    return decoder, head
+
+
+def sequence_token_logprobs(
+    model: Any, input_ids: Tensor, attention_mask: Tensor, *, score_mask: Tensor | None = None
+) -> Tensor:
     """Log-prob of every token given the tokens before it, aligned with the token (position ``t`` scores token ``t``).
 
+    With ``score_mask`` only those tokens are scored: the LM head (vocabulary-sized, the dominant cost of a small
+    model with a large vocabulary) runs on just the positions that predict them, not on every prompt position.
+
     Args:
-        model: a causal LM returning ``.logits`` of shape ``(N, L, V)`` (any ``transformers`` ``*ForCausalLM``).
+        model: a causal LM returning ``.logits`` (any ``transformers`` ``*ForCausalLM``).
         input_ids: ``(N, L)`` int64, right-padded.
         attention_mask: ``(N, L)`` bool.
+        score_mask: ``(N, L)`` bool, the tokens to score (e.g. the response tokens); default all but padding.
 
     Returns:
-        ``(N, L)`` float32; position 0 (no context) and padding hold 0.
+        ``(N, L)`` float32; unscored positions, position 0 (no context) and padding hold 0.
     """
     if input_ids.shape != attention_mask.shape:
         raise ValueError(
             f"attention_mask: expected shape {tuple(input_ids.shape)} like input_ids, got {tuple(attention_mask.shape)}"
         )
-    # Right padding: positions are 0..len-1 for every row, which is what the model assumes without position_ids.
-    logits = model(input_ids=input_ids, attention_mask=attention_mask.long()).logits
-    logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
-    picked = logp.gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+    if score_mask is not None and score_mask.shape != input_ids.shape:
+        raise ValueError(f"score_mask: expected shape {tuple(input_ids.shape)}, got {tuple(score_mask.shape)}")
+    wanted = attention_mask[:, 1:] if score_mask is None else (score_mask & attention_mask)[:, 1:]
     out = torch.zeros(input_ids.shape, dtype=torch.float32, device=input_ids.device)
-    out[:, 1:] = torch.where(attention_mask[:, 1:], picked, torch.zeros_like(picked))
+    parts = _split_head(model)
+    if parts is None or score_mask is None:
+        # Right padding: positions are 0..len-1 for every row, which is what the model assumes without position_ids.
+        logits = model(input_ids=input_ids, attention_mask=attention_mask.long()).logits
+        logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+        picked = logp.gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+        out[:, 1:] = torch.where(wanted, picked, torch.zeros_like(picked))
+        return out
+    decoder, head = parts
+    hidden = decoder(input_ids=input_ids, attention_mask=attention_mask.long()).last_hidden_state  # (N, L, H)
+    rows, cols = wanted.nonzero(as_tuple=True)  # token (rows, cols + 1) is predicted at (rows, cols)
+    logits = head(hidden[rows, cols])  # (K, V)
+    logp = torch.log_softmax(logits.float(), dim=-1).gather(-1, input_ids[rows, cols + 1].unsqueeze(-1)).squeeze(-1)
+    out = out.index_put((rows, cols + 1), logp)
     return out

@@ -8,10 +8,10 @@ from rlanything_core.environment.feedback import (
     coding_feedback,
     high_risk_steps,
     last_boxed,
+    per_test_pass_rates,
     render_feedback,
     success_rate,
     template_summary,
-    per_test_pass_rates,
 )
 from rlanything_core.environment.llm import ScriptedChatModel
 from rlanything_core.records import AgentStep, Episode, JudgeSample

@@ -3,7 +3,15 @@ import json
 import pytest
 from _alfworld_fixtures import PENCIL, SOAP, game, walkthrough
 
-from rlanything_core.envs.alfworld import StepLabel, command_cost, is_solvable, label_trajectory, optimal_plan
+from rlanything_core.envs.alfworld import (
+    StepLabel,
+    clear_plan_cache,
+    command_cost,
+    is_solvable,
+    label_trajectory,
+    optimal_plan,
+)
+from rlanything_core.envs.alfworld.oracle import _PLAN_CACHE
 
 pytestmark = [pytest.mark.alfworld, pytest.mark.slow]
 
@@ -12,7 +20,7 @@ pytestmark = [pytest.mark.alfworld, pytest.mark.slow]
 def test_walkthrough_steps_are_all_progress_one_plan_step_each(use_shortcuts):
     g = game(PENCIL)
     wt = walkthrough(g)
-    steps = label_trajectory(g.game_file, wt, use_shortcuts=use_shortcuts)
+    steps = label_trajectory(g.game_file, wt, use_shortcuts=use_shortcuts, use_cache=use_shortcuts)
     assert [s.label for s in steps] == [StepLabel.PROGRESS] * len(wt)
     assert [s.length_before for s in steps] == list(range(len(wt), 0, -1))
     assert [s.length_after for s in steps] == list(range(len(wt) - 1, -1, -1))
@@ -34,7 +42,13 @@ def test_detours_are_neutral_or_regress_and_recovery_is_progress():
     g = game(PENCIL)
     wt = walkthrough(g)  # go to garbagecan 1, take pencil 2 from garbagecan 1, go to desk 1, move pencil 2 to desk 1
     actions = [wt[0], "go to desk 1", "look", "xyzzy", wt[0], wt[1], wt[1], wt[2], wt[3], "look"]
-    labels = [s.label for s in label_trajectory(g.game_file, actions)]
+    clear_plan_cache()
+    uncached = label_trajectory(g.game_file, actions, use_cache=False)
+    assert not _PLAN_CACHE
+    labelled = label_trajectory(g.game_file, actions)
+    assert labelled == uncached and _PLAN_CACHE  # the cache holds exact per-state plans
+    assert label_trajectory(g.game_file, actions) == labelled
+    labels = [s.label for s in labelled]
     assert labels == [
         StepLabel.PROGRESS,  # toward the pencil
         StepLabel.REGRESS,  # walked away from it: one more step needed
@@ -55,7 +69,9 @@ def test_solvability_of_real_and_rewritten_games(tmp_path):
     assert optimal_plan(src) == tuple(walkthrough(game(PENCIL)))
     data = json.loads(src.read_text())
     # A goal naming an object type absent from the room: TextWorld cannot even build it.
-    absent = dict(data, pddl_problem=data["pddl_problem"].replace("(objectType ?o PencilType)", "(objectType ?o WateringCanType)"))
+    absent = dict(
+        data, pddl_problem=data["pddl_problem"].replace("(objectType ?o PencilType)", "(objectType ?o WateringCanType)")
+    )
     (tmp_path / "absent.tw-pddl").write_text(json.dumps(absent))
     assert not is_solvable(tmp_path / "absent.tw-pddl")
     assert not is_solvable(tmp_path / "missing.tw-pddl")

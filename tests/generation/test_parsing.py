@@ -1,5 +1,5 @@
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlanything_core.generation.parsing import parse_action_index, parse_boxed, parse_vote
@@ -20,16 +20,19 @@ def braced(draw: st.DrawFn, depth: int) -> str:
     return "{" + draw(balanced(depth + 1)) + "}"
 
 
+@settings(deadline=None)  # pure and fast, but CI machines are shared: no flaky deadline
 @given(prefix=st.text(max_size=40), content=balanced(), suffix=plain)
 def test_parse_boxed_returns_last_balanced_content(prefix: str, content: str, suffix: str) -> None:
     assert parse_boxed(prefix + "\\boxed{" + content + "}" + suffix) == content
 
 
+@settings(deadline=None)  # pure and fast, but CI machines are shared: no flaky deadline
 @given(first=balanced(), second=balanced(), middle=plain)
 def test_parse_boxed_takes_the_last_box(first: str, second: str, middle: str) -> None:
     assert parse_boxed(f"\\boxed{{{first}}}{middle}\\boxed{{{second}}}") == second
 
 
+@settings(deadline=None)  # pure and fast, but CI machines are shared: no flaky deadline
 @given(text=st.text(max_size=80))
 def test_parsers_never_raise_on_arbitrary_text(text: str) -> None:
     result = parse_boxed(text)
@@ -48,6 +51,7 @@ def test_parse_boxed_edge_cases() -> None:
     assert parse_boxed(None) is None  # type: ignore[arg-type]
 
 
+@settings(deadline=None)  # pure and fast, but CI machines are shared: no flaky deadline
 @given(num_actions=st.integers(1, 50), data=st.data(), prefix=plain, suffix=plain)
 def test_parse_action_index_in_range_roundtrip(num_actions: int, data: st.DataObject, prefix: str, suffix: str) -> None:
     index = data.draw(st.integers(0, num_actions - 1))
@@ -56,6 +60,7 @@ def test_parse_action_index_in_range_roundtrip(num_actions: int, data: st.DataOb
     assert parse_action_index(text, num_actions) == index
 
 
+@settings(deadline=None)  # pure and fast, but CI machines are shared: no flaky deadline
 @given(num_actions=st.integers(0, 50), extra=st.integers(0, 1000))
 def test_parse_action_index_out_of_range_is_none(num_actions: int, extra: int) -> None:
     assert parse_action_index(f"\\boxed{{{num_actions + extra}}}", num_actions) is None
@@ -102,6 +107,7 @@ def test_parse_vote_table(text: str, vote: int) -> None:
     assert parse_vote(text) == vote
 
 
+@settings(deadline=None)  # pure and fast, but CI machines are shared: no flaky deadline
 @given(vote=st.sampled_from([1, -1]), prefix=st.text(max_size=30), suffix=plain,
        form=st.sampled_from(["{}", " {} ", "${}$", "\\text{{{}}}", "score: {}"]))
 def test_parse_vote_roundtrip(vote: int, prefix: str, suffix: str, form: str) -> None:

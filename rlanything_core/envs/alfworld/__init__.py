@@ -17,6 +17,7 @@ from rlanything_core.envs.alfworld.env import AlfworldEnv, AlfworldEnvFactory, c
 from rlanything_core.envs.alfworld.oracle import (
     OracleStep,
     StepLabel,
+    clear_plan_cache,
     command_cost,
     is_solvable,
     label_trajectory,
@@ -33,6 +34,7 @@ __all__ = [
     "AlfworldSplit",
     "OracleStep",
     "StepLabel",
+    "clear_plan_cache",
     "command_cost",
     "compiles",
     "default_cache_dir",

@@ -116,7 +116,10 @@ class AlfworldEnv:
         self._done = won or truncated
         admissible = () if self._done else tuple(state["admissible_commands"])
         return StepResult(
-            observation=str(state.feedback), admissible_actions=admissible, done=self._done, won=won,
+            observation=str(state.feedback),
+            admissible_actions=admissible,
+            done=self._done,
+            won=won,
             truncated=truncated,
         )
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import enum
 import os
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,8 @@ from rlanything_core.envs.alfworld.env import compiles, start_engine
 __all__ = [
     "OracleStep",
     "StepLabel",
+    "PLAN_CACHE_SIZE",
+    "clear_plan_cache",
     "command_cost",
     "compiles",  # re-exported from .env: the environment-adaptation entry points live together here
     "is_solvable",
@@ -104,6 +107,29 @@ def _backend(engine: Any) -> Any:
     raise RuntimeError("cannot reach textworld's PddlEnv under the wrappers (textworld version changed?)")
 
 
+_PLAN_CACHE: OrderedDict[tuple[str, int, frozenset[str]], tuple[str, ...] | None] = OrderedDict()
+PLAN_CACHE_SIZE = 20_000
+"""Plans remembered per (game file, its mtime, exact PDDL state): rollouts of one game share many states, and the
+initial-state search is the slow one (up to tens of seconds in large kitchens)."""
+
+
+def _cached_plan(path: Path, backend: Any, facts: frozenset[str]) -> tuple[str, ...] | None:
+    key = (str(path.resolve()), path.stat().st_mtime_ns, facts)
+    if key in _PLAN_CACHE:
+        _PLAN_CACHE.move_to_end(key)
+        return _PLAN_CACHE[key]
+    plan = _plan(backend)
+    _PLAN_CACHE[key] = plan
+    while len(_PLAN_CACHE) > PLAN_CACHE_SIZE:
+        _PLAN_CACHE.popitem(last=False)
+    return plan
+
+
+def clear_plan_cache() -> None:
+    """Forget remembered plans (e.g. to time the planner)."""
+    _PLAN_CACHE.clear()
+
+
 def _plan(backend: Any) -> tuple[str, ...] | None:
     """Optimal remaining plan from the backend's current state; ``()`` if won, ``None`` if the planner finds none."""
     state = backend._pddl_state
@@ -113,7 +139,7 @@ def _plan(backend: Any) -> tuple[str, ...] | None:
     return plan if plan else None
 
 
-def _facts(backend: Any) -> frozenset[Any]:
+def _facts(backend: Any) -> frozenset[str]:
     return frozenset(str(f) for f in backend._pddl_state.facts)
 
 
@@ -128,7 +154,11 @@ def _compare(before: int | None, after: int | None) -> StepLabel:
 
 
 def label_trajectory(
-    game_file: str | os.PathLike[str], actions: list[str] | tuple[str, ...], *, use_shortcuts: bool = True
+    game_file: str | os.PathLike[str],
+    actions: list[str] | tuple[str, ...],
+    *,
+    use_shortcuts: bool = True,
+    use_cache: bool = True,
 ) -> list[OracleStep]:
     """Label every step of a played trajectory with the planner's exact verdict.
 
@@ -137,6 +167,7 @@ def label_trajectory(
         actions: the commands, in order, from the initial state. Steps after the goal is reached are labelled too
             (cost stays 0 unless the action undoes the goal).
         use_shortcuts: use the two exact shortcuts of the module docstring; ``False`` re-plans at every step.
+        use_cache: look plans up in (and add them to) the per-process cache keyed by the exact PDDL state.
 
     Returns:
         One :class:`OracleStep` per action.
@@ -153,8 +184,12 @@ def label_trajectory(
     try:
         engine.reset()
         backend = _backend(engine)
-        plan = _plan(backend)
         facts = _facts(backend)
+
+        def plan_here(current: frozenset[str]) -> tuple[str, ...] | None:
+            return _cached_plan(path, backend, current) if use_cache else _plan(backend)
+
+        plan = plan_here(facts)
         out: list[OracleStep] = []
         for action in actions:
             state, _, _ = engine.step(action)
@@ -167,7 +202,7 @@ def label_trajectory(
             elif use_shortcuts and plan and plan[0] == action.strip():
                 new_plan = plan[1:]
             else:
-                new_plan = _plan(backend)
+                new_plan = plan_here(new_facts)
                 replanned = True
             out.append(
                 OracleStep(
@@ -201,7 +236,8 @@ def optimal_plan(game_file: str | os.PathLike[str]) -> tuple[str, ...] | None:
     engine = start_engine(path)
     try:
         engine.reset()
-        return _plan(_backend(engine))
+        backend = _backend(engine)
+        return _cached_plan(path, backend, _facts(backend))
     finally:
         engine.close()
 
