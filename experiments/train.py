@@ -24,8 +24,10 @@ def summary_line(run) -> str:  # type: ignore[no-untyped-def]
     policy_updates = int(sum(e.get("policy/updates", 0.0) for e in run.module.update_history))
     judge_updates = int(sum(e.get("judge/updates", 0.0) for e in run.module.update_history))
     accepted = len(run.datamodule.driver.pool.accepted_ids())
-    return (f"iterations={run.datamodule.completed} policy_updates={policy_updates} judge_updates={judge_updates} "
-            f"accepted_tasks={accepted} checkpoint={run.checkpoint.last}")
+    return (
+        f"iterations={run.datamodule.completed} policy_updates={policy_updates} judge_updates={judge_updates} "
+        f"accepted_tasks={accepted} checkpoint={run.checkpoint.last}"
+    )
 
 
 @hydra.main(config_path="conf", config_name="train", version_base="1.3")
@@ -37,8 +39,7 @@ def main(cfg: DictConfig) -> None:
     except ConfigError as err:
         print(f"ERROR: {err}", file=sys.stderr)
         raise SystemExit(2) from None
-    run.trainer.fit(run.module, datamodule=run.datamodule,
-                    ckpt_path=str(run.resume_from) if run.resume_from else None)
+    run.trainer.fit(run.module, datamodule=run.datamodule, ckpt_path=str(run.resume_from) if run.resume_from else None)
     if run.trainer.is_global_zero:
         print(summary_line(run), flush=True)
 

@@ -1,4 +1,4 @@
-"""Argument checks for the public boundary: each failure is a ``ValueError`` naming the argument and what was expected."""
+"""Argument checks at the public boundary: each failure is a ``ValueError`` naming the argument and the expectation."""
 
 from __future__ import annotations
 

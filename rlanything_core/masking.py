@@ -5,7 +5,6 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-
 __all__ = ["compact_index", "masked_mean", "masked_sum"]
 
 

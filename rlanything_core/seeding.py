@@ -1,5 +1,7 @@
-"""Deterministic seeds derived from keys, so that what a rollout samples depends on *which* rollout it is
-(run seed, iteration, task group, rollout, step), never on batch composition, worker count or rank.
+"""Deterministic seeds derived from keys.
+
+What a rollout samples depends on *which* rollout it is (run seed, iteration, task group, rollout, step), never on
+batch composition, worker count or rank.
 """
 
 from __future__ import annotations

@@ -177,7 +177,8 @@ code(r"""
 fig = plot_accepted_growth(resumed.events, num_iterations=ITERATIONS)
 before, after = difficulty_before_after(resumed.events)
 fig2 = plot_difficulty_shift(before, after)
-fig.savefig(run_dir / "accepted.png"); fig2.savefig(run_dir / "difficulty.png")
+fig.savefig(run_dir / "accepted.png")
+fig2.savefig(run_dir / "difficulty.png")
 fig
 """)
 

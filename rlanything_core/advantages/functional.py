@@ -243,7 +243,8 @@ def standardize_per_step(
     if not isinstance(singleton, SingletonRule):
         raise ValueError(f"singleton: expected a SingletonRule, got {singleton!r}")
     # Row-wise segment sums: one (K, S) table per statistic, rollouts added to their group's row (index_add over
-    # dim 0), read back with a row gather. Two passes (mean, then squared deviations): E[x^2] - E[x]^2 cancels catastrophically.
+    # dim 0), read back with a row gather.
+    # Two passes (mean, then squared deviations): E[x^2] - E[x]^2 cancels catastrophically.
     groups, num_groups = compact_index(group_index.to(torch.int64))
     dtype = torch.promote_types(reward.dtype, torch.float32)
     mask = step_mask.to(dtype)

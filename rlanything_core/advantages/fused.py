@@ -37,7 +37,6 @@ from rlanything_core.advantages._checks import (
     check_finite_scalar,
     check_nonnegative_scalar,
     check_vote_grid,
-    inverse_std,
 )
 from rlanything_core.advantages.functional import SingletonRule
 from rlanything_core.constants import EPS, FORMAT_PENALTY
@@ -185,7 +184,85 @@ def integrated_advantages_and_consistency(
     code = torch.add(vm8, vm8).sub_(vv8)
     if code.numel() and int(code.max()) > 2:
         raise ValueError("vote_valid: a valid vote lies outside vote_mask (vote_valid must imply vote_mask)")
-    requested = torch.empty((m, b, s), dtype=wd, device=device).copy_(code.permute(2, 0, 1))  # 0/1/2 for now
-    failed = (requested - requested.clamp_(max=1.0)).mul_(-1.0).add_(requested)  # (q - min(q, 1)): 1 if code 2
-    failed = requested  # placeholder, replaced below
-    raise NotImplementedError
+    planes = torch.empty((m, b, s), dtype=wd, device=device).copy_(code.permute(2, 0, 1))  # code 0/1/2 as floats
+    asked = planes.clamp(max=1.0)  # 1 where requested
+    failed = planes.sub_(asked)  # 1 where unparseable (code 2), 0 elsewhere
+    clean = torch.empty((m, b, s), dtype=wd, device=device).copy_(v.permute(2, 0, 1))
+    clean.nan_to_num_(nan=2.0, posinf=2.0, neginf=-2.0).mul_(asked - failed)  # valid votes, 0 elsewhere
+    if clean.numel():
+        low, high = torch.aminmax(clean)  # a non-finite valid vote became +-2: one range check finds both
+        if float(low) < -1.0 or float(high) > 1.0:
+            check_vote_grid(v, vm, vv)  # raises the precise error (non-finite, or outside [-1, 1])
+            raise ValueError("votes: expected finite values in [-1, 1] where vote_valid")
+    num_asked = asked.sum(0)
+    step_w = mask.view(torch.uint8).to(wd)
+    if num_asked.numel() and float(num_asked.mul(1.0 - step_w).max()) > 0:
+        raise ValueError("vote_mask: a vote is marked at a padded step (vote_mask must lie inside step_mask)")
+    denom = num_asked.clamp_(min=1.0)
+
+    # --- integrated step reward R = O + lam * mean vote (0 at padding)
+    reward = torch.add(out.to(wd).unsqueeze(1), clean.sum(0).div_(denom), alpha=lam).mul_(step_w)
+
+    # --- advantages: z-score of R per (task group, step index), row-wise segment sums over the (K, S) table
+    groups, num_groups = _compact_groups(groups_in.to(device))
+    table = torch.zeros(num_groups, s, dtype=wd, device=device)
+    count = table.index_add(0, groups, step_w)
+    count_d = count.clamp(min=1.0)
+    mean = table.index_add(0, groups, reward).div_(count_d)
+    dev = (reward - mean.index_select(0, groups)).mul_(step_w)
+    std = table.index_add(0, groups, dev * dev).div_(count_d).sqrt_()
+    inv = _fast_inverse_std(std, mean, eps).mul_((count - 1.0).clamp_(0.0, 1.0))  # 0 unless >= 2 rollouts
+    advantages = dev.mul_(inv.index_select(0, groups))
+    if singleton is SingletonRule.RAW:  # a singleton cell has dev == 0 exactly: add its raw reward
+        advantages.addcmul_(reward, (count == 1).to(wd).index_select(0, groups))
+    advantages.add_(0.0)  # no -0
+
+    # --- consistency targets R * vote (penalty if unparseable), z-scored over the requested votes of each step
+    dev_t = clean.mul_(reward).add_(failed, alpha=penalty)  # raw targets, 0 where no vote was requested
+    mean_t = dev_t.sum(0).div_(denom)
+    dev_t.addcmul_(asked, mean_t, value=-1.0)  # centred, still 0 where no vote was requested
+    var_t = torch.zeros_like(mean_t)
+    for plane in dev_t:
+        var_t.addcmul_(plane, plane)
+    inv_t = _fast_inverse_std(var_t.div_(denom).sqrt_(), mean_t, eps)
+    targets = torch.empty((b, s, m), dtype=wd, device=device)
+    torch.addcmul(torch.zeros((), dtype=wd, device=device), dev_t.permute(1, 2, 0), inv_t.unsqueeze(-1), out=targets)
+    return FeedbackTargets(advantages.to(dtype), targets.to(dtype))
+
+
+def batch_advantages_and_consistency(
+    batch: StepBatch,
+    *,
+    lam: float = 1.0,
+    eps: float = EPS,
+    singleton: SingletonRule = SingletonRule.ZERO,
+    format_penalty: float = FORMAT_PENALTY,
+) -> FeedbackTargets:
+    """:func:`integrated_advantages_and_consistency` on the tensors of a :class:`StepBatch` with votes.
+
+    Args:
+        batch: a :class:`StepBatch` with ``votes``, ``vote_mask`` and ``vote_valid``.
+        lam: weight of the judge's mean vote.
+        eps: degenerate-std threshold.
+        singleton: rule for a (group, step) cell reached by one rollout.
+        format_penalty: raw consistency reward of an unparseable vote.
+
+    Returns:
+        :class:`FeedbackTargets` ``(advantages (B, S), targets (B, S, M))``.
+    """
+    if not isinstance(batch, StepBatch):
+        raise ValueError(f"batch: expected a StepBatch, got {type(batch).__name__}")
+    if batch.votes is None or batch.vote_mask is None or batch.vote_valid is None:
+        raise ValueError("batch: expected judge votes (votes, vote_mask, vote_valid), got a batch without votes")
+    return integrated_advantages_and_consistency(
+        batch.outcome,
+        batch.step_mask,
+        batch.group_index,
+        batch.votes,
+        batch.vote_mask,
+        batch.vote_valid,
+        lam=lam,
+        eps=eps,
+        singleton=singleton,
+        format_penalty=format_penalty,
+    )

@@ -136,7 +136,9 @@ class AgentCollector:
             raise ValueError(f"group_ids: expected {len(tasks)} ids, got {len(groups)}")
         flat = [t for t in tasks for _ in range(self.group_size)]
         episodes = [
-            Episode(task_id=ids[k], group_id=groups[k], goal="") for k in range(len(tasks)) for _ in range(self.group_size)
+            Episode(task_id=ids[k], group_id=groups[k], goal="")
+            for k in range(len(tasks))
+            for _ in range(self.group_size)
         ]
         keys = [(groups[k], j) for k in range(len(tasks)) for j in range(self.group_size)]
         stats = RolloutStats(episodes=len(episodes))

@@ -63,7 +63,10 @@ class GeneratedTest:
 
 def _with_seed(params: SamplingParams, seed: int) -> SamplingParams:
     return SamplingParams(
-        max_new_tokens=params.max_new_tokens, temperature=params.temperature, top_p=params.top_p, seed=seed,
+        max_new_tokens=params.max_new_tokens,
+        temperature=params.temperature,
+        top_p=params.top_p,
+        seed=seed,
         stop=params.stop,
     )
 
@@ -95,14 +98,22 @@ class CodeCollector:
         for n, gen in enumerate(generations):
             k = n // self.samples_per_task
             samples.append(
-                CodeSample(tasks[k].problem.id, k, gen.prompt_token_ids, gen.token_ids, gen.logprobs, gen.text,
-                           extract_code(gen.text))
+                CodeSample(
+                    tasks[k].problem.id,
+                    k,
+                    gen.prompt_token_ids,
+                    gen.token_ids,
+                    gen.logprobs,
+                    gen.text,
+                    extract_code(gen.text),
+                )
             )
         for k, task in enumerate(tasks):
             group = [s for s in samples if s.group_id == k]
             runnable = [s for s in group if s.program is not None]
-            results = task.evaluate_many([s.program for s in runnable if s.program is not None],
-                                         max_workers=self.max_workers)
+            results = task.evaluate_many(
+                [s.program for s in runnable if s.program is not None], max_workers=self.max_workers
+            )
             for s, r in zip(runnable, results):
                 s.gt_passed = [t.passed for t in r.tests]
             for s in group:
@@ -128,12 +139,20 @@ class UnitTestCollector:
         def sanitize(text: str) -> str:
             return sanitize_untrusted(text, tokenizer) if tokenizer is not None else text
 
-        prompts = [unit_test_messages(t.problem.prompt, sanitize=sanitize) for t in tasks for _ in
-                   range(self.tests_per_task)]
+        prompts = [
+            unit_test_messages(t.problem.prompt, sanitize=sanitize) for t in tasks for _ in range(self.tests_per_task)
+        ]
         generations = self.backend.generate(prompts, _with_seed(self.sampling, seed))
         return [
-            GeneratedTest(tasks[n // self.tests_per_task].problem.id, n // self.tests_per_task, g.prompt_token_ids,
-                          g.token_ids, g.logprobs, g.text, parse_unit_test(g.text))
+            GeneratedTest(
+                tasks[n // self.tests_per_task].problem.id,
+                n // self.tests_per_task,
+                g.prompt_token_ids,
+                g.token_ids,
+                g.logprobs,
+                g.text,
+                parse_unit_test(g.text),
+            )
             for n, g in enumerate(generations)
         ]
 

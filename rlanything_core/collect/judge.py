@@ -79,8 +79,9 @@ class GenerativeVotes:
 
 
 class ScoredVotes:
-    """A verdict-only judge for small models: the response is ``\\boxed{1}`` or ``\\boxed{-1}``, sampled from the
-    softmax of their log-likelihoods at ``temperature``.
+    """A verdict-only judge for small models: the response is ``\\boxed{1}`` or ``\\boxed{-1}``.
+
+    The verdict is sampled from the softmax of the two responses' log-likelihoods at ``temperature``.
 
     It skips the reasoning, so it never fails the format; it is the CPU-scale stand-in for the generative judge
     (same prompt, same consistency training on the chosen response's tokens). Log-probs are left for the trainer.
@@ -96,7 +97,9 @@ class ScoredVotes:
     def sample(self, backend: Any, prompts: Sequence[Messages], seeds: Sequence[int]) -> list[JudgeSample]:
         """Score both verdicts once per distinct prompt, then sample each vote with its own seed."""
         eos = int(backend.tokenizer.eos_token_id)
-        cand_tokens = [list(backend.tokenizer(c, add_special_tokens=False)["input_ids"]) + [eos] for c in self.CANDIDATES]
+        cand_tokens = [
+            list(backend.tokenizer(c, add_special_tokens=False)["input_ids"]) + [eos] for c in self.CANDIDATES
+        ]
         last: tuple[Messages, list[int], torch.Tensor] | None = None
         out = []
         for prompt, seed in zip(prompts, seeds):

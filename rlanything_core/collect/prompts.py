@@ -65,9 +65,7 @@ def agent_messages(
     )
     user = (
         "You are playing a text game. Complete the task as soon as possible.\n"
-        f"Your task is to: {goal}\n"
-        + (f"{past}\n" if past else "")
-        + f"observation: {observation.strip()}\n"
+        f"Your task is to: {goal}\n" + (f"{past}\n" if past else "") + f"observation: {observation.strip()}\n"
         f"Admissible actions:\n{numbered}\n{ask}"
     )
     return [{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": user}]
@@ -113,8 +111,10 @@ def code_messages(statement: str, *, stdin_io: bool, starter_code: str = "") -> 
         "You need to think first, then write a Python program in a single ```python code block. "
         f"{io_rule}\n\nThis is the problem:\n{statement}{starter}"
     )
-    return [{"role": "system", "content": "You are a helpful assistant who solves programming problems."},
-            {"role": "user", "content": user}]
+    return [
+        {"role": "system", "content": "You are a helpful assistant who solves programming problems."},
+        {"role": "user", "content": user},
+    ]
 
 
 def unit_test_messages(statement: str, *, sanitize: Callable[[str], str] = _identity) -> Messages:

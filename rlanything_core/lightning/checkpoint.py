@@ -53,8 +53,9 @@ class IterationCheckpoint(L.Callback):
         """The checkpoint to resume from."""
         return self.dirpath / "last.ckpt"
 
-    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
-                           batch_idx: int) -> None:
+    def on_train_batch_end(
+        self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
         """Mark the iteration completed, then checkpoint atomically."""
         datamodule = trainer.datamodule  # type: ignore[attr-defined]
         datamodule.completed = int(batch.iteration) + 1

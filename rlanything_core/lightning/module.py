@@ -115,24 +115,52 @@ class RLAnythingModule(L.LightningModule):
 
         def policy_objective(logp: Tensor, old: Tensor, part: TrainingRows, n_tok: int, n_seq: int) -> Any:
             return self.policy_loss(
-                logp, old, part.advantages.to(logp.dtype), part.rows.response_mask,
-                num_tokens_global=n_tok, num_seqs_global=n_seq,
+                logp,
+                old,
+                part.advantages.to(logp.dtype),
+                part.rows.response_mask,
+                num_tokens_global=n_tok,
+                num_seqs_global=n_seq,
             )
 
-        metrics.update(self._update("policy", self.policy, opts[0], data.policy, self.policy_updates,
-                                    self.policy_loss.aggregation, policy_objective))
+        metrics.update(
+            self._update(
+                "policy",
+                self.policy,
+                opts[0],
+                data.policy,
+                self.policy_updates,
+                self.policy_loss.aggregation,
+                policy_objective,
+            )
+        )
         if self.trains_judge:
             assert self.judge is not None and self.judge_loss is not None
             judge_loss = self.judge_loss
 
             def judge_objective(logp: Tensor, old: Tensor, part: TrainingRows, n_tok: int, n_seq: int) -> Any:
                 return judge_loss(
-                    logp, old, part.rows.response_mask, batch=data.batch, step_reward=data.step_reward,
-                    rows=part.vote_rows, num_tokens_global=n_tok, num_seqs_global=n_seq,
+                    logp,
+                    old,
+                    part.rows.response_mask,
+                    batch=data.batch,
+                    step_reward=data.step_reward,
+                    rows=part.vote_rows,
+                    num_tokens_global=n_tok,
+                    num_seqs_global=n_seq,
                 )
 
-            metrics.update(self._update("judge", self.judge, opts[1], data.judge, self.judge_updates,
-                                        judge_loss.objective.aggregation, judge_objective))
+            metrics.update(
+                self._update(
+                    "judge",
+                    self.judge,
+                    opts[1],
+                    data.judge,
+                    self.judge_updates,
+                    judge_loss.objective.aggregation,
+                    judge_objective,
+                )
+            )
         self.update_history.append(metrics)
         self.log_dict(metrics, on_step=True, prog_bar=False, batch_size=1, rank_zero_only=True)
         self.log("success", data.metrics.get("success_rate", 0.0), prog_bar=True, on_step=True, batch_size=1)
@@ -154,8 +182,8 @@ class RLAnythingModule(L.LightningModule):
         numbers of rows (whole task groups) and the policy and judge update separately. DDP is still what starts the
         processes, broadcasts the initial weights and provides the process group.
         """
-        wrapped = getattr(self.trainer.strategy, "model", None)
-        if hasattr(wrapped, "require_backward_grad_sync"):
+        wrapped: Any = getattr(self.trainer.strategy, "model", None)
+        if wrapped is not None and hasattr(wrapped, "require_backward_grad_sync"):
             wrapped.require_backward_grad_sync = False
 
     def _old_logprobs(self, model: nn.Module, rows: TrainingRows) -> Tensor:
@@ -166,8 +194,12 @@ class RLAnythingModule(L.LightningModule):
             for micro in pack_by_length(lengths, max_tokens=self.micro_batch_tokens):
                 idx = torch.tensor(micro)
                 part = rows.rows.select(idx)
-                lp = sequence_token_logprobs(model, part.input_ids.to(self.device), part.attention_mask.to(self.device),
-                                             score_mask=part.response_mask.to(self.device))
+                lp = sequence_token_logprobs(
+                    model,
+                    part.input_ids.to(self.device),
+                    part.attention_mask.to(self.device),
+                    score_mask=part.response_mask.to(self.device),
+                )
                 out[idx, : lp.shape[1]] = lp.cpu()
         return out
 
@@ -204,7 +236,9 @@ class RLAnythingModule(L.LightningModule):
                     midx = torch.tensor(micro)
                     part = part_rows.subset(midx)
                     logp = sequence_token_logprobs(
-                        model, part.rows.input_ids.to(self.device), part.rows.attention_mask.to(self.device),
+                        model,
+                        part.rows.input_ids.to(self.device),
+                        part.rows.attention_mask.to(self.device),
                         score_mask=part.rows.response_mask.to(self.device),
                     )
                     old = old_part[midx, : logp.shape[1]].to(self.device)

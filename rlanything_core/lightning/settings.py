@@ -27,8 +27,14 @@ class AgentModule(RLAnythingModule):
         *args, **kwargs: see ``RLAnythingModule``.
     """
 
-    def __init__(self, *args: Any, evaluator: Callable[[], dict[str, float]] | None = None, eval_every: int = 0,
-                 eval_at_start: bool = False, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        evaluator: Callable[[], dict[str, float]] | None = None,
+        eval_every: int = 0,
+        eval_at_start: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         if eval_every < 0:
             raise ValueError(f"eval_every: expected >= 0, got {eval_every}")
@@ -63,7 +69,9 @@ class AgentModule(RLAnythingModule):
         """Final evaluation, unless the last iteration was just evaluated."""
         datamodule = getattr(self.trainer, "datamodule", None)
         completed = int(getattr(datamodule, "completed", 0))
-        if self.evaluator is not None and not (self.evaluations and self.evaluations[-1]["eval/iteration"] == completed):
+        if self.evaluator is not None and not (
+            self.evaluations and self.evaluations[-1]["eval/iteration"] == completed
+        ):
             self._evaluate(completed)
 
 

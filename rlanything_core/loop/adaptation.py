@@ -36,8 +36,9 @@ class EnvironmentAdaptation:
     feedback_model: ChatModel | None = None
     max_requests: int = 8
 
-    def step(self, pool: TaskPool, episodes: Sequence[Episode], rates: dict[str, float], *, iteration: int,
-             seed: int) -> dict[str, float]:
+    def step(
+        self, pool: TaskPool, episodes: Sequence[Episode], rates: dict[str, float], *, iteration: int, seed: int
+    ) -> dict[str, float]:
         """Resolve pending rewrites, request new ones; returns metrics. Does not save the pool."""
         pool.record_rates(rates, iteration=iteration)
         accepted = rejected = 0
@@ -46,8 +47,9 @@ class EnvironmentAdaptation:
             accepted += int(decision.accepted)
             rejected += int(not decision.accepted)
         requests = pool.requests({t: r for t, r in rates.items() if t not in pool.pending})[: self.max_requests]
-        feedback = build_feedback(episodes, chat_model=self.feedback_model, seed=seed,
-                                  tasks=[task.task_id for task, _, _ in requests])
+        feedback = build_feedback(
+            episodes, chat_model=self.feedback_model, seed=seed, tasks=[task.task_id for task, _, _ in requests]
+        )
         scheduled = candidates = valid = 0
         for task, direction, acc in requests:
             cands = self.rewriter.rewrite(task, direction, feedback.get(task.task_id))

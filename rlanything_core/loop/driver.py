@@ -142,7 +142,9 @@ class AgentLoopDriver:
     # ------------------------------------------------------------------------------------------- one iteration
     def tasks_for(self, iteration: int) -> list[TaskSpec]:
         """The iteration's tasks, identical on every rank: a seeded sample of active tasks, then pending rewrites."""
-        return self.pool.sample(self.tasks_per_iteration, seed=self.seed, iteration=iteration) + self.pool.pending_tasks()
+        return (
+            self.pool.sample(self.tasks_per_iteration, seed=self.seed, iteration=iteration) + self.pool.pending_tasks()
+        )
 
     def __call__(self, iteration: int) -> IterationData:
         """Collect, judge and build one iteration's training data; update the pool."""
@@ -193,8 +195,9 @@ class AgentLoopDriver:
             episodes = [e for part in gathered for e in part[1]]
         metrics: dict[str, float] = {}
         if self.adaptation is not None and self.pool.writer:
-            metrics = self.adaptation.step(self.pool, episodes, rates, iteration=iteration,
-                                           seed=derive_seed(self.seed, iteration, "env"))
+            metrics = self.adaptation.step(
+                self.pool, episodes, rates, iteration=iteration, seed=derive_seed(self.seed, iteration, "env")
+            )
         if self.pool.writer:
             self.pool.save()
             self._copy_state(self._snapshot_path(iteration))

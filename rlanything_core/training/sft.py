@@ -58,15 +58,22 @@ def supervised_warm_start(
         rng.shuffle(order)
         for start in range(0, len(order), batch_size):
             batch = order[start : start + batch_size]
-            rows = rows_from_sequences([prompts[i] for i in batch], [responses[i] for i in batch],
-                                       [[] for _ in batch], [(i, 0, -1) for i in batch], pad_id=pad)
+            rows = rows_from_sequences(
+                [prompts[i] for i in batch],
+                [responses[i] for i in batch],
+                [[] for _ in batch],
+                [(i, 0, -1) for i in batch],
+                pad_id=pad,
+            )
             total = int(rows.response_mask.sum())
             optimizer.zero_grad()
             loss_value = 0.0
             lengths = rows.attention_mask.sum(dim=1).tolist()
             for micro in pack_by_length(lengths, max_tokens=max_tokens):
                 part = rows.select(micro)
-                logp = sequence_token_logprobs(model, part.input_ids, part.attention_mask, score_mask=part.response_mask)
+                logp = sequence_token_logprobs(
+                    model, part.input_ids, part.attention_mask, score_mask=part.response_mask
+                )
                 loss = -torch.where(part.response_mask, logp, torch.zeros_like(logp)).sum() / total
                 loss.backward()
                 loss_value += float(loss)

@@ -70,9 +70,9 @@ def expert_steps(game_file: str | os.PathLike[str], *, max_steps: int | None = N
         env.close()
 
 
-def load_or_build_expert_steps(games: Sequence[str | os.PathLike[str]], cache_file: str | os.PathLike[str]) -> list[
-    ExpertStep
-]:
+def load_or_build_expert_steps(
+    games: Sequence[str | os.PathLike[str]], cache_file: str | os.PathLike[str]
+) -> list[ExpertStep]:
     """Expert steps of ``games``, cached as JSON (written atomically) so each game is replayed once.
 
     Games whose walkthrough cannot be replayed are skipped (and listed under ``"skipped"`` in the cache).
@@ -82,8 +82,17 @@ def load_or_build_expert_steps(games: Sequence[str | os.PathLike[str]], cache_fi
     if cache.is_file():
         data = json.loads(cache.read_text())
         if data.get("games") == wanted:
-            return [ExpertStep(s["game_file"], s["goal"], tuple(tuple(t) for t in s["history"]),  # type: ignore[misc]
-                               s["observation"], tuple(s["admissible_actions"]), s["action"]) for s in data["steps"]]
+            return [
+                ExpertStep(
+                    s["game_file"],
+                    s["goal"],
+                    tuple(tuple(t) for t in s["history"]),  # type: ignore[misc]
+                    s["observation"],
+                    tuple(s["admissible_actions"]),
+                    s["action"],
+                )
+                for s in data["steps"]
+            ]
     steps: list[ExpertStep] = []
     skipped: list[str] = []
     for game in wanted:
@@ -91,10 +100,21 @@ def load_or_build_expert_steps(games: Sequence[str | os.PathLike[str]], cache_fi
             steps.extend(expert_steps(game))
         except ValueError:
             skipped.append(game)
-    payload = {"games": wanted, "skipped": skipped, "steps": [
-        {"game_file": s.game_file, "goal": s.goal, "history": [list(t) for t in s.history],
-         "observation": s.observation, "admissible_actions": list(s.admissible_actions), "action": s.action}
-        for s in steps]}
+    payload = {
+        "games": wanted,
+        "skipped": skipped,
+        "steps": [
+            {
+                "game_file": s.game_file,
+                "goal": s.goal,
+                "history": [list(t) for t in s.history],
+                "observation": s.observation,
+                "admissible_actions": list(s.admissible_actions),
+                "action": s.action,
+            }
+            for s in steps
+        ],
+    }
     cache.parent.mkdir(parents=True, exist_ok=True)
     tmp = cache.with_suffix(".tmp")
     with open(tmp, "w") as fh:

