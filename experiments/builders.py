@@ -303,38 +303,38 @@ def _build_agent(cfg: DictConfig) -> Run:
 
         module_cls: Any = ALFWorldModule
     else:
-        from rlanything_core.envs.textworld_games import TextWorldEnvFactory, TextWorldSpec, generate_game
+        from rlanything_core.envs.textworld_games import TextWorldEnvFactory
 
-        roots, splits = [], []
-        for level in cfg.setting.train_levels:
-            for k in range(int(cfg.setting.games_per_level)):
-                spec = TextWorldSpec(challenge=str(cfg.setting.challenge), level=int(level), seed=1000 * k + int(level))
-                path = generate_game(spec, cfg.setting.cache_dir)
-                roots.append(
-                    TaskSpec(
-                        task_id=spec.key,
-                        kind="textworld",
-                        root_id=spec.key,
-                        data={
-                            "game_file": str(path),
-                            "spec": {"challenge": str(cfg.setting.challenge), "level": int(level), "seed": spec.seed},
-                        },
-                    )
-                )
-        for level in cfg.setting.eval_levels:
+        st = cfg.setting
+        cache = None if st.cache_dir is None else str(st.cache_dir)
+        roots = []
+        for rooms in st.train_rooms:
+            for quest in st.train_quest_lengths:
+                for k in range(int(st.seeds_per_cell)):
+                    params = {
+                        "nb_rooms": int(rooms),
+                        "nb_objects": int(st.nb_objects),
+                        "quest_length": int(quest),
+                        "seed": 100 * k + 10 * int(rooms) + int(quest),
+                    }
+                    task_id = "tw-r{nb_rooms}-o{nb_objects}-q{quest_length}-s{seed}".format(**params)
+                    roots.append(TaskSpec(task_id=task_id, kind="textworld", root_id=task_id, data=params))
+        splits = []
+        for quest in st.eval_quest_lengths:
             specs = [
-                TextWorldSpec(challenge=str(cfg.setting.challenge), level=int(level), seed=777_000 + k)
-                for k in range(int(cfg.setting.eval_games_per_level))
-            ]
-            splits.append(
-                EvalSplit(
-                    f"level_{level}",
-                    tuple(str(generate_game(s, cfg.setting.cache_dir)) for s in specs),
-                    tuple(s.key for s in specs),
+                _textworld_spec(
+                    {
+                        "nb_rooms": int(st.eval_rooms),
+                        "nb_objects": int(st.nb_objects),
+                        "quest_length": int(quest),
+                        "seed": 777_000 + k,
+                    }
                 )
-            )
-        factory = TextWorldEnvFactory(max_episode_steps=int(cfg.setting.max_steps))
-        eval_factory = TextWorldEnvFactory(max_episode_steps=int(cfg.setting.eval_max_steps))
+                for k in range(int(cfg.eval.games))
+            ]
+            splits.append(EvalSplit(f"quest_{quest}", tuple(specs), tuple(s.key for s in specs)))
+        factory = TextWorldEnvFactory(max_episode_steps=int(st.max_steps), cache_dir=cache)
+        eval_factory = TextWorldEnvFactory(max_episode_steps=int(st.eval_max_steps), cache_dir=cache)
         oracle = None  # type: ignore[assignment]
         module_cls = TextWorldModule
 
@@ -389,7 +389,7 @@ def _build_agent(cfg: DictConfig) -> Run:
         integrator=instantiate(cfg.arm.integrator),
         judge_loss=judge_loss,
         pool=pool,
-        to_env_task=lambda task: task.data["game_file"],
+        to_env_task=_env_task,
         adaptation=adaptation,
         tasks_per_iteration=int(cfg.tasks_per_iteration),
         seed=int(cfg.seed),
@@ -439,6 +439,23 @@ def _build_agent(cfg: DictConfig) -> Run:
     return Run(module, datamodule, trainer, run_dir, checkpoint, resume_from)
 
 
+def _textworld_spec(params: dict[str, Any]) -> Any:
+    from rlanything_core.envs.textworld_games import TextWorldChallenge, TextWorldSpec
+
+    return TextWorldSpec(
+        challenge=TextWorldChallenge.CUSTOM,
+        world_size=int(params["nb_rooms"]),
+        nb_objects=int(params["nb_objects"]),
+        quest_length=int(params["quest_length"]),
+        seed=int(params["seed"]),
+    )
+
+
+def _env_task(task: Any) -> Any:
+    """What an environment is built from: the game file (ALFWorld) or the generator spec (TextWorld)."""
+    return task.data["game_file"] if task.kind == "alfworld" else _textworld_spec(task.data)
+
+
 def _rewriter(cfg: DictConfig, run_dir: Path, judge_backend: Any) -> Any:
     if cfg.setting.name == "alfworld":
         from rlanything_core.environment.rewriters.alfworld_rules import AlfworldRuleRewriter
@@ -457,4 +474,4 @@ def _rewriter(cfg: DictConfig, run_dir: Path, judge_backend: Any) -> Any:
         )
     from rlanything_core.environment.rewriters.textworld import TextWorldRewriter
 
-    return TextWorldRewriter(cache_dir=cfg.setting.cache_dir)
+    return TextWorldRewriter()

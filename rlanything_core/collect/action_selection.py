@@ -122,7 +122,13 @@ class LikelihoodSelector:
             gen = torch.Generator().manual_seed(seed)
             if not cands:
                 raise ValueError("actions: every live episode needs at least one admissible action")
-            scores = torch.tensor(backend.score_continuations(prompt, list(cands)), dtype=torch.float64)
+            prompt_ids = render_prompt(backend.tokenizer, prompt)
+            try:
+                scores = torch.tensor(backend.score_continuations(prompt_ids, list(cands)), dtype=torch.float64)
+            except ValueError:  # the prompt does not fit the context: uniform fallback, counted as a parse failure
+                action = cands[int(torch.randint(len(cands), (1,), generator=gen))]
+                out.append(Selection(prompt_ids, [], [], "", action, True))
+                continue
             if self.temperature == 0:
                 index = int(scores.argmax())
             else:
@@ -130,6 +136,5 @@ class LikelihoodSelector:
                 index = int(torch.multinomial(probs, 1, generator=gen))
             action = cands[index]
             tokens = list(backend.tokenizer(action, add_special_tokens=False)["input_ids"]) + [int(eos)]
-            prompt_ids = render_prompt(backend.tokenizer, prompt)
             out.append(Selection(prompt_ids, tokens, [], action, action, False))
         return out

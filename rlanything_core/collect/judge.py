@@ -100,13 +100,22 @@ class ScoredVotes:
         cand_tokens = [
             list(backend.tokenizer(c, add_special_tokens=False)["input_ids"]) + [eos] for c in self.CANDIDATES
         ]
-        last: tuple[Messages, list[int], torch.Tensor] | None = None
+        last: tuple[Messages, list[int], torch.Tensor | None] | None = None
         out = []
         for prompt, seed in zip(prompts, seeds):
             if last is None or last[0] is not prompt:  # the m votes of a step share one prompt object: score once
-                scores = torch.tensor(backend.score_continuations(prompt, list(self.CANDIDATES)), dtype=torch.float64)
-                last = (prompt, render_prompt(backend.tokenizer, prompt), torch.softmax(scores / self.temperature, 0))
+                prompt_ids = render_prompt(backend.tokenizer, prompt)
+                try:
+                    scores = torch.tensor(backend.score_continuations(prompt_ids, list(self.CANDIDATES)),
+                                          dtype=torch.float64)
+                    probs: torch.Tensor | None = torch.softmax(scores / self.temperature, 0)
+                except ValueError:  # the prompt does not fit the judge's context: no verdict (a format failure)
+                    probs = None
+                last = (prompt, prompt_ids, probs)
             _, prompt_ids, probs = last
+            if probs is None:
+                out.append(JudgeSample(0, "", prompt_ids, [], []))
+                continue
             k = int(torch.multinomial(probs, 1, generator=torch.Generator().manual_seed(seed)))
             out.append(JudgeSample(1 if k == 0 else -1, self.CANDIDATES[k], prompt_ids, cand_tokens[k], []))
         return out

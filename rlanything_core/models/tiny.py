@@ -158,7 +158,12 @@ def _bytes_to_unicode() -> dict[int, str]:
 
 
 def tiny_model_and_tokenizer(
-    tokenizer: TokenizerKind | str = TokenizerKind.TINY, *, hidden: int = 64, layers: int = 2, seed: int = 0
+    tokenizer: TokenizerKind | str = TokenizerKind.TINY,
+    *,
+    hidden: int = 64,
+    layers: int = 2,
+    seed: int = 0,
+    max_positions: int = 4096,
 ) -> tuple[Any, Any]:
     """Pair a tiny random model with a chat tokenizer whose vocabulary it covers.
 
@@ -167,6 +172,7 @@ def tiny_model_and_tokenizer(
         hidden: hidden size of the model.
         layers: number of layers.
         seed: model initialization seed.
+        max_positions: context length (rotary positions: no parameters depend on it).
 
     Returns:
         ``(model, tokenizer)`` with the tokenizer padding on the left and the model's pad/eos ids set from it.
@@ -186,6 +192,7 @@ def tiny_model_and_tokenizer(
         hidden=hidden,
         layers=layers,
         seed=seed,
+        max_positions=max_positions,
         pad_token_id=tok.pad_token_id,
         eos_token_id=tok.eos_token_id,
         bos_token_id=tok.bos_token_id,

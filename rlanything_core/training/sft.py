@@ -1,16 +1,27 @@
-"""Supervised warm start: maximize the log-likelihood of demonstrated responses (the expert's commands).
+"""Supervised warm start: fit the policy to demonstrated responses (the expert's commands).
 
 Gives a small policy trained from scratch the moderate starting success of the paper's base model, so that RL has
 groups with both successes and failures to learn from. Only training-split demonstrations may be used.
+
+Two losses (:class:`SftLoss`), optionally mixed:
+
+- ``TOKEN``: token-mean cross-entropy of the response (the command followed by EOS) given the prompt.
+- ``CANDIDATE``: cross-entropy over the admissible commands, each scored by its summed log-likelihood (command + EOS)
+  given the prompt: ``-log softmax_k(s_k)[expert]`` with ``s_k = sum_t log p(c_{k,t} | prompt, c_{k,<t})``. This is
+  exactly the distribution the likelihood action selector samples from at temperature 1. With ``max_candidates`` the
+  softmax runs over the expert's command and a seeded random subset of the others (a sampled softmax: cheaper, since
+  every scored candidate token costs one vocabulary-sized head row).
 """
 
 from __future__ import annotations
 
+import enum
 import random
 from collections.abc import Sequence
 from typing import Any
 
 import torch
+from torch import Tensor
 from tqdm.auto import tqdm
 
 from rlanything_core.collect.batching import rows_from_sequences
@@ -19,7 +30,76 @@ from rlanything_core.generation.types import ChatMessages
 from rlanything_core.training.logprobs import sequence_token_logprobs
 from rlanything_core.training.microbatch import pack_by_length
 
-__all__ = ["supervised_warm_start"]
+__all__ = ["SftLoss", "candidate_scores", "supervised_warm_start"]
+
+
+class SftLoss(str, enum.Enum):
+    """The warm-start objective."""
+
+    TOKEN = "token"
+    """Token-mean cross-entropy of the demonstrated response."""
+    CANDIDATE = "candidate"
+    """Cross-entropy over the admissible commands' summed log-likelihoods (the likelihood selector's distribution)."""
+    MIXED = "mixed"
+    """``TOKEN + candidate_weight * CANDIDATE``."""
+
+
+def candidate_scores(
+    model: Any, prompt_ids: Sequence[int], candidates: Sequence[Sequence[int]], *, pad_id: int
+) -> Tensor:
+    """Summed log-likelihood of each candidate continuation given one prompt, differentiable.
+
+    The prompt runs once; its KV cache is repeated for the candidates, which run as one right-padded batch (the same
+    computation as ``TransformersBackend.score_continuations``, with gradients).
+
+    Args:
+        model: a transformers causal LM.
+        prompt_ids: the rendered prompt, ``P`` tokens.
+        candidates: ``K`` non-empty token lists (each already ending with EOS when scored that way).
+        pad_id: padding id.
+
+    Returns:
+        ``(K,)`` float32 scores.
+    """
+    if not candidates or any(len(c) == 0 for c in candidates):
+        raise ValueError("candidates: expected a non-empty list of non-empty token lists")
+    k, width, p = len(candidates), max(len(c) for c in candidates), len(prompt_ids)
+    prompt_t = torch.tensor([list(prompt_ids)], dtype=torch.long)
+    out = model(input_ids=prompt_t, use_cache=True, logits_to_keep=1)
+    first_logp = torch.log_softmax(out.logits[0, -1, :].float(), dim=-1)  # (V,)
+    cache = out.past_key_values
+    cache.batch_repeat_interleave(k)
+    ids = torch.full((k, width), pad_id, dtype=torch.long)
+    valid = torch.zeros((k, width), dtype=torch.bool)
+    for n, c in enumerate(candidates):
+        ids[n, : len(c)] = torch.tensor(list(c), dtype=torch.long)
+        valid[n, : len(c)] = True
+    total = first_logp[ids[:, 0]]
+    if width > 1:
+        mask = torch.cat([valid.new_ones((k, p)), valid], dim=-1).long()
+        positions = p + torch.arange(width).expand(k, width)
+        logits = model(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], position_ids=positions[:, :-1],
+                       past_key_values=cache).logits  # (K, W-1, V): position t predicts token t+1
+        logp = torch.log_softmax(logits.float(), dim=-1).gather(-1, ids[:, 1:, None])[..., 0]  # (K, W-1)
+        total = total + torch.where(valid[:, 1:], logp, torch.zeros_like(logp)).sum(dim=-1)
+    return total
+
+
+def _token_loss(model: Any, prompts: list[list[int]], responses: list[list[int]], batch: list[int], pad: int,
+                max_tokens: int, scale: float) -> float:
+    """Backward the token-mean cross-entropy of ``batch``'s responses (times ``scale``); return its value."""
+    rows = rows_from_sequences([prompts[i] for i in batch], [responses[i] for i in batch],
+                               [[] for _ in batch], [(i, 0, -1) for i in batch], pad_id=pad)
+    total = int(rows.response_mask.sum())
+    value = 0.0
+    lengths = rows.attention_mask.sum(dim=1).tolist()
+    for micro in pack_by_length(lengths, max_tokens=max_tokens):
+        part = rows.select(micro)
+        logp = sequence_token_logprobs(model, part.input_ids, part.attention_mask, score_mask=part.response_mask)
+        loss = -torch.where(part.response_mask, logp, torch.zeros_like(logp)).sum() / total
+        (loss * scale).backward()
+        value += float(loss)
+    return value
 
 
 def supervised_warm_start(
@@ -33,55 +113,102 @@ def supervised_warm_start(
     max_tokens: int = 16384,
     seed: int = 0,
     progress: bool = False,
+    loss: SftLoss | str = SftLoss.TOKEN,
+    candidates: Sequence[Sequence[str]] | None = None,
+    max_candidates: int | None = None,
+    candidate_weight: float = 1.0,
+    weight_decay: float = 0.0,
 ) -> list[float]:
-    """Train ``model`` on ``(prompt messages, response)`` pairs with a token-mean cross-entropy on the response.
+    """Train ``model`` on ``(prompt messages, response)`` pairs.
 
     The response is tokenized on its own and followed by EOS, exactly as the likelihood action selector scores it.
+    The learning rate decays linearly to 0 over the run (after 5% warm-up).
+
+    Args:
+        model: a transformers causal LM (trained in place, left in eval mode).
+        tokenizer: its chat tokenizer.
+        examples: ``(messages, response)`` pairs.
+        epochs: passes over the examples.
+        lr: peak AdamW learning rate.
+        batch_size: examples per optimizer step.
+        max_tokens: token budget of one micro-batch (token loss).
+        seed: shuffling and candidate-subset seed.
+        progress: show a progress bar.
+        loss: the objective (:class:`SftLoss`).
+        candidates: for ``CANDIDATE``/``MIXED``: the admissible commands of each example (the response among them).
+        max_candidates: score at most this many candidates per example (the response plus a random subset);
+            ``None``: all.
+        candidate_weight: weight of the candidate term in ``MIXED``.
+        weight_decay: AdamW weight decay.
 
     Returns:
         The loss of every optimizer step.
+
+    Raises:
+        ValueError: bad sizes, an unknown ``loss``, missing ``candidates``, or a response not among its candidates.
     """
     if epochs < 1 or batch_size < 1:
         raise ValueError(f"epochs, batch_size: expected >= 1, got {epochs}, {batch_size}")
+    try:
+        kind = SftLoss(loss)
+    except ValueError:
+        raise ValueError(f"loss: expected one of {[k.value for k in SftLoss]}, got {loss!r}") from None
+    use_candidates = kind is not SftLoss.TOKEN
+    if use_candidates:
+        if candidates is None or len(candidates) != len(examples):
+            raise ValueError(f"candidates: expected one list of admissible commands per example ({len(examples)})")
+        for n, ((_, response), cands) in enumerate(zip(examples, candidates)):
+            if response not in cands:
+                raise ValueError(f"candidates[{n}]: expected the response {response!r} among the candidates")
+    if max_candidates is not None and max_candidates < 2:
+        raise ValueError(f"max_candidates: expected >= 2 or None, got {max_candidates}")
     eos = int(tokenizer.eos_token_id)
     pad = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos)
+
+    def encode(text: str) -> list[int]:
+        return list(tokenizer(text, add_special_tokens=False)["input_ids"]) + [eos]
+
     prompts = [render_prompt(tokenizer, messages) for messages, _ in examples]
-    responses = [list(tokenizer(text, add_special_tokens=False)["input_ids"]) + [eos] for _, text in examples]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    responses = [encode(text) for _, text in examples]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     rng = random.Random(seed)
     order = list(range(len(examples)))
     losses: list[float] = []
-    model.train()
     steps = epochs * ((len(order) + batch_size - 1) // batch_size)
+    warmup = max(1, steps // 20)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup)))
+    )
+    token_scale = 1.0 if kind is not SftLoss.CANDIDATE else 0.0
+    cand_scale = {SftLoss.TOKEN: 0.0, SftLoss.CANDIDATE: 1.0, SftLoss.MIXED: candidate_weight}[kind]
+    model.train()
     bar = tqdm(total=steps, desc="warm start", disable=not progress, leave=False)
     for _ in range(epochs):
         rng.shuffle(order)
         for start in range(0, len(order), batch_size):
             batch = order[start : start + batch_size]
-            rows = rows_from_sequences(
-                [prompts[i] for i in batch],
-                [responses[i] for i in batch],
-                [[] for _ in batch],
-                [(i, 0, -1) for i in batch],
-                pad_id=pad,
-            )
-            total = int(rows.response_mask.sum())
             optimizer.zero_grad()
-            loss_value = 0.0
-            lengths = rows.attention_mask.sum(dim=1).tolist()
-            for micro in pack_by_length(lengths, max_tokens=max_tokens):
-                part = rows.select(micro)
-                logp = sequence_token_logprobs(
-                    model, part.input_ids, part.attention_mask, score_mask=part.response_mask
-                )
-                loss = -torch.where(part.response_mask, logp, torch.zeros_like(logp)).sum() / total
-                loss.backward()
-                loss_value += float(loss)
+            value = 0.0
+            if token_scale:
+                value += _token_loss(model, prompts, responses, batch, pad, max_tokens, token_scale)
+            if cand_scale and candidates is not None:
+                for i in batch:
+                    others = [c for c in candidates[i] if c != examples[i][1]]
+                    if max_candidates is not None and len(others) > max_candidates - 1:
+                        others = rng.sample(others, max_candidates - 1)
+                    if not others:
+                        continue
+                    scores = candidate_scores(model, prompts[i], [responses[i]] + [encode(c) for c in others],
+                                              pad_id=pad)
+                    term = -torch.log_softmax(scores, dim=0)[0] / len(batch)
+                    (term * cand_scale).backward()
+                    value += cand_scale * float(term)
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
-            losses.append(loss_value)
+            scheduler.step()
+            losses.append(value)
             bar.update(1)
-            bar.set_postfix(loss=f"{loss_value:.3f}")
+            bar.set_postfix(loss=f"{value:.3f}")
     bar.close()
     model.eval()
     return losses

@@ -77,3 +77,12 @@ def test_solvability_of_real_and_rewritten_games(tmp_path):
     assert not is_solvable(tmp_path / "missing.tw-pddl")
     with pytest.raises(ValueError, match="game_file"):
         label_trajectory(tmp_path / "missing.tw-pddl", ["look"])
+
+
+def test_is_solvable_with_timeout_agrees_and_gives_up() -> None:
+    from rlanything_core.envs.alfworld.data import list_games
+    from rlanything_core.envs.alfworld.oracle import is_solvable
+
+    game = list_games("valid_train")[0].game_file
+    assert is_solvable(game, timeout_s=120.0) is True
+    assert is_solvable(game, timeout_s=1e-4) is False  # no answer in time: not scheduled

@@ -54,7 +54,14 @@ class GameVerifier(Protocol):
 
 @dataclass
 class EngineVerifier:
-    """The real checks: ``rlanything_core.envs.alfworld.oracle.compiles`` / ``is_solvable`` (imported lazily)."""
+    """The real checks: ``rlanything_core.envs.alfworld.oracle.compiles`` / ``is_solvable`` (imported lazily).
+
+    Attributes:
+        planner_timeout_s: a candidate the planner cannot solve within this time is treated as unsolvable (``None``:
+            no limit).
+    """
+
+    planner_timeout_s: float | None = 30.0
 
     def compiles(self, game_file: str) -> tuple[bool, str]:
         """Load the game in the TextWorld engine."""
@@ -66,7 +73,7 @@ class EngineVerifier:
         """Run the fast-downward planner on the game."""
         from rlanything_core.envs.alfworld import oracle
 
-        return oracle.is_solvable(game_file)
+        return oracle.is_solvable(game_file, timeout_s=self.planner_timeout_s)
 
 
 def load_game(task: TaskSpec) -> tuple[Path, str]:

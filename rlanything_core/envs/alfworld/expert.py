@@ -1,20 +1,51 @@
-"""Expert demonstrations: replay a game's stored walkthrough on the real engine and record every decision.
+"""Expert demonstrations on the *training* split: what the agent sees at each step, plus the expert's command.
 
-Each record holds what the agent would see at that step (goal, earlier turns, observation, admissible commands)
-and the expert's command. Used for a supervised warm start of the policy on the *training* split only.
+Two experts (:class:`ExpertKind`):
+
+- ``WALKTHROUGH``: replay the game's stored ``walkthrough``. It is 3-4 commands long because the expert goes straight
+  to the object (it knows where it is): imitating it teaches no search, and a policy trained on it wins nothing.
+- ``HANDCODED``: ALFWorld's own hand-coded expert (``alfworld.agents.expert.HandCodedTWAgent``, the DAgger expert that
+  ``alfred_tw_env.AlfredExpert(expert_type="handcoded")`` wires in as ``extra.expert_plan``). It keeps its own map of
+  the receptacles listed in the first observation and of the objects it has seen, visits the receptacles it has not
+  checked yet (most likely first, by ALFRED's object/receptacle priors), opens and closes containers, and carries out
+  the task's subgoals. It reads the engine's ``facts`` only to check whether its own subgoals are done (am I holding
+  the object, is it hot, is one already in the receptacle). Using it for demonstrations is legitimate: it is not the
+  PDDL planner (``envs/alfworld/oracle.py``, never a training signal), and its demonstrations teach search.
+
+Each record holds the goal, the earlier ``(observation, action)`` turns, the observation, the admissible commands and
+the expert's command, at every step of games the expert *wins* (failed runs are dropped).
 """
 
 from __future__ import annotations
 
+import enum
 import json
+import multiprocessing
 import os
+import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
-from rlanything_core.envs.alfworld.env import AlfworldEnv
+from rlanything_core.envs.alfworld.env import AlfworldEnv, parse_goal
 
-__all__ = ["ExpertStep", "expert_steps", "load_or_build_expert_steps"]
+__all__ = [
+    "ExpertKind",
+    "ExpertStep",
+    "expert_steps",
+    "handcoded_expert_steps",
+    "load_or_build_expert_steps",
+]
+
+
+class ExpertKind(str, enum.Enum):
+    """Which expert produces the demonstrations."""
+
+    WALKTHROUGH = "walkthrough"
+    """Replay the stored walkthrough (no search; see the module docstring)."""
+    HANDCODED = "handcoded"
+    """ALFWorld's hand-coded DAgger expert (searches receptacles it has not seen)."""
 
 
 @dataclass(frozen=True)
@@ -24,7 +55,7 @@ class ExpertStep:
     Attributes:
         game_file: the game it comes from.
         goal: the task sentence.
-        history: earlier ``(observation, action)`` turns.
+        history: earlier ``(observation, action)`` turns (the actions actually executed).
         observation: the current observation.
         admissible_actions: the commands offered.
         action: the expert's command.
@@ -70,53 +101,174 @@ def expert_steps(game_file: str | os.PathLike[str], *, max_steps: int | None = N
         env.close()
 
 
-def load_or_build_expert_steps(
-    games: Sequence[str | os.PathLike[str]], cache_file: str | os.PathLike[str]
-) -> list[ExpertStep]:
-    """Expert steps of ``games``, cached as JSON (written atomically) so each game is replayed once.
+def _start_engine_with_facts(game_file: Path) -> Any:
+    """The engine of :func:`~rlanything_core.envs.alfworld.env.start_engine`, also reporting ``facts``.
 
-    Games whose walkthrough cannot be replayed are skipped (and listed under ``"skipped"`` in the cache).
+    Same wrappers, hence the same observations and commands as :class:`AlfworldEnv`.
     """
+    import textworld
+    from textworld.core import EnvInfos
+
+    saved = os.environ.get("ALFWORLD_DATA")
+    from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
+
+    if saved is None:  # importing alfworld sets $ALFWORLD_DATA; keep the user's environment
+        os.environ.pop("ALFWORLD_DATA", None)
+    infos = EnvInfos(admissible_commands=True, won=True, facts=True, extras=["gamefile"])
+    return textworld.start(str(game_file), request_infos=infos, wrappers=[AlfredDemangler(shuffle=False), AlfredInfos])
+
+
+def handcoded_expert_steps(
+    game_file: str | os.PathLike[str],
+    *,
+    max_steps: int = 30,
+    seed: int = 0,
+    perturb_prob: float = 0.0,
+) -> list[ExpertStep]:
+    """Play the game with ALFWorld's hand-coded expert and record every decision.
+
+    The expert is started as ``AlfredExpert`` does, except that its initial ``look`` (which ALFWorld's wrapper emits
+    before the expert's first real command) is skipped: the expert observes the first observation and acts on it as if
+    it had just looked, so no demonstration wastes a step. With ``perturb_prob > 0`` (DART-style noise) each step after
+    the first executes, with that probability, a random admissible command instead of the expert's one; the record
+    still holds the expert's command (how to recover), and the history holds the command actually executed.
+
+    Args:
+        game_file: a ``game.tw-pddl`` whose folder holds ``traj_data.json`` (the expert reads the task's parameters).
+        max_steps: the expert must win within this many steps.
+        seed: seeds the expert's own random choices (it picks among equivalent objects) and the perturbation.
+        perturb_prob: probability of executing a random admissible command instead (in ``[0, 1)``).
+
+    Returns:
+        One record per step, in order.
+
+    Raises:
+        ValueError: bad arguments, or the expert does not win within ``max_steps`` (it fails on some games: it proposes
+            a command that is not admissible, or runs out of subgoals).
+    """
+    from alfworld.agents.expert import HandCodedAgentFailed, HandCodedAgentTimeout, HandCodedTWAgent
+
+    if max_steps < 1:
+        raise ValueError(f"max_steps: expected >= 1, got {max_steps}")
+    if not 0.0 <= perturb_prob < 1.0:
+        raise ValueError(f"perturb_prob: expected a probability in [0, 1), got {perturb_prob!r}")
+    path = Path(game_file)
+    if not (path.is_file() and (path.parent / "traj_data.json").is_file()):
+        raise ValueError(f"game_file: expected a game.tw-pddl next to a traj_data.json, got {str(path)!r}")
+    rng = random.Random(seed)
+    saved_state = random.getstate()  # the expert draws from the global `random`: seed it, then restore the caller's
+    random.seed(seed)
+    engine = _start_engine_with_facts(path)
+    try:
+        state = engine.reset()
+        observation = str(state.feedback)
+        goal = parse_goal(observation)
+        agent = HandCodedTWAgent(max_steps=max_steps + 1)
+        agent.reset(str(path))
+        agent.observe(observation)
+        history: list[tuple[str, str]] = []
+        out: list[ExpertStep] = []
+        last = "look"
+        for t in range(max_steps):
+            admissible = tuple(state["admissible_commands"])
+            try:
+                action = str(agent.act(state, 0, state["won"], last))
+            except (HandCodedAgentFailed, HandCodedAgentTimeout, IndexError, KeyError) as exc:
+                raise ValueError(f"game_file: the hand-coded expert gave up on {path} ({type(exc).__name__})") from None
+            if action not in admissible:
+                raise ValueError(f"game_file: the hand-coded expert proposed {action!r}, not admissible, on {path}")
+            out.append(ExpertStep(str(path), goal, tuple(history), observation, admissible, action))
+            executed = action
+            if t > 0 and perturb_prob > 0 and rng.random() < perturb_prob:
+                executed = admissible[rng.randrange(len(admissible))]
+            state, _, _ = engine.step(executed)
+            history.append((observation, executed))
+            observation, last = str(state.feedback), executed
+            if state["won"]:
+                return out
+        raise ValueError(f"game_file: the hand-coded expert did not win {path} within {max_steps} steps")
+    finally:
+        engine.close()
+        random.setstate(saved_state)
+
+
+@dataclass(frozen=True)
+class _BuildSpec:
+    expert: str
+    max_steps: int
+    seed: int
+    perturb_prob: float
+
+
+def _build_one(args: tuple[str, _BuildSpec]) -> tuple[str, list[ExpertStep] | None]:
+    game, spec = args
+    try:
+        if spec.expert == ExpertKind.WALKTHROUGH.value:
+            return game, expert_steps(game)
+        return game, handcoded_expert_steps(game, max_steps=spec.max_steps, seed=spec.seed,
+                                            perturb_prob=spec.perturb_prob)
+    except ValueError:
+        return game, None
+
+
+def _step_from_json(s: dict[str, Any]) -> ExpertStep:
+    return ExpertStep(s["game_file"], s["goal"], tuple((str(o), str(a)) for o, a in s["history"]), s["observation"],
+                      tuple(s["admissible_actions"]), s["action"])
+
+
+def load_or_build_expert_steps(
+    games: Sequence[str | os.PathLike[str]],
+    cache_file: str | os.PathLike[str],
+    *,
+    expert: ExpertKind | str = ExpertKind.WALKTHROUGH,
+    max_steps: int = 30,
+    seed: int = 0,
+    perturb_prob: float = 0.0,
+    num_workers: int = 1,
+) -> list[ExpertStep]:
+    """Expert steps of ``games``, cached as JSON (written atomically) so each game is played once.
+
+    The cache is reused only when it was built for the same games and the same expert settings. Games the expert does
+    not win are skipped (and listed under ``"skipped"`` in the cache).
+
+    Args:
+        games: the game files (training split only).
+        cache_file: the JSON cache.
+        expert: which expert.
+        max_steps: see :func:`handcoded_expert_steps` (ignored by the walkthrough expert).
+        seed: see :func:`handcoded_expert_steps`; game ``k`` uses ``seed + k``.
+        perturb_prob: see :func:`handcoded_expert_steps`.
+        num_workers: processes playing games in parallel (spawned; ``1``: in this process).
+
+    Raises:
+        ValueError: ``expert`` is not an :class:`ExpertKind`, or ``num_workers < 1``.
+    """
+    try:
+        kind = ExpertKind(expert)
+    except ValueError:
+        raise ValueError(f"expert: expected one of {[k.value for k in ExpertKind]}, got {expert!r}") from None
+    if num_workers < 1:
+        raise ValueError(f"num_workers: expected >= 1, got {num_workers}")
     cache = Path(cache_file)
     wanted = [str(g) for g in games]
+    config = {"expert": kind.value, "max_steps": max_steps, "seed": seed, "perturb_prob": perturb_prob}
+    if kind is ExpertKind.WALKTHROUGH:
+        config = {"expert": kind.value}
     if cache.is_file():
         data = json.loads(cache.read_text())
-        if data.get("games") == wanted:
-            return [
-                ExpertStep(
-                    s["game_file"],
-                    s["goal"],
-                    tuple(tuple(t) for t in s["history"]),  # type: ignore[misc]
-                    s["observation"],
-                    tuple(s["admissible_actions"]),
-                    s["action"],
-                )
-                for s in data["steps"]
-            ]
-    steps: list[ExpertStep] = []
-    skipped: list[str] = []
-    for game in wanted:
-        try:
-            steps.extend(expert_steps(game))
-        except ValueError:
-            skipped.append(game)
-    payload = {
-        "games": wanted,
-        "skipped": skipped,
-        "steps": [
-            {
-                "game_file": s.game_file,
-                "goal": s.goal,
-                "history": [list(t) for t in s.history],
-                "observation": s.observation,
-                "admissible_actions": list(s.admissible_actions),
-                "action": s.action,
-            }
-            for s in steps
-        ],
-    }
+        if data.get("games") == wanted and data.get("config", {"expert": "walkthrough"}) == config:
+            return [_step_from_json(s) for s in data["steps"]]
+    jobs = [(g, _BuildSpec(kind.value, max_steps, seed + k, perturb_prob)) for k, g in enumerate(wanted)]
+    if num_workers == 1 or len(jobs) < 2:
+        results = [_build_one(job) for job in jobs]
+    else:
+        with multiprocessing.get_context("spawn").Pool(min(num_workers, len(jobs))) as pool:
+            results = list(pool.imap(_build_one, jobs, chunksize=4))
+    steps = [s for _, found in results if found is not None for s in found]
+    skipped = [g for g, found in results if found is None]
+    payload = {"games": wanted, "config": config, "skipped": skipped, "steps": [asdict(s) for s in steps]}
     cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_suffix(".tmp")
+    tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
     with open(tmp, "w") as fh:
         json.dump(payload, fh)
         fh.flush()

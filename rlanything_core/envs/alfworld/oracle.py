@@ -242,12 +242,42 @@ def optimal_plan(game_file: str | os.PathLike[str]) -> tuple[str, ...] | None:
         engine.close()
 
 
-def is_solvable(game_file: str | os.PathLike[str]) -> bool:
+def _solvable_child(game_file: str, conn: Any) -> None:
+    conn.send(is_solvable(game_file))
+    conn.close()
+
+
+def is_solvable(game_file: str | os.PathLike[str], *, timeout_s: float | None = None) -> bool:
     """Whether the planner finds a plan from the initial state (a file that does not load is not solvable).
 
     The stored ``"solvable"`` flag of a game file is not trusted: rewritten games keep a stale copy of it.
+
+    Args:
+        game_file: the game.
+        timeout_s: give up after this many seconds (the search runs in a forked child that is killed): a game the
+            planner cannot solve in time counts as not solvable, so it is never scheduled. Searches from the start
+            of a large kitchen took 6-155 s here. ``None``: no limit, in this process.
     """
+    if timeout_s is None:
+        try:
+            return optimal_plan(game_file) is not None
+        except Exception:  # noqa: BLE001 - a broken candidate is data, not an error
+            return False
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")  # the engine is already imported here; a spawned child would re-import it (~5 s)
+    receive, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_solvable_child, args=(str(game_file), send), daemon=True)
+    child.start()
+    send.close()
     try:
-        return optimal_plan(game_file) is not None
-    except Exception:  # noqa: BLE001 - a broken candidate is data, not an error
+        if receive.poll(timeout_s):
+            return bool(receive.recv())
         return False
+    except EOFError:  # the child died without answering
+        return False
+    finally:
+        if child.is_alive():
+            child.kill()
+        child.join(timeout=5)
+        receive.close()

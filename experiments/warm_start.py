@@ -1,0 +1,140 @@
+"""Supervised warm start of a small ALFWorld policy from scratch, then its success on valid_seen / valid_unseen.
+
+Demonstrations come from ALFWorld's hand-coded expert (``alfworld.agents.expert``, the DAgger expert; it searches the
+receptacles it has not seen) on the *training* split only (``valid_train`` or ``train``), cached once under
+``~/.cache/rlanything/warm_start/``. The PDDL planner oracle is never used. The policy is a tiny Llama with the
+SmolLM2 tokenizer; actions are chosen by the likelihood selector (softmax over the admissible commands' summed
+log-likelihoods), at ``T=1.0`` and greedily.
+
+Usage (no Hydra)::
+
+    python experiments/warm_start.py                       # the default recipe
+    python experiments/warm_start.py --loss mixed --eval-games 32 --unseen
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import resource
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rlanything_core.collect.action_selection import LikelihoodSelector
+from rlanything_core.collect.agent import AgentCollector
+from rlanything_core.collect.prompts import agent_messages
+from rlanything_core.envs.alfworld.data import list_games
+from rlanything_core.envs.alfworld.env import AlfworldEnvFactory
+from rlanything_core.envs.alfworld.expert import ExpertKind, ExpertStep, load_or_build_expert_steps
+from rlanything_core.envs.parallel import EnvPool
+from rlanything_core.generation.transformers_backend import TransformersBackend
+from rlanything_core.models.tiny import tiny_model_and_tokenizer
+from rlanything_core.training.sft import SftLoss, supervised_warm_start
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and its finished children (the demonstration workers)."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("RLANYTHING_CACHE")
+    return (Path(base) if base else Path.home() / ".cache" / "rlanything") / "warm_start"
+
+
+def build_demonstrations(args: argparse.Namespace) -> list[ExpertStep]:
+    """The hand-coded expert's steps on the first ``args.games`` games of the training split (cached)."""
+    if args.split not in ("train", "valid_train"):
+        raise ValueError(f"--split: demonstrations come from a training split (train, valid_train), got {args.split!r}")
+    games = [str(g.game_file) for g in list_games(args.split)[args.game_offset : args.game_offset + args.games]]
+    key = hashlib.sha256("\n".join(games).encode()).hexdigest()[:12]
+    cache = _cache_dir() / f"{args.split}-{args.expert}-n{len(games)}-s{args.expert_steps}-p{args.perturb}-{key}.json"
+    return load_or_build_expert_steps(games, cache, expert=args.expert, max_steps=args.expert_steps,
+                                      perturb_prob=args.perturb, num_workers=args.workers)
+
+
+def evaluate(model: Any, tokenizer: Any, split: str, n_games: int, args: argparse.Namespace) -> dict[str, float]:
+    """Success rate on the first ``n_games`` games of ``split``, ``args.group_size`` rollouts each, per temperature."""
+    games = [str(g.game_file) for g in list_games(split)[:n_games]]
+    backend = TransformersBackend(model, tokenizer, batch_size=64)
+    out: dict[str, float] = {}
+    with EnvPool(AlfworldEnvFactory(max_episode_steps=args.eval_steps), num_workers=args.workers) as pool:
+        for temperature in args.temperatures:
+            collector = AgentCollector(backend, pool, LikelihoodSelector(temperature=temperature),
+                                       group_size=args.group_size, max_steps=args.eval_steps,
+                                       max_history_turns=args.history)
+            episodes, _ = collector.collect(games, seed=args.seed)
+            out[f"T={temperature}"] = sum(e.won for e in episodes) / len(episodes)
+    return out
+
+
+def main() -> None:
+    """Build the demonstrations, train, evaluate, print the figures."""
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--split", default="valid_train")
+    p.add_argument("--games", type=int, default=200, help="training games (the expert wins ~85%% of them)")
+    p.add_argument("--game-offset", type=int, default=0)
+    p.add_argument("--expert", default=ExpertKind.HANDCODED.value, choices=[k.value for k in ExpertKind])
+    p.add_argument("--expert-steps", type=int, default=30, help="keep games the expert wins within this many steps")
+    p.add_argument("--perturb", type=float, default=0.0, help="DART noise: random command probability")
+    p.add_argument("--hidden", type=int, default=128)
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--history", type=int, default=2, help="history turns in the prompt (training and eval)")
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--loss", default=SftLoss.TOKEN.value, choices=[k.value for k in SftLoss])
+    p.add_argument("--max-candidates", type=int, default=8)
+    p.add_argument("--eval-games", type=int, default=16)
+    p.add_argument("--eval-steps", type=int, default=20)
+    p.add_argument("--group-size", type=int, default=2)
+    p.add_argument("--temperatures", type=float, nargs="+", default=[1.0, 0.0])
+    p.add_argument("--unseen", action="store_true", help="also evaluate on valid_unseen")
+    p.add_argument("--train-eval", action="store_true", help="also evaluate on the training games")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--save", default="", help="save the trained model and tokenizer to this folder")
+    args = p.parse_args()
+
+    t0, c0 = time.time(), _cpu()
+    steps = build_demonstrations(args)
+    t1, c1 = time.time(), _cpu()
+    n_won = len({s.game_file for s in steps})
+    print(f"demonstrations: {len(steps)} steps from {n_won}/{args.games} {args.split} games won by the {args.expert} "
+          f"expert; {t1 - t0:.1f} s wall, {c1 - c0:.1f} s CPU", flush=True)
+
+    model, tokenizer = tiny_model_and_tokenizer("smollm2", hidden=args.hidden, layers=args.layers, seed=args.seed)
+    model.config.max_position_embeddings = max(int(model.config.max_position_embeddings), 4096)  # RoPE: no table
+    examples = [(agent_messages(s.goal, s.history, s.observation, s.admissible_actions,
+                                max_history_turns=args.history, boxed_answer=False), s.action) for s in steps]
+    losses = supervised_warm_start(model, tokenizer, examples, epochs=args.epochs, lr=args.lr,
+                                   batch_size=args.batch_size, seed=args.seed, loss=args.loss,
+                                   candidates=[s.admissible_actions for s in steps],
+                                   max_candidates=args.max_candidates)
+    t2, c2 = time.time(), _cpu()
+    n_params = sum(p.numel() for p in model.parameters())
+    print(f"training: {n_params / 1e6:.2f} M params, {len(examples)} examples x {args.epochs} epochs, loss "
+          f"{losses[0]:.3f} -> {sum(losses[-5:]) / min(5, len(losses)):.3f}; {t2 - t1:.1f} s wall, {c2 - c1:.1f} s CPU",
+          flush=True)
+    if args.save:
+        model.save_pretrained(args.save)
+        tokenizer.save_pretrained(args.save)
+    for split, n in [("valid_seen", args.eval_games)] + ([("valid_unseen", args.eval_games)] if args.unseen else []) + (
+        [(args.split, args.eval_games)] if args.train_eval else []
+    ):
+        te = time.time()
+        result = evaluate(model, tokenizer, split, n, args)
+        figures = ", ".join(f"{k} {v:.3f}" for k, v in result.items())
+        print(f"success {split} ({n} games x {args.group_size}, {args.eval_steps} steps): {figures}; "
+              f"{time.time() - te:.1f} s", flush=True)
+    print(f"warm start total (demonstrations + training): {t2 - t0:.1f} s wall, {c2 - c0:.1f} s CPU")
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    main()

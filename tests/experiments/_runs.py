@@ -1,0 +1,58 @@
+"""Helpers to run experiments/train.py as a user would (a subprocess) and read what it left behind."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parents[2]
+SUMMARY = re.compile(
+    r"^iterations=(\d+) policy_updates=(\d+) judge_updates=(\d+) accepted_tasks=(\d+) checkpoint=(\S+)$"
+)
+
+# A small TextWorld run where a random tiny policy wins often enough to train (quests of length 1).
+FAST = [
+    "+setting=textworld",
+    "setting.train_quest_lengths=[1]",
+    "setting.train_rooms=[1,2]",
+    "setting.eval_quest_lengths=[1]",
+    "setting.max_steps=6",
+    "setting.eval_max_steps=6",
+    "iterations=3",
+    "tasks_per_iteration=2",
+    "group_size=4",
+    "eval.games=1",
+    "eval.at_start=false",
+    "progress=false",
+]
+
+
+def train_cmd(run_dir: Path, *overrides: str) -> list[str]:
+    return [sys.executable, str(REPO / "experiments" / "train.py"), *FAST, f"run_dir={run_dir}", *overrides]
+
+
+def env() -> dict[str, str]:
+    out = dict(os.environ)
+    out["PYTHONUNBUFFERED"] = "1"
+    out.setdefault("OMP_NUM_THREADS", "1")  # identical threading in every process: bitwise-comparable runs
+    return out
+
+
+def run(run_dir: Path, *overrides: str, timeout: float = 600) -> re.Match[str]:
+    proc = subprocess.run(train_cmd(run_dir, *overrides), cwd=REPO, env=env(), capture_output=True, text=True,
+                          timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    last = proc.stdout.strip().splitlines()[-1]
+    match = SUMMARY.match(last)
+    assert match, f"unexpected last line: {last!r}"
+    return match
+
+
+def weights(run_dir: Path) -> dict[str, torch.Tensor]:
+    ckpt = torch.load(run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)
+    return ckpt["state_dict"]

@@ -1,0 +1,83 @@
+"""Every config composes and instantiates; configs that cannot work are refused before any work, naming the key."""
+
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+
+EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
+sys.path.insert(0, str(EXPERIMENTS))
+OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
+
+from builders import ConfigError, validate  # noqa: E402
+
+SETTINGS = ["alfworld", "textworld"]
+ARMS = sorted(p.stem for p in (EXPERIMENTS / "conf" / "arm").glob("*.yaml"))
+MODELS = sorted(p.stem for p in (EXPERIMENTS / "conf" / "model").glob("*.yaml"))
+SCALES = sorted(p.stem for p in (EXPERIMENTS / "conf" / "scale").glob("*.yaml"))
+
+
+def _cfg(*overrides: str):  # type: ignore[no-untyped-def]
+    with initialize_config_dir(config_dir=str(EXPERIMENTS / "conf"), version_base="1.3"):
+        return compose(config_name="train", overrides=list(overrides))
+
+
+@pytest.mark.parametrize("setting", SETTINGS)
+@pytest.mark.parametrize("arm", ARMS)
+def test_every_setting_and_arm_composes_validates_and_builds_its_integrator(setting: str, arm: str) -> None:
+    cfg = _cfg(f"+setting={setting}", f"arm={arm}")
+    OmegaConf.to_container(cfg, resolve=True)
+    validate(cfg)
+    integrator = instantiate(cfg.arm.integrator)
+    assert callable(integrator)
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("scale", SCALES)
+def test_every_model_and_scale_composes(model: str, scale: str) -> None:
+    cfg = _cfg("+setting=alfworld", f"model={model}", f"scale={scale}")
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(resolved, dict) and "trainer" in resolved and "model" in resolved
+
+
+def test_profiles_compose() -> None:
+    cfg = _cfg("+setting=alfworld", "+profile=smoke")
+    assert cfg.iterations == 2
+    validate(cfg)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key"),
+    [
+        (["judge_band=[0.2,1.5]"], "judge_band"),
+        (["policy_band=[0.9,0.1]"], "policy_band"),
+        (["env_band=[0.5,0.5]"], "env_band"),
+        (["num_votes=0"], "num_votes"),
+        (["group_size=0"], "group_size"),
+        (["setting.train_split=no_such_split"], "setting.train_split"),
+        (["setting.task_types=[1]", "setting.eval_splits.in_distribution=valid_unseen"], None),
+        (["scale=gpu"], "trainer.accelerator"),
+        (["trainer.strategy=deepspeed"], "trainer.strategy"),
+        (["model=qwen2.5-7b", "model.policy.pretrained_model_name_or_path=/no/such/model"],
+         "model.policy.pretrained_model_name_or_path"),
+        (["arm=policy", "arm.judge_checkpoint=/no/such.ckpt"], "arm.judge_checkpoint"),
+        (["arm=outcome_only", "arm.train_judge=true"], "arm.train_judge"),
+    ],
+)
+def test_configs_that_cannot_work_are_refused_naming_the_key(overrides: list[str], key: str | None) -> None:
+    cfg = _cfg("+setting=alfworld", *overrides)
+    if key is None:  # a valid narrowing: still fine
+        validate(cfg)
+        return
+    with pytest.raises(ConfigError) as err:
+        validate(cfg)
+    assert err.value.key == key
+    assert "Fix:" in str(err.value)
+
+
+def test_missing_setting_is_refused() -> None:
+    with pytest.raises(ConfigError, match="setting"):
+        validate(_cfg())

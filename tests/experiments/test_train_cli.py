@@ -1,0 +1,79 @@
+"""experiments/train.py end to end: the smoke profile, kill-and-resume, and the CLI's summary line."""
+
+import json
+import random
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from _runs import REPO, env, run, train_cmd, weights
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, float]:
+    run_dir = tmp_path_factory.mktemp("reference")
+    start = time.monotonic()
+    match = run(run_dir)
+    elapsed = time.monotonic() - start
+    assert int(match.group(1)) == 3
+    assert int(match.group(2)) >= 1, "the reference run made no policy update: the test would prove nothing"
+    assert int(match.group(3)) >= 1, "the reference run made no judge update"
+    return run_dir, elapsed
+
+
+def test_summary_line_and_run_directory(reference: tuple[Path, float]) -> None:
+    run_dir, _ = reference
+    assert (run_dir / "checkpoints" / "last.ckpt").is_file()
+    assert (run_dir / "config.yaml").is_file()
+    assert (run_dir / "logs" / "metrics.csv").is_file()
+    state = json.loads((run_dir / "pool" / "state.json").read_text())
+    assert len(list((run_dir / "pool" / "snapshots").glob("iter_*.json"))) == 3
+    assert state["state_version"] == 1
+
+
+def test_rerunning_a_finished_run_does_nothing_more(reference: tuple[Path, float], tmp_path: Path) -> None:
+    run_dir, _ = reference
+    before = weights(run_dir)
+    match = run(run_dir)
+    assert int(match.group(1)) == 3
+    after = weights(run_dir)
+    assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_killed_runs_resume_without_repeating_or_skipping_an_update(reference: tuple[Path, float],
+                                                                     tmp_path: Path) -> None:
+    """SIGKILL the run at random points (twice), rerun the same command each time: the final weights (policy, judge
+    and hence every optimizer step), the accepted tasks and the pool equal the uninterrupted run's, exactly."""
+    ref_dir, ref_seconds = reference
+    run_dir = tmp_path / "killed"
+    rng = random.Random(7)
+    kills = 0
+    for attempt in range(2):
+        proc = subprocess.Popen(train_cmd(run_dir), cwd=REPO, env=env(), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        delay = rng.uniform(0.25, 0.9) * ref_seconds
+        try:
+            proc.wait(timeout=delay)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            kills += 1
+        del attempt
+    final = run(run_dir)
+    assert int(final.group(1)) == 3
+    assert kills >= 1, "the run finished before any kill: the test proved nothing"
+    ref, got = weights(ref_dir), weights(run_dir)
+    assert ref.keys() == got.keys()
+    for key in ref:
+        assert torch.equal(ref[key], got[key]), f"{key} differs after kill/resume"
+    ref_pool = json.loads((ref_dir / "pool" / "state.json").read_text())
+    got_pool = json.loads((run_dir / "pool" / "state.json").read_text())
+    accepted = [e["task_id"] for e in got_pool["events"] if e["type"] == "accept"]
+    assert accepted == [e["task_id"] for e in ref_pool["events"] if e["type"] == "accept"]
+    assert len(accepted) == len(set(accepted))
+    assert got_pool["slots"] == ref_pool["slots"]
