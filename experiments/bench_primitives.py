@@ -7,16 +7,19 @@ standardization. The vectorized side is :func:`rlanything_core.advantages.fused.
 ragged: task groups of 1..8 rollouts, trajectories of 1..40 steps, m = 3 votes per step with ~10% unparseable, NaN at
 padding, float32. The plain side takes nested lists built before timing.
 
-Timing: the fused side is the median of ``--repeats`` runs after one warm-up, the plain side the median of
-``--plain-repeats`` runs, each after a full ``gc.collect()``. The plain side runs twice: as the interpreter runs it
-(cyclic GC on: the headline ``speedup``) and with the GC off inside the timed call (as ``timeit`` does). Its nested
-lists hold ~1M floats in ~350k lists and it allocates ~700k more lists, so at 1M votes CPython's generational GC takes
-more than half of its time (3.4 s vs 1.3 s measured); both figures are printed.
+Timing: after one warm-up, ``--rounds`` interleaved rounds (``--repeats`` fused runs, one composed, one plain with GC
+on, one plain with GC off per round), so that a change of the shared machine's load hits every side alike; medians of
+wall-clock time (the headline) and of process CPU time (which leaves out the time the process waited for a core),
+each run after a full ``gc.collect()``. The plain side runs twice: as the interpreter runs it
+(cyclic GC on: the headline ``speedup``) and with the GC off inside the timed call (as ``timeit`` does). Its input
+holds ~1M floats in ~350k lists and it allocates ~700k more lists, so CPython's generational GC is a large part of
+its time at 1M votes (measured 1.8 s with GC vs 1.0 s without, after a full collection; 3.4 s when earlier garbage is
+left uncollected, as the previous version of this script timed it); both figures are printed.
 
 Threads: ``--threads 1`` by default. The target machine has 2 cores shared with other jobs; every torch op is an
 OpenMP parallel region, and when the other core is busy the second thread makes each of the ~60 ops wait for a
-descheduled peer (measured: the fused call at 1M went from ~25 ms with 1 thread to 2-10x slower with 2 under load).
-On an idle machine ``--threads 2`` is about as fast; pass ``--threads 0`` to leave torch's setting as it is.
+descheduled peer (measured at load ~5: the fused call at 1M takes ~22 ms with 1 thread and 50-150 ms with 2).
+``--threads 2`` shows the figure with both threads; ``--threads 0`` leaves torch's setting as it is.
 
 Run: ``python experiments/bench_primitives.py [--threads N]``. The last line is
 ``speedup_1M=<float> scaling_10x=<float> equal=<true|false>`` (speedup = plain / fused at the largest size; scaling =
@@ -31,8 +34,9 @@ import os
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import partial
-from typing import TypeVar
+from typing import Any
 
 import torch
 
@@ -47,7 +51,6 @@ MAX_GROUP = 8
 MAX_STEPS = 40
 P_UNPARSEABLE = 0.1
 TOL = 1e-5
-T = TypeVar("T")
 
 
 def make_batch(num_votes: int, seed: int, dtype: torch.dtype = torch.float32) -> StepBatch:
@@ -91,32 +94,48 @@ def reference(pb: plain.PlainBatch) -> tuple[list[list[float]], list[list[list[f
     return advantages, plain.standardize_votes(targets)
 
 
-def timed(fn: Callable[[], T], repeats: int, *, warm_up: bool, gc_on: bool = True) -> tuple[float, T]:
-    """Median wall time of ``repeats`` calls (after one untimed call if ``warm_up``); a full collection before each.
+@dataclass
+class Side:
+    """One timed side: what to call, how many calls per round, whether the cyclic GC runs during the call."""
 
-    ``gc_on=False`` turns the cyclic garbage collector off inside the timed call, as ``timeit`` does.
-    """
-    out = fn() if warm_up else None
-    times = []
-    for _ in range(repeats):
+    fn: Callable[[], Any]
+    per_round: int = 1
+    gc_on: bool = True
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+    out: Any = None
+
+    def run(self) -> None:
         gc.collect()
-        if not gc_on:
+        if not self.gc_on:
             gc.disable()
         try:
-            start = time.perf_counter()
-            out = fn()
-            times.append(time.perf_counter() - start)
+            wall, cpu = time.perf_counter(), time.process_time()
+            self.out = self.fn()
+            self.cpu.append(time.process_time() - cpu)
+            self.wall.append(time.perf_counter() - wall)
         finally:
             gc.enable()
-    assert out is not None
-    return statistics.median(times), out
+
+    @property
+    def median(self) -> tuple[float, float]:
+        """Median wall and process-CPU seconds."""
+        return statistics.median(self.wall), statistics.median(self.cpu)
+
+
+def measure(sides: dict[str, Side], rounds: int) -> None:
+    """Interleave the sides round by round, so that a change of the machine's load hits all of them alike."""
+    for _ in range(rounds):
+        for side in sides.values():
+            for _ in range(side.per_round):
+                side.run()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
-    parser.add_argument("--repeats", type=int, default=9, help="timed runs of each vectorized side (median)")
-    parser.add_argument("--plain-repeats", type=int, default=3, help="timed runs of the plain side (median)")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (plain side: one run per round)")
+    parser.add_argument("--repeats", type=int, default=3, help="fused runs per round (median over all rounds)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1, help="torch threads; 0 = leave as is (default 1)")
     args = parser.parse_args()
@@ -127,36 +146,49 @@ def main() -> None:
         f"torch {torch.__version__}, threads {torch.get_num_threads()}, m={M}, groups 1..{MAX_GROUP}, "
         f"steps 1..{MAX_STEPS}, unparseable {P_UNPARSEABLE:.0%}, float32, seed {args.seed}, load {load()}"
     )
+    print("wall-clock medians; speedup = plain / fused (GC on | GC off); cpu = the same ratio in process CPU time")
     print(
-        f"{'votes':>10} {'rollouts':>9} {'fused s':>9} {'composed s':>11} {'plain s':>9} {'speedup':>8} "
-        f"{'plain s (gc off)':>17} {'speedup':>8} {'max |diff|':>11}"
+        f"{'votes':>10} {'rollouts':>9} {'fused ms':>9} {'composed ms':>12} {'plain s':>8} {'gc off':>7} "
+        f"{'speedup':>8} {'gc off':>7} {'cpu':>6} {'gc off':>7} {'max |diff|':>11}"
     )
-    rows = {}
+    results = {}
     all_equal = True
     for size in args.sizes:
         batch = make_batch(size, args.seed + size)
         assert batch.vote_mask is not None
         pb = plain.from_step_batch(batch)  # nested lists, built outside the timing
-        fused_s, (adv, z) = timed(partial(vectorized, batch), args.repeats, warm_up=True)
-        composed_s, _ = timed(partial(composed, batch), max(1, args.repeats // 2), warm_up=True)
-        plain_s, (ref_adv, ref_z) = timed(partial(reference, pb), args.plain_repeats, warm_up=False)
-        plain_nogc_s, _ = timed(partial(reference, pb), args.plain_repeats, warm_up=False, gc_on=False)
+        sides = {
+            "fused": Side(partial(vectorized, batch), per_round=args.repeats),
+            "composed": Side(partial(composed, batch)),
+            "plain": Side(partial(reference, pb)),
+            "plain_gc_off": Side(partial(reference, pb), gc_on=False),
+        }
+        vectorized(batch), composed(batch)  # warm-up
+        measure(sides, args.rounds)
+        (fused_s, fused_cpu), (composed_s, _) = sides["fused"].median, sides["composed"].median
+        (plain_s, plain_cpu), (nogc_s, nogc_cpu) = sides["plain"].median, sides["plain_gc_off"].median
+        adv, z = sides["fused"].out
+        ref_adv, ref_z = sides["plain"].out
         diff = max(
             float((adv.double() - plain.steps_to_grid(ref_adv, batch.max_steps)).abs().max()),
             float((z.double() - plain.votes_to_grid(ref_z, batch.vote_mask)).abs().max()),
         )
         equal = diff <= TOL and bool(torch.isfinite(adv).all() and torch.isfinite(z).all())
         all_equal &= equal
-        rows[size] = (fused_s, plain_s, plain_nogc_s)
-        votes = int(batch.vote_mask.sum())
+        results[size] = (fused_s, plain_s, nogc_s, plain_cpu / fused_cpu, nogc_cpu / fused_cpu)
         print(
-            f"{votes:>10} {batch.num_rollouts:>9} {fused_s:>9.4f} {composed_s:>11.4f} {plain_s:>9.3f} "
-            f"{plain_s / fused_s:>8.1f} {plain_nogc_s:>17.3f} {plain_nogc_s / fused_s:>8.1f} {diff:>11.2e}"
+            f"{int(batch.vote_mask.sum()):>10} {batch.num_rollouts:>9} {fused_s * 1e3:>9.2f} {composed_s * 1e3:>12.2f} "
+            f"{plain_s:>8.3f} {nogc_s:>7.3f} {plain_s / fused_s:>8.1f} {nogc_s / fused_s:>7.1f} "
+            f"{plain_cpu / fused_cpu:>6.1f} {nogc_cpu / fused_cpu:>7.1f} {diff:>11.2e}"
         )
-    big, mid = max(rows), sorted(rows)[-2] if len(rows) > 1 else max(rows)
-    speedup = rows[big][1] / rows[big][0]
-    scaling = rows[big][0] / rows[mid][0]
-    print(f"load after: {load()}; speedup_1M with the plain side's GC off: {rows[big][2] / rows[big][0]:.1f}")
+    big, mid = max(results), sorted(results)[-2] if len(results) > 1 else max(results)
+    fused_big, plain_big, nogc_big, cpu_big, cpu_nogc_big = results[big]
+    print(
+        f"load after: {load()}; at the largest size: speedup with the plain side's GC off {nogc_big / fused_big:.1f}, "
+        f"in CPU time {cpu_big:.1f} (GC off {cpu_nogc_big:.1f})"
+    )
+    speedup = plain_big / fused_big
+    scaling = fused_big / results[mid][0]
     print(f"speedup_1M={speedup:.1f} scaling_10x={scaling:.2f} equal={'true' if all_equal else 'false'}")
 
 

@@ -53,7 +53,7 @@ def build_demonstrations(args: argparse.Namespace) -> list[ExpertStep]:
         raise ValueError(f"--split: demonstrations come from a training split (train, valid_train), got {args.split!r}")
     games = [str(g.game_file) for g in list_games(args.split)[args.game_offset : args.game_offset + args.games]]
     key = hashlib.sha256("\n".join(games).encode()).hexdigest()[:12]
-    cache = _cache_dir() / f"{args.split}-{args.expert}-n{len(games)}-s{args.expert_steps}-p{args.perturb}-{key}.json"
+    cache = Path(args.demos) if args.demos else _cache_dir() / f"{args.split}-{args.expert}-n{len(games)}-s{args.expert_steps}-p{args.perturb}-{key}.json"
     return load_or_build_expert_steps(games, cache, expert=args.expert, max_steps=args.expert_steps,
                                       perturb_prob=args.perturb, num_workers=args.workers)
 
@@ -98,6 +98,7 @@ def main() -> None:
     p.add_argument("--train-eval", action="store_true", help="also evaluate on the training games")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--demos", default="", help="demonstration cache file (default: under ~/.cache/rlanything)")
     p.add_argument("--save", default="", help="save the trained model and tokenizer to this folder")
     args = p.parse_args()
 

@@ -85,10 +85,12 @@ class RolloutDataModule(L.LightningDataModule):
 
     def state_dict(self) -> dict[str, Any]:
         """Completed iterations and RNG states (saved inside each checkpoint)."""
+        kind, keys, pos, has_gauss, gauss = np.random.get_state()  # plain types: checkpoints load with weights_only
         return {
             "completed": self.completed,
             "python_rng": random.getstate(),
-            "numpy_rng": np.random.get_state(),
+            "numpy_rng": (str(kind), torch.from_numpy(np.asarray(keys, dtype=np.int64)), int(pos), int(has_gauss),
+                          float(gauss)),
             "torch_rng": torch.get_rng_state(),
         }
 
@@ -96,7 +98,8 @@ class RolloutDataModule(L.LightningDataModule):
         """Restore the counters and RNG states; roll the task pool back to this checkpoint's snapshot."""
         self.completed = int(state_dict["completed"])
         random.setstate(state_dict["python_rng"])
-        np.random.set_state(state_dict["numpy_rng"])
+        kind, keys, pos, has_gauss, gauss = state_dict["numpy_rng"]
+        np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
         torch.set_rng_state(state_dict["torch_rng"])
         self.driver.restore_pool(self.completed)
         self._restored = True

@@ -98,7 +98,7 @@ def _token_loss(model: Any, prompts: list[list[int]], responses: list[list[int]]
         logp = sequence_token_logprobs(model, part.input_ids, part.attention_mask, score_mask=part.response_mask)
         loss = -torch.where(part.response_mask, logp, torch.zeros_like(logp)).sum() / total
         (loss * scale).backward()
-        value += float(loss)
+        value += float(loss.detach())
     return value
 
 
@@ -202,7 +202,7 @@ def supervised_warm_start(
                                               pad_id=pad)
                     term = -torch.log_softmax(scores, dim=0)[0] / len(batch)
                     (term * cand_scale).backward()
-                    value += cand_scale * float(term)
+                    value += cand_scale * float(term.detach())
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             scheduler.step()
