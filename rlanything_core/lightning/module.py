@@ -106,6 +106,7 @@ class RLAnythingModule(L.LightningModule):
     # ------------------------------------------------------------------------------------------------ the step
     def training_step(self, pending: PendingIteration, batch_idx: int) -> None:
         """Collect the iteration (with the current weights), update the policy, then the judge; log metrics."""
+        self._disable_ddp_gradient_hooks()
         self.policy.eval()  # rollouts and old log-probs without dropout; the models have none by default anyway
         data = pending.collect()
         optimizers = self.optimizers()
@@ -175,14 +176,15 @@ class RLAnythingModule(L.LightningModule):
             dist.all_reduce(t)
         return [float(x) for x in t]
 
-    def on_train_start(self) -> None:
-        """Under DDP, turn off its gradient hooks for good: gradients are all-reduced by ``_sync_and_step``.
+    def _disable_ddp_gradient_hooks(self) -> None:
+        """Under DDP, keep its gradient hooks off: gradients are all-reduced by ``_sync_and_step``.
 
         DDP's hooks expect every rank to run the same backward passes over every parameter; here ranks hold different
-        numbers of rows (whole task groups) and the policy and judge update separately. DDP is still what starts the
+        numbers of rows (whole task groups) and the policy and judge update separately. Lightning turns the hooks back
+        on after each forward in manual optimization, so this runs at the start of every step. DDP still starts the
         processes, broadcasts the initial weights and provides the process group.
         """
-        wrapped: Any = getattr(self.trainer.strategy, "model", None)
+        wrapped: Any = getattr(self.trainer.strategy, "model", None) if self._trainer is not None else None
         if wrapped is not None and hasattr(wrapped, "require_backward_grad_sync"):
             wrapped.require_backward_grad_sync = False
 

@@ -54,7 +54,6 @@ class AgentModule(RLAnythingModule):
 
     def on_train_start(self) -> None:
         """Optionally evaluate the models as they are before any update."""
-        super().on_train_start()
         datamodule = getattr(self.trainer, "datamodule", None)
         if self.eval_at_start and getattr(datamodule, "completed", 0) == 0:
             self._evaluate(0)

@@ -151,6 +151,11 @@ class AgentLoopDriver:
         rank, world = _dist()
         tasks = self.tasks_for(iteration)
         mine = list(range(rank, len(tasks), world))
+        if not mine:  # checked before any rollout: a rank without a task group cannot take part in the update
+            raise RuntimeError(
+                f"rank {rank} received no task group: {len(tasks)} tasks this iteration for {world} ranks. Use "
+                "tasks_per_iteration >= the number of ranks (and a task pool at least that large)."
+            )
         it_seed = derive_seed(self.seed, iteration)
         episodes, stats = self.collector.collect(
             [self.to_env_task(tasks[g]) for g in mine],
@@ -165,8 +170,6 @@ class AgentLoopDriver:
         if self.judge is not None and episodes:
             jstats = self.judge.judge(episodes, seed=derive_seed(self.seed, iteration, "judge"))
             metrics["judge_votes"] = float(jstats.votes)
-        if not episodes:  # more ranks than task groups: an empty but valid contribution
-            raise RuntimeError(f"rank {rank} received no task group (tasks={len(tasks)}, world={world})")
         data = build_iteration(
             episodes,
             iteration=iteration,

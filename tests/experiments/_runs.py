@@ -22,6 +22,7 @@ FAST = [
     "+setting=textworld",
     "setting.train_quest_lengths=[1]",
     "setting.train_rooms=[1]",
+    "setting.seeds_per_cell=2",
     "setting.nb_objects=3",
     "setting.eval_quest_lengths=[1]",
     "setting.max_steps=8",
@@ -49,8 +50,9 @@ def env() -> dict[str, str]:
 
 
 def run(run_dir: Path, *overrides: str, timeout: float = 600) -> re.Match[str]:
-    proc = subprocess.run(train_cmd(run_dir, *overrides), cwd=REPO, env=env(), capture_output=True, text=True,
-                          timeout=timeout)
+    proc = subprocess.run(
+        train_cmd(run_dir, *overrides), cwd=REPO, env=env(), capture_output=True, text=True, timeout=timeout
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     last = proc.stdout.strip().splitlines()[-1]
     match = SUMMARY.match(last)

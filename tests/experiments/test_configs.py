@@ -61,8 +61,10 @@ def test_profiles_compose() -> None:
         (["setting.task_types=[1]", "setting.eval_splits.in_distribution=valid_unseen"], None),
         (["scale=gpu"], "trainer.accelerator"),
         (["trainer.strategy=deepspeed"], "trainer.strategy"),
-        (["model=qwen2.5-7b", "model.policy.pretrained_model_name_or_path=/no/such/model"],
-         "model.policy.pretrained_model_name_or_path"),
+        (
+            ["model=qwen2.5-7b", "model.policy.pretrained_model_name_or_path=/no/such/model"],
+            "model.policy.pretrained_model_name_or_path",
+        ),
         (["arm=policy", "arm.judge_checkpoint=/no/such.ckpt"], "arm.judge_checkpoint"),
         (["arm=outcome_only", "arm.train_judge=true"], "arm.train_judge"),
     ],

@@ -1,7 +1,6 @@
 """Lightning DDP on CPU (gloo): two processes on this machine, and a simulated two-node run on localhost, each
 reproducing the single-process run's updates for the same seed (task groups stay whole on one rank)."""
 
-import os
 import socket
 import subprocess
 from pathlib import Path
@@ -52,14 +51,27 @@ def test_simulated_two_node_run_matches_single_process(single: dict[str, torch.T
     procs = []
     for node in (0, 1):
         node_env = env()
-        node_env.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "NODE_RANK": str(node),
-                         "WORLD_SIZE": "2", "LOCAL_RANK": "0"})
-        procs.append(subprocess.Popen(
-            train_cmd(run_dir, *OVERRIDES, "trainer.num_nodes=2", "trainer.devices=1", "trainer.strategy=ddp"),
-            cwd=REPO, env=node_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        node_env.update(
+            {
+                "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": str(port),
+                "NODE_RANK": str(node),
+                "WORLD_SIZE": "2",
+                "LOCAL_RANK": "0",
+            }
+        )
+        procs.append(
+            subprocess.Popen(
+                train_cmd(run_dir, *OVERRIDES, "trainer.num_nodes=2", "trainer.devices=1", "trainer.strategy=ddp"),
+                cwd=REPO,
+                env=node_env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     outputs = [p.communicate(timeout=900) for p in procs]
     for p, (out, err) in zip(procs, outputs):
         assert p.returncode == 0, err[-3000:]
     assert outputs[0][0].strip().splitlines()[-1].startswith("iterations=2 ")
     _assert_same_updates(single, weights(run_dir))
-    del os

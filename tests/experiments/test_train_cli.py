@@ -45,8 +45,9 @@ def test_rerunning_a_finished_run_does_nothing_more(reference: tuple[Path, float
     assert all(torch.equal(before[k], after[k]) for k in before)
 
 
-def test_killed_runs_resume_without_repeating_or_skipping_an_update(reference: tuple[Path, float],
-                                                                     tmp_path: Path) -> None:
+def test_killed_runs_resume_without_repeating_or_skipping_an_update(
+    reference: tuple[Path, float], tmp_path: Path
+) -> None:
     """SIGKILL the run at random points (twice), rerun the same command each time: the final weights (policy, judge
     and hence every optimizer step), the accepted tasks and the pool equal the uninterrupted run's, exactly."""
     ref_dir, ref_seconds = reference
@@ -54,8 +55,14 @@ def test_killed_runs_resume_without_repeating_or_skipping_an_update(reference: t
     rng = random.Random(7)
     kills = 0
     for attempt in range(2):
-        proc = subprocess.Popen(train_cmd(run_dir), cwd=REPO, env=env(), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            train_cmd(run_dir),
+            cwd=REPO,
+            env=env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         delay = rng.uniform(0.25, 0.9) * ref_seconds
         try:
             proc.wait(timeout=delay)

@@ -118,6 +118,18 @@ def _start_engine_with_facts(game_file: Path) -> Any:
     return textworld.start(str(game_file), request_infos=infos, wrappers=[AlfredDemangler(shuffle=False), AlfredInfos])
 
 
+_REPLANS = 3
+"""Times the hand-coded expert may re-plan after proposing a command that is not admissible."""
+
+
+def _forget_target(policy: Any, action: str) -> None:
+    """After an inadmissible ``go to X``, drop ``X`` from the receptacles the expert still means to search."""
+    if action.startswith("go to "):
+        target = action[len("go to ") :]
+        if target in policy.receptacles_to_check:
+            policy.receptacles_to_check.remove(target)
+
+
 def handcoded_expert_steps(
     game_file: str | os.PathLike[str],
     *,
@@ -129,7 +141,9 @@ def handcoded_expert_steps(
 
     The expert is started as ``AlfredExpert`` does, except that its initial ``look`` (which ALFWorld's wrapper emits
     before the expert's first real command) is skipped: the expert observes the first observation and acts on it as if
-    it had just looked, so no demonstration wastes a step. With ``perturb_prob > 0`` (DART-style noise) each step after
+    it had just looked, so no demonstration wastes a step. Where ALFWorld's wrapper replaces an inadmissible proposal
+    by ``look``, the expert re-plans here instead (up to three times; an inadmissible ``go to X`` drops ``X`` from its
+    search list). With ``perturb_prob > 0`` (DART-style noise) each step after
     the first executes, with that probability, a random admissible command instead of the expert's one; the record
     still holds the expert's command (how to recover), and the history holds the command actually executed.
 
@@ -173,6 +187,11 @@ def handcoded_expert_steps(
             admissible = tuple(state["admissible_commands"])
             try:
                 action = str(agent.act(state, 0, state["won"], last))
+                for _ in range(_REPLANS):  # ALFWorld's wrapper would send "look" instead: re-plan, wasting no step
+                    if action in admissible:
+                        break
+                    _forget_target(agent.policy, action)
+                    action = str(agent.policy.act(state, "look"))  # "look" changes none of the expert's state
             except (HandCodedAgentFailed, HandCodedAgentTimeout, IndexError, KeyError) as exc:
                 raise ValueError(f"game_file: the hand-coded expert gave up on {path} ({type(exc).__name__})") from None
             if action not in admissible:
