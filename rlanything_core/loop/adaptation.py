@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rlanything_core.environment.feedback import build_feedback
+from rlanything_core.environment.feedback import TaskFeedback, build_feedback
 from rlanything_core.environment.llm import ChatModel
 from rlanything_core.environment.pool import TaskPool
 from rlanything_core.environment.rewriters.protocol import TaskRewriter
@@ -37,9 +37,20 @@ class EnvironmentAdaptation:
     max_requests: int = 8
 
     def step(
-        self, pool: TaskPool, episodes: Sequence[Episode], rates: dict[str, float], *, iteration: int, seed: int
+        self,
+        pool: TaskPool,
+        episodes: Sequence[Episode],
+        rates: dict[str, float],
+        *,
+        iteration: int,
+        seed: int,
+        feedback: dict[str, TaskFeedback] | None = None,
     ) -> dict[str, float]:
-        """Resolve pending rewrites, request new ones; returns metrics. Does not save the pool."""
+        """Resolve pending rewrites, request new ones; returns metrics. Does not save the pool.
+
+        ``feedback`` replaces the critic feedback built from ``episodes`` (single-turn settings such as coding, whose
+        critic is the per-test pass rates rather than failure summaries).
+        """
         pool.record_rates(rates, iteration=iteration)
         accepted = rejected = 0
         for task_id in [t for t in rates if t in pool.pending]:
@@ -47,9 +58,10 @@ class EnvironmentAdaptation:
             accepted += int(decision.accepted)
             rejected += int(not decision.accepted)
         requests = pool.requests({t: r for t, r in rates.items() if t not in pool.pending})[: self.max_requests]
-        feedback = build_feedback(
-            episodes, chat_model=self.feedback_model, seed=seed, tasks=[task.task_id for task, _, _ in requests]
-        )
+        if feedback is None:
+            feedback = build_feedback(
+                episodes, chat_model=self.feedback_model, seed=seed, tasks=[task.task_id for task, _, _ in requests]
+            )
         scheduled = candidates = valid = 0
         for task, direction, acc in requests:
             cands = self.rewriter.rewrite(task, direction, feedback.get(task.task_id))

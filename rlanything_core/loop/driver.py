@@ -10,13 +10,8 @@ rollout (``derive_seed``), so the union over ranks is exactly what one process w
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
-
-import torch.distributed as dist
 
 from rlanything_core.advantages.integrators import Integrator
 from rlanything_core.collect.agent import AgentCollector
@@ -26,19 +21,14 @@ from rlanything_core.environment.pool import TaskPool
 from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.loop.adaptation import EnvironmentAdaptation
 from rlanything_core.loop.iteration import IterationData, build_iteration
+from rlanything_core.loop.pool_sync import PoolSnapshots
 from rlanything_core.losses.consistency import ConsistencyRewardLoss
 from rlanything_core.seeding import derive_seed
 
 __all__ = ["AgentLoopDriver"]
 
 
-def _dist() -> tuple[int, int]:
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size()
-    return 0, 1
-
-
-class AgentLoopDriver:
+class AgentLoopDriver(PoolSnapshots):
     """Produces one ``IterationData`` per call, keeping the task pool in step with the checkpoints.
 
     Args:
@@ -89,73 +79,11 @@ class AgentLoopDriver:
         self.policy_band = policy_band
         self.judge_band = judge_band
 
-    # ------------------------------------------------------------------------------------------- pool snapshots
-    def _snapshot_path(self, iteration: int) -> Path:
-        return self.pool.run_dir / "pool" / "snapshots" / f"iter_{iteration:06d}.json"
-
-    def restore_pool(self, completed_iterations: int) -> None:
-        """Roll the pool back to the state that follows iteration ``completed_iterations - 1`` (for resume).
-
-        A crash between saving a pool snapshot and saving the matching checkpoint leaves the pool one iteration
-        ahead; the resumed run repeats that iteration exactly, from the snapshot the checkpoint belongs to.
-        """
-        state = self.pool.run_dir / "pool" / "state.json"
-        if completed_iterations > 0:
-            snapshot = self._snapshot_path(completed_iterations - 1)
-            if not snapshot.is_file():
-                raise FileNotFoundError(f"pool snapshot {snapshot} for the checkpoint's iteration is missing")
-            initial = snapshot
-        else:
-            initial = self.pool.run_dir / "pool" / "snapshots" / "initial.json"
-        rank, _ = _dist()
-        if rank == 0 and initial.is_file():
-            tmp = state.with_suffix(".restore.tmp")
-            shutil.copyfile(initial, tmp)
-            with open(tmp, "rb") as fh:
-                os.fsync(fh.fileno())
-            os.replace(tmp, state)
-        self._barrier()
-        writer = self.pool.writer
-        self.pool.close()
-        self.pool = TaskPool.load(self.pool.run_dir, writer=writer)
-
-    def save_initial_pool(self) -> None:
-        """Persist the pool as it is before iteration 0 (the state a resume from scratch returns to)."""
-        if self.pool.writer:
-            self.pool.save()
-            self._copy_state(self.pool.run_dir / "pool" / "snapshots" / "initial.json")
-        self._barrier()
-
-    def _copy_state(self, target: Path) -> None:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(".tmp")
-        shutil.copyfile(self.pool.run_dir / "pool" / "state.json", tmp)
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-
-    @staticmethod
-    def _barrier() -> None:
-        if dist.is_available() and dist.is_initialized():
-            dist.barrier()
-
     # ------------------------------------------------------------------------------------------- one iteration
-    def tasks_for(self, iteration: int) -> list[TaskSpec]:
-        """The iteration's tasks, identical on every rank: a seeded sample of active tasks, then pending rewrites."""
-        return (
-            self.pool.sample(self.tasks_per_iteration, seed=self.seed, iteration=iteration) + self.pool.pending_tasks()
-        )
-
     def __call__(self, iteration: int) -> IterationData:
         """Collect, judge and build one iteration's training data; update the pool."""
-        rank, world = _dist()
         tasks = self.tasks_for(iteration)
-        mine = list(range(rank, len(tasks), world))
-        if not mine:  # checked before any rollout: a rank without a task group cannot take part in the update
-            raise RuntimeError(
-                f"rank {rank} received no task group: {len(tasks)} tasks this iteration for {world} ranks. Use "
-                "tasks_per_iteration >= the number of ranks (and a task pool at least that large)."
-            )
+        mine = self.my_groups(len(tasks))
         it_seed = derive_seed(self.seed, iteration)
         episodes, stats = self.collector.collect(
             [self.to_env_task(tasks[g]) for g in mine],
@@ -190,22 +118,11 @@ class AgentLoopDriver:
         for e in episodes:
             by_task.setdefault(e.task_id, []).append(e)
         rates = {t: success_rate(eps) for t, eps in by_task.items()}
-        _, world = _dist()
-        if world > 1:
-            gathered: list[Any] = [None] * world
-            dist.all_gather_object(gathered, (rates, episodes))
-            rates = {t: r for part in gathered for t, r in part[0].items()}
-            episodes = [e for part in gathered for e in part[1]]
-        metrics: dict[str, float] = {}
-        if self.adaptation is not None and self.pool.writer:
-            metrics = self.adaptation.step(
-                self.pool, episodes, rates, iteration=iteration, seed=derive_seed(self.seed, iteration, "env")
-            )
-        if self.pool.writer:
-            self.pool.save()
-            self._copy_state(self._snapshot_path(iteration))
-        self._barrier()
-        if not self.pool.writer:
-            self.pool = TaskPool.load(self.pool.run_dir, writer=False)
-        metrics["env/accepted_total"] = float(len(self.pool.accepted_ids()))
-        return metrics
+        adaptation = self.adaptation
+
+        def adapt(all_rates: dict[str, float], all_episodes: list[Any]) -> dict[str, float]:
+            assert adaptation is not None
+            seed = derive_seed(self.seed, iteration, "env")
+            return adaptation.step(self.pool, all_episodes, all_rates, iteration=iteration, seed=seed)
+
+        return self._sync_pool(rates, episodes, iteration, adapt if adaptation is not None else None)

@@ -34,6 +34,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+# The runner is stdlib-only (it runs inside the sandbox under the system interpreter); the host reuses its sweep.
+from rlanything_core.sandbox._runner import _sweep_marker
 from rlanything_core.sandbox.bwrap import bwrap_command, bwrap_status
 from rlanything_core.sandbox.compare import OutputJudge
 from rlanything_core.sandbox.config import FunctionalTest, SandboxConfig, SandboxTest, StdinTest
@@ -152,25 +154,6 @@ def _count_uid_processes(uid: int) -> int:
             except OSError:
                 continue
     return count
-
-
-def _sweep_marker(marker: str) -> None:
-    needle = marker.encode()
-    for _ in range(5):
-        found = False
-        for name in os.listdir("/proc"):
-            if not name.isdigit() or int(name) == os.getpid():
-                continue
-            try:
-                with open(f"/proc/{name}/environ", "rb") as f:
-                    if needle in f.read():
-                        os.kill(int(name), signal.SIGKILL)
-                        found = True
-            except OSError:
-                continue
-        if not found:
-            return
-        time.sleep(0.01)
 
 
 class Sandbox:

@@ -40,7 +40,7 @@ def test_handcoded_expert_searches_and_its_records_replay_to_a_win():
     assert actions[0].startswith("go to ") and actions[-1].startswith("move alarmclock")
     states = replay(game, actions)
     assert states[-1].won and not any(r.won for r in states[1:-1])
-    assert states[0].goal == steps[0].goal == "put an alarmclock in dresser."
+    assert states[0].goal == steps[0].goal == "put a alarmclock in dresser."
     for k, step in enumerate(steps):  # each record is exactly what the agent saw at that step
         assert step.game_file == game and step.action in step.admissible_actions
         assert step.history == tuple((s.observation, s.action) for s in steps[:k])

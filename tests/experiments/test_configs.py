@@ -14,7 +14,7 @@ OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=Tru
 
 from builders import ConfigError, validate  # noqa: E402
 
-SETTINGS = ["alfworld", "textworld"]
+SETTINGS = ["alfworld", "textworld", "coding", "livebench"]
 ARMS = sorted(p.stem for p in (EXPERIMENTS / "conf" / "arm").glob("*.yaml"))
 MODELS = sorted(p.stem for p in (EXPERIMENTS / "conf" / "model").glob("*.yaml"))
 SCALES = sorted(p.stem for p in (EXPERIMENTS / "conf" / "scale").glob("*.yaml"))
@@ -47,6 +47,32 @@ def test_profiles_compose() -> None:
     cfg = _cfg("+setting=alfworld", "+profile=smoke")
     assert cfg.iterations == 2
     validate(cfg)
+
+
+def test_coding_settings_compose_with_the_smoke_profile() -> None:
+    for setting in ("coding", "livebench"):
+        cfg = _cfg(f"+setting={setting}", "+profile=smoke")
+        validate(cfg)
+        assert cfg.setting.eval_problems == cfg.eval.games and cfg.setting.max_new_tokens == cfg.model.max_new_tokens
+        assert list(cfg.policy_band) == [0.2, 0.8]
+    assert _cfg("+setting=livebench").setting.eval_set == "livebench"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key"),
+    [
+        (["setting.data_dir=/no/such/dir"], "setting.data_dir"),
+        (["setting.livebench_file=/no/such.jsonl"], "setting.livebench_file"),
+        (["setting.train_sets=[atcoder]"], "setting.train_sets"),
+        (["setting.tests_per_task=0"], "setting.tests_per_task"),
+        (["arm=outcome_only", "arm.adapt_environment=true"], "arm.adapt_environment"),
+    ],
+)
+def test_coding_configs_that_cannot_work_are_refused(overrides: list[str], key: str) -> None:
+    cfg = _cfg("+setting=livebench", *overrides)
+    with pytest.raises(ConfigError) as err:
+        validate(cfg)
+    assert err.value.key == key
 
 
 @pytest.mark.parametrize(

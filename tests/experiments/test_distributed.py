@@ -71,7 +71,7 @@ def test_simulated_two_node_run_matches_single_process(single: dict[str, torch.T
             )
         )
     outputs = [p.communicate(timeout=900) for p in procs]
-    for p, (out, err) in zip(procs, outputs):
+    for p, (_out, err) in zip(procs, outputs):
         assert p.returncode == 0, err[-3000:]
     assert outputs[0][0].strip().splitlines()[-1].startswith("iterations=2 ")
     _assert_same_updates(single, weights(run_dir))

@@ -2,8 +2,8 @@ import torch
 
 from rlanything_core.advantages.integrators import IntegratedIntegrator, OutcomeOnlyIntegrator
 from rlanything_core.collect.batching import collate
-from rlanything_core.losses.consistency import ConsistencyRewardLoss
 from rlanything_core.loop.iteration import build_iteration
+from rlanything_core.losses.consistency import ConsistencyRewardLoss
 from rlanything_core.records import AgentStep, Episode, JudgeSample
 
 

@@ -1,0 +1,441 @@
+"""Reproduce the paper's ablation (Table 1): `python experiments/ablate.py [+setting=...] [+profile=smoke|full]`.
+
+For each seed: a warm-started policy (ALFWorld: supervised on the training split's expert demonstrations) and a
+small judge that starts weak; the "before optimization" row evaluates them; then every arm trains from the same
+start with `experiments/train.py` (each run resumable in its own directory):
+
+    outcome_only   Outcome only (GRPO)
+    policy         integrated feedback, judge frozen                       (Table 1 "Policy")
+    policy_judge   + judge optimized with consistency feedback             (Table 1 "Policy + Reward")
+    full           + environment adaptation (full RLAnything)              (Table 1 "Policy + Reward + Env")
+    step_only      step-wise rewards of the full arm's optimized judge, no outcome (PAPER §6.1)
+
+Writes `experiments/results/<setting>/<run_id>/`: table.md, table.csv, curves.png, judge.png, accepted.png, runs.json,
+config.yaml, meta.json (seeds, versions, git revision, command). Last line:
+`arms=<int> seeds=<int> minutes=<float> full_beats_outcome_only=<true|false|na> sample_efficiency=<float|na>`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+if not any(a.startswith(("+setting=", "setting=")) for a in sys.argv[1:]):
+    sys.argv.append("+setting=alfworld")  # the embedded default
+
+import hydra  # noqa: E402
+from hydra.core.hydra_config import HydraConfig  # noqa: E402
+from omegaconf import DictConfig, OmegaConf  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
+
+from builders import ConfigError, validate  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+LABELS = {
+    "before": "Before Optimization",
+    "outcome_only": "Outcome Only (GRPO)",
+    "policy": "Policy",
+    "policy_judge": "Policy + Reward",
+    "full": "Policy + Reward + Env",
+    "step_only": "Step-only (optimized judge)",
+}
+# Overrides of train.py that ablate.py forwards (everything else comes from the arm and the seed).
+FORWARDED = (
+    "iterations",
+    "tasks_per_iteration",
+    "group_size",
+    "num_votes",
+    "lam",
+    "policy_band",
+    "judge_band",
+    "env_band",
+    "max_rewrites_per_iteration",
+    "optim",
+    "eval",
+    "setting",
+    "model",
+    "trainer",
+)
+
+
+def _overrides(cfg: DictConfig) -> list[str]:
+    """The resolved settings every arm shares, as dotted overrides for train.py."""
+    flat: list[str] = []
+
+    def walk(prefix: str, node: Any) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(f"{prefix}.{key}" if prefix else str(key), value)
+        else:
+            flat.append(f"++{prefix}={json.dumps(node) if not isinstance(node, str) else node}")
+
+    container = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(container, dict)
+    for key in FORWARDED:
+        if key == "model":
+            walk("model", {k: v for k, v in container["model"].items() if k not in ("policy", "judge")})
+        elif key in container:
+            walk(key, container[key])
+    return flat
+
+
+def _setting_override(cfg: DictConfig) -> str:
+    return f"+setting={cfg.setting.name}"
+
+
+def _run(cmd: list[str], log: Path) -> None:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "a") as fh:
+        fh.write(f"\n$ {' '.join(cmd)}\n")
+        fh.flush()
+        proc = subprocess.run(
+            cmd, cwd=REPO, stdout=fh, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+        )
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd[1]} failed (exit {proc.returncode}); see {log}")
+
+
+def _completed(run_dir: Path) -> int:
+    """Iterations a run's last checkpoint has completed (the data module's state in the checkpoint)."""
+    import torch
+
+    ckpt = torch.load(run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)
+    return int(ckpt.get("RolloutDataModule", {}).get("completed", 0))
+
+
+def _read_metrics(run_dir: Path) -> list[dict[str, float]]:
+    path = run_dir / "logs" / "metrics.csv"
+    if not path.is_file():
+        return []
+    rows = []
+    with open(path) as fh:
+        for row in csv.DictReader(fh):
+            rows.append({k: float(v) for k, v in row.items() if v not in ("", None)})
+    return rows
+
+
+def _warm_start(cfg: DictConfig, seed: int, out: Path) -> Path | None:
+    """A warm-started policy for ``seed`` (cached in the results folder), or None where the setting has none."""
+    if cfg.setting.name != "alfworld" or not cfg.warm_start.enabled:
+        return None
+    target = out / "init" / f"policy_seed{seed}.pt"
+    if not target.is_file():
+        m = cfg.model.policy
+        cmd = [
+            sys.executable,
+            str(REPO / "experiments" / "warm_start.py"),
+            "--seed",
+            str(seed),
+            "--save",
+            str(target),
+            "--hidden",
+            str(m.hidden),
+            "--layers",
+            str(m.layers),
+            *[str(a) for a in cfg.warm_start.args],
+        ]
+        _run(cmd, out / "logs" / f"warm_start_seed{seed}.log")
+    return target
+
+
+def _train(
+    cfg: DictConfig, arm: str, seed: int, out: Path, init: Path | None, *, extra: list[str], name: str | None = None
+) -> Path:
+    run_dir = out / "runs" / f"{name or arm}_seed{seed}"
+    if name is None and (run_dir / "checkpoints" / "last.ckpt").is_file() and _completed(run_dir) >= cfg.iterations:
+        return run_dir  # finished earlier: a rerun of ablate.py resumes where it stopped
+    if name is not None and (run_dir / "eval.json").is_file():
+        return run_dir
+    choices = HydraConfig.get().runtime.choices
+    groups = [f"{g}={choices[g]}" for g in ("model", "scale") if g in choices]
+    cmd = [
+        sys.executable,
+        str(REPO / "experiments" / "train.py"),
+        _setting_override(cfg),
+        *groups,
+        f"arm={arm}",
+        f"seed={seed}",
+        f"run_dir={run_dir}",
+        *_overrides(cfg),
+        *extra,
+    ]
+    if init is not None:
+        cmd.append(f"++model.policy_init={init}")
+    _run(cmd, out / "logs" / f"{name or arm}_seed{seed}.log")
+    return run_dir
+
+
+def _eval_rows(rows: list[dict[str, float]]) -> list[dict[str, float]]:
+    return [r for r in rows if "eval/iteration" in r]
+
+
+def _final_eval(rows: list[dict[str, float]]) -> dict[str, float]:
+    evals = _eval_rows(rows)
+    return evals[-1] if evals else {}
+
+
+def _split_names(cfg: DictConfig) -> tuple[str, str]:
+    if cfg.setting.name == "alfworld":
+        names = list(cfg.setting.eval_splits)
+        return names[0], names[-1]
+    if cfg.setting.name == "textworld":
+        return f"quest_{cfg.setting.eval_quest_lengths[0]}", f"quest_{cfg.setting.eval_quest_lengths[-1]}"
+    return "eval", "eval"
+
+
+def _mean_ci(values: list[float]) -> tuple[float, float]:
+    """Mean and the half-width of a 95% t-interval (0 for one value)."""
+    t95 = {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 7: 2.45, 8: 2.36, 9: 2.31, 10: 2.26}
+    n = len(values)
+    mean = sum(values) / n
+    if n < 2:
+        return mean, 0.0
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    return mean, t95.get(n, 1.96) * sd / math.sqrt(n)
+
+
+def _curve(rows: list[dict[str, float]]) -> tuple[list[float], list[float]]:
+    """Cumulative environment steps and training success rate, per iteration."""
+    steps, success, total = [], [], 0.0
+    for r in rows:
+        if "rollout/success_rate" in r and "rollout/steps" in r:
+            total += r["rollout/steps"]
+            steps.append(total)
+            success.append(r["rollout/success_rate"])
+    return steps, success
+
+
+def sample_efficiency(
+    full: list[tuple[list[float], list[float]]], outcome: list[tuple[list[float], list[float]]]
+) -> float | None:
+    """Env steps the full arm needs to reach the outcome-only arm's final training success, over the outcome-only
+    arm's steps (mean curves over seeds; the last two iterations smooth the target); None if never reached."""
+
+    def mean_curve(curves: list[tuple[list[float], list[float]]]) -> tuple[list[float], list[float]]:
+        n = min(len(c[0]) for c in curves)
+        return (
+            [sum(c[0][i] for c in curves) / len(curves) for i in range(n)],
+            [sum(c[1][i] for c in curves) / len(curves) for i in range(n)],
+        )
+
+    if not full or not outcome or min(len(c[0]) for c in full + outcome) < 2:
+        return None
+    f_steps, f_succ = mean_curve(full)
+    o_steps, o_succ = mean_curve(outcome)
+    target = sum(o_succ[-2:]) / 2
+    for i in range(1, len(f_succ)):
+        if (f_succ[i - 1] + f_succ[i]) / 2 >= target:
+            return f_steps[i] / o_steps[-1]
+    return None
+
+
+def _plots(
+    out: Path,
+    curves: dict[str, list[tuple[list[float], list[float]]]],
+    judge: dict[str, list[list[dict[str, float]]]],
+    accepted: list[list[float]],
+    split: str,
+) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for arm, runs in curves.items():
+        n = min((len(s) for s, _ in runs), default=0)
+        if n == 0:
+            continue
+        x = [sum(s[i] for s, _ in runs) / len(runs) for i in range(n)]
+        ys = [[succ[i] for _, succ in runs] for i in range(n)]
+        mean = [sum(y) / len(y) for y in ys]
+        ax.plot(x, mean, marker="o", label=LABELS[arm])
+        ax.fill_between(x, [min(y) for y in ys], [max(y) for y in ys], alpha=0.15)
+    ax.set_xlabel("environment steps")
+    ax.set_ylabel("training success rate")
+    ax.set_title("Training success per arm (mean, band = min-max over seeds)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "curves.png", dpi=120)
+    plt.close(fig)
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for col, (metric, title) in enumerate(
+        [("judge_process_acc", "process accuracy (planner labels)"), ("judge_outcome_acc", "outcome accuracy")]
+    ):
+        for arm, runs in judge.items():
+            points = [
+                [(e["eval/iteration"], e[f"eval/{split}/{metric}"]) for e in run if f"eval/{split}/{metric}" in e]
+                for run in runs
+            ]
+            points = [p for p in points if p]
+            if not points:
+                continue
+            n = min(len(p) for p in points)
+            axes[col].plot(
+                [points[0][i][0] for i in range(n)],
+                [sum(p[i][1] for p in points) / len(points) for i in range(n)],
+                marker="o",
+                label=LABELS[arm],
+            )
+        axes[col].set_title(f"Judge {title}, {split}")
+        axes[col].set_xlabel("iteration")
+        axes[col].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "judge.png", dpi=120)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for k, series in enumerate(accepted):
+        ax.plot(range(1, len(series) + 1), series, marker="o", label=f"seed {k}")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("accepted tasks (cumulative)")
+    ax.set_title("Environment adaptation: accepted rewrites")
+    if accepted:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "accepted.png", dpi=120)
+    plt.close(fig)
+
+
+def _git_revision() -> str:
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in ("torch", "transformers", "lightning", "textworld", "alfworld", "hydra-core"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "absent"
+    return out
+
+
+@hydra.main(config_path="conf", config_name="ablate", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    """Run every arm over every seed, then write the table, the plots and the summary line."""
+    os.chdir(hydra.utils.get_original_cwd())
+    start = time.monotonic()
+    try:
+        validate(cfg)
+    except ConfigError as err:
+        print(f"ERROR: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+    arms = list(cfg.arms)
+    if "step_only" in arms and "full" in arms and arms.index("step_only") < arms.index("full"):
+        raise SystemExit("ERROR: config key 'arms': step_only needs the full arm's judge; list full before it")
+    out = REPO / str(cfg.results_root) / str(cfg.setting.name) / str(cfg.run_id)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    meta = {
+        "command": " ".join(["python", "experiments/ablate.py", *sys.argv[1:]]),
+        "seeds": list(cfg.seeds),
+        "arms": arms,
+        "git_revision": _git_revision(),
+        "versions": _versions(),
+        "started": time.time(),
+    }
+    (out / "meta.json").write_text(json.dumps(meta, indent=2))
+    id_split, ood_split = _split_names(cfg)
+
+    results: dict[str, list[dict[str, float]]] = {a: [] for a in ["before", *arms]}
+    curves: dict[str, list[tuple[list[float], list[float]]]] = {a: [] for a in arms}
+    judge_runs: dict[str, list[list[dict[str, float]]]] = {a: [] for a in arms}
+    accepted: list[list[float]] = []
+    runs: dict[str, str] = {}
+    for seed in cfg.seeds:
+        init = _warm_start(cfg, int(seed), out)
+        before_dir = _train(cfg, "policy", int(seed), out, init, extra=["++eval_only=true"], name="before")
+        before = json.loads((before_dir / "eval.json").read_text())
+        results["before"].append({f"eval/{k}": v for k, v in before.items()})
+        for arm in arms:
+            extra: list[str] = ["++eval.at_start=false"]
+            if arm == "step_only":
+                extra.append(
+                    f"++arm.judge_checkpoint={out / 'runs' / f'full_seed{seed}' / 'checkpoints' / 'last.ckpt'}"
+                )
+            run_dir = _train(cfg, arm, int(seed), out, init, extra=extra)
+            runs[f"{arm}_seed{seed}"] = str(run_dir)
+            rows = _read_metrics(run_dir)
+            results[arm].append(_final_eval(rows))
+            curves[arm].append(_curve(rows))
+            judge_runs[arm].append(_eval_rows(rows))
+            if arm == "full":
+                accepted.append([r["rollout/env/accepted_total"] for r in rows if "rollout/env/accepted_total" in r])
+    (out / "runs.json").write_text(json.dumps(runs, indent=2))
+
+    columns = [
+        ("In-Dom", f"eval/{id_split}/success_rate"),
+        ("OOD", f"eval/{ood_split}/success_rate"),
+        ("RM Process", f"eval/{id_split}/judge_process_acc"),
+        ("RM Outcome", f"eval/{id_split}/judge_outcome_acc"),
+    ]
+    table_rows = []
+    for arm in ["before", *arms]:
+        cells = []
+        for _, key in columns:
+            values = [100 * r[key] for r in results[arm] if key in r]
+            if values:
+                mean, half = _mean_ci(values)
+                cells.append((mean, half, len(values)))
+            else:
+                cells.append(None)
+        table_rows.append((arm, cells))
+    header = "| Row | " + " | ".join(c for c, _ in columns) + " |"
+    lines = [
+        f"Setting: {cfg.setting.name}; seeds: {list(cfg.seeds)}; iterations: {cfg.iterations}; values in %, "
+        "mean ± 95% CI half-width over seeds (n).",
+        "",
+        header,
+        "|" + "---|" * (len(columns) + 1),
+    ]
+    with open(out / "table.csv", "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["row", *[f"{c} mean" for c, _ in columns], *[f"{c} ci95" for c, _ in columns], "seeds"])
+        for arm, cells in table_rows:
+            shown = [f"{c[0]:.1f} ± {c[1]:.1f} ({c[2]})" if c else "–" for c in cells]
+            lines.append(f"| {LABELS[arm]} | " + " | ".join(shown) + " |")
+            writer.writerow(
+                [
+                    LABELS[arm],
+                    *[f"{c[0]:.2f}" if c else "" for c in cells],
+                    *[f"{c[1]:.2f}" if c else "" for c in cells],
+                    len(results[arm]),
+                ]
+            )
+    table = "\n".join(lines) + "\n"
+    (out / "table.md").write_text(table)
+    _plots(out, curves, judge_runs, accepted, id_split)
+    print(table)
+
+    key = f"eval/{id_split}/success_rate"
+    full = [r[key] for r in results.get("full", []) if key in r]
+    outcome = [r[key] for r in results.get("outcome_only", []) if key in r]
+    beats = "na" if not full or not outcome else str(sum(full) / len(full) > sum(outcome) / len(outcome)).lower()
+    eff = sample_efficiency(curves.get("full", []), curves.get("outcome_only", []))
+    minutes = (time.monotonic() - start) / 60
+    print(
+        f"arms={len(arms) + 1} seeds={len(cfg.seeds)} minutes={minutes:.1f} full_beats_outcome_only={beats} "
+        f"sample_efficiency={'na' if eff is None else f'{eff:.2f}'}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""What every loop driver shares about the task pool: per-iteration snapshots, resume, and the adaptation hand-off.
+
+One writer rank (rank 0) owns the pool. After each iteration the drivers gather the success rates (and whatever the
+adaptation needs: episodes, critic feedback) from every rank, let the writer adapt and save the pool, copy the saved
+state to ``pool/snapshots/iter_<n>.json``, and make the other ranks reload it. A resumed run rolls the pool back to
+the snapshot of its checkpoint's iteration, so a crash between the two saves repeats that iteration exactly.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch.distributed as dist
+
+from rlanything_core.environment.pool import TaskPool
+from rlanything_core.environment.rewriters.protocol import TaskSpec
+
+__all__ = ["PoolSnapshots", "dist_rank_world"]
+
+AdaptFn = Callable[[dict[str, float], list[Any]], dict[str, float]]
+
+
+def dist_rank_world() -> tuple[int, int]:
+    """``(rank, world size)``; ``(0, 1)`` outside ``torch.distributed``."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+class PoolSnapshots:
+    """Base of the loop drivers: keeps ``self.pool`` in step with the checkpoints.
+
+    Subclasses set ``pool``, ``tasks_per_iteration`` and ``seed``.
+    """
+
+    pool: TaskPool
+    tasks_per_iteration: int
+    seed: int
+
+    def tasks_for(self, iteration: int) -> list[TaskSpec]:
+        """The iteration's tasks, identical on every rank: a seeded sample of active tasks, then pending rewrites."""
+        return (
+            self.pool.sample(self.tasks_per_iteration, seed=self.seed, iteration=iteration) + self.pool.pending_tasks()
+        )
+
+    @staticmethod
+    def my_groups(num_tasks: int) -> list[int]:
+        """This rank's task groups (round-robin by global index); raises ``RuntimeError`` when it gets none."""
+        rank, world = dist_rank_world()
+        mine = list(range(rank, num_tasks, world))
+        if not mine:  # checked before any rollout: a rank without a task group cannot take part in the update
+            raise RuntimeError(
+                f"rank {rank} received no task group: {num_tasks} tasks this iteration for {world} ranks. Use "
+                "tasks_per_iteration >= the number of ranks (and a task pool at least that large)."
+            )
+        return mine
+
+    def _snapshot_path(self, iteration: int) -> Path:
+        return self.pool.run_dir / "pool" / "snapshots" / f"iter_{iteration:06d}.json"
+
+    def restore_pool(self, completed_iterations: int) -> None:
+        """Roll the pool back to the state that follows iteration ``completed_iterations - 1`` (for resume).
+
+        A crash between saving a pool snapshot and saving the matching checkpoint leaves the pool one iteration
+        ahead; the resumed run repeats that iteration exactly, from the snapshot the checkpoint belongs to.
+        """
+        state = self.pool.run_dir / "pool" / "state.json"
+        if completed_iterations > 0:
+            snapshot = self._snapshot_path(completed_iterations - 1)
+            if not snapshot.is_file():
+                raise FileNotFoundError(f"pool snapshot {snapshot} for the checkpoint's iteration is missing")
+            initial = snapshot
+        else:
+            initial = self.pool.run_dir / "pool" / "snapshots" / "initial.json"
+        rank, _ = dist_rank_world()
+        if rank == 0 and initial.is_file():
+            tmp = state.with_suffix(".restore.tmp")
+            shutil.copyfile(initial, tmp)
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+            os.replace(tmp, state)
+        self._barrier()
+        writer = self.pool.writer
+        self.pool.close()
+        self.pool = TaskPool.load(self.pool.run_dir, writer=writer)
+
+    def save_initial_pool(self) -> None:
+        """Persist the pool as it is before iteration 0 (the state a resume from scratch returns to)."""
+        if self.pool.writer:
+            self.pool.save()
+            self._copy_state(self.pool.run_dir / "pool" / "snapshots" / "initial.json")
+        self._barrier()
+
+    def _copy_state(self, target: Path) -> None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(".tmp")
+        shutil.copyfile(self.pool.run_dir / "pool" / "state.json", tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+
+    @staticmethod
+    def _barrier() -> None:
+        if dist.is_available() and dist.is_initialized():
+            dist.barrier()
+
+    def _sync_pool(
+        self, rates: dict[str, float], items: Sequence[Any], iteration: int, adapt: AdaptFn | None
+    ) -> dict[str, float]:
+        """Gather ``rates`` and ``items`` from every rank, adapt on the writer, save and snapshot the pool.
+
+        Args:
+            rates: success rate of each task this rank rolled out.
+            items: what ``adapt`` needs besides the rates (episodes, feedback records), this rank's share.
+            iteration: the iteration (names the snapshot).
+            adapt: ``(all rates, all items) -> metrics``, run on the writer only; ``None`` keeps the tasks fixed.
+
+        Returns:
+            The adaptation's metrics plus ``env/accepted_total``.
+        """
+        all_items = list(items)
+        _, world = dist_rank_world()
+        if world > 1:
+            gathered: list[Any] = [None] * world
+            dist.all_gather_object(gathered, (rates, all_items))
+            rates = {t: r for part in gathered for t, r in part[0].items()}
+            all_items = [x for part in gathered for x in part[1]]
+        metrics: dict[str, float] = {}
+        if adapt is not None and self.pool.writer:
+            metrics = adapt(rates, all_items)
+        if self.pool.writer:
+            self.pool.save()
+            self._copy_state(self._snapshot_path(iteration))
+        self._barrier()
+        if not self.pool.writer:
+            self.pool = TaskPool.load(self.pool.run_dir, writer=False)
+        metrics["env/accepted_total"] = float(len(self.pool.accepted_ids()))
+        return metrics
