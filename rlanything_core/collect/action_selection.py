@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import torch
@@ -81,13 +81,7 @@ class BoxedIndexSelector:
         The batch is sampled in one call seeded by ``seeds[0]`` (the backend seeds prompt ``i`` from ``(seed, i)``),
         so free generation is reproducible for a fixed batch; the fallback uses each prompt's own seed.
         """
-        params = SamplingParams(
-            max_new_tokens=self.sampling.max_new_tokens,
-            temperature=self.sampling.temperature,
-            top_p=self.sampling.top_p,
-            seed=seeds[0] if seeds else 0,
-            stop=self.sampling.stop,
-        )
+        params = replace(self.sampling, seed=seeds[0] if seeds else 0)
         generations = backend.generate(list(prompts), params)
         out = []
         for gen, cands, seed in zip(generations, actions, seeds):

@@ -7,7 +7,7 @@ that does not parse is kept as a format failure. Programs and tests run only in 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -61,16 +61,6 @@ class GeneratedTest:
     test: tuple[str, str] | None
 
 
-def _with_seed(params: SamplingParams, seed: int) -> SamplingParams:
-    return SamplingParams(
-        max_new_tokens=params.max_new_tokens,
-        temperature=params.temperature,
-        top_p=params.top_p,
-        seed=seed,
-        stop=params.stop,
-    )
-
-
 class CodeCollector:
     """Sample ``samples_per_task`` programs per task and run them on the ground-truth tests in the sandbox."""
 
@@ -93,7 +83,7 @@ class CodeCollector:
             for t in tasks
             for _ in range(self.samples_per_task)
         ]
-        generations = self.backend.generate(prompts, _with_seed(self.sampling, seed))
+        generations = self.backend.generate(prompts, replace(self.sampling, seed=seed))
         samples = []
         for n, gen in enumerate(generations):
             k = n // self.samples_per_task
@@ -142,7 +132,7 @@ class UnitTestCollector:
         prompts = [
             unit_test_messages(t.problem.prompt, sanitize=sanitize) for t in tasks for _ in range(self.tests_per_task)
         ]
-        generations = self.backend.generate(prompts, _with_seed(self.sampling, seed))
+        generations = self.backend.generate(prompts, replace(self.sampling, seed=seed))
         return [
             GeneratedTest(
                 tasks[n // self.tests_per_task].problem.id,

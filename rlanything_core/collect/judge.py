@@ -9,7 +9,7 @@ kept with vote ``0`` (counted, and penalized in the judge's own reward), never d
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import torch
@@ -65,13 +65,7 @@ class GenerativeVotes:
 
     def sample(self, backend: Any, prompts: Sequence[Messages], seeds: Sequence[int]) -> list[JudgeSample]:
         """Generate and parse."""
-        params = SamplingParams(
-            max_new_tokens=self.sampling.max_new_tokens,
-            temperature=self.sampling.temperature,
-            top_p=self.sampling.top_p,
-            seed=seeds[0] if seeds else 0,
-            stop=self.sampling.stop,
-        )
+        params = replace(self.sampling, seed=seeds[0] if seeds else 0)
         return [
             JudgeSample(parse_vote(g.text), g.text, g.prompt_token_ids, g.token_ids, g.logprobs)
             for g in backend.generate(list(prompts), params)
