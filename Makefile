@@ -28,7 +28,7 @@ lint: setup
 	.venv/bin/mypy rlanything_core
 
 unit: setup
-	.venv/bin/pytest tests tutorials --nbmake -p no:cacheprovider
+	.venv/bin/pytest tests tutorials --nbmake --nbmake-timeout=1200 -p no:cacheprovider
 
 test: lint unit
 

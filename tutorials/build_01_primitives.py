@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from _notebook import write
 
 CELLS: list[tuple[str, str]] = [
     (
@@ -224,18 +223,6 @@ print("weights in [0, 1]:", bool(((f_plus >= 0) & (f_plus <= 1) & (f_minus >= 0)
 ]
 
 
-def build() -> nbformat.NotebookNode:
-    """The notebook, without outputs."""
-    cells = []
-    for kind, source in CELLS:
-        cells.append(new_markdown_cell(source) if kind == "md" else new_code_cell(source))
-    nb = new_notebook(cells=cells)
-    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
-    nb.metadata["language_info"] = {"name": "python"}
-    return nb
-
 
 if __name__ == "__main__":
-    target = Path(__file__).with_name("01_primitives.ipynb")
-    nbformat.write(build(), target)
-    print(f"wrote {target}")
+    write(CELLS, Path(__file__).with_name("01_primitives.ipynb"))

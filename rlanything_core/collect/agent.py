@@ -29,8 +29,8 @@ class EpisodeRunner(Protocol):
         """Start one episode per task (tasks may repeat); episode ``i`` is ``tasks[i]``."""
         ...
 
-    def step_all(self, actions: Sequence[str | None]) -> list[StepResult | None]:
-        """Step episode ``i`` with ``actions[i]``; ``None`` skips a finished episode (and returns ``None``)."""
+    def step_all(self, actions: Sequence[str | None]) -> Sequence[StepResult | None]:
+        """Step episode ``i`` with ``actions[i]``; ``None`` skips a finished episode (its entry is then unused)."""
         ...
 
     def close(self) -> None:

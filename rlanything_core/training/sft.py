@@ -9,8 +9,9 @@ Two losses (:class:`SftLoss`), optionally mixed:
 - ``CANDIDATE``: cross-entropy over the admissible commands, each scored by its summed log-likelihood (command + EOS)
   given the prompt: ``-log softmax_k(s_k)[expert]`` with ``s_k = sum_t log p(c_{k,t} | prompt, c_{k,<t})``. This is
   exactly the distribution the likelihood action selector samples from at temperature 1. With ``max_candidates`` the
-  softmax runs over the expert's command and a seeded random subset of the others (a sampled softmax: cheaper, since
-  every scored candidate token costs one vocabulary-sized head row).
+  softmax runs over the expert's command and a subset of the others: the shortest ones (``look``, ``inventory``: a
+  summed log-likelihood favours short commands, and a token-loss-only model picks ``look`` everywhere) plus a seeded
+  random draw (a sampled softmax: cheaper, since every scored candidate token costs one vocabulary-sized head row).
 """
 
 from __future__ import annotations
@@ -85,6 +86,14 @@ def candidate_scores(
     return total
 
 
+def _subset(others: list[str], n: int, rng: random.Random, length: Any) -> list[str]:
+    """``n`` negatives: the shortest half (a summed log-likelihood favours short commands), the rest at random."""
+    ranked = sorted(others, key=length)
+    short = ranked[: n // 2]
+    rest = [c for c in others if c not in short]
+    return short + rng.sample(rest, n - len(short))
+
+
 def _token_loss(model: Any, prompts: list[list[int]], responses: list[list[int]], batch: list[int], pad: int,
                 max_tokens: int, scale: float) -> float:
     """Backward the token-mean cross-entropy of ``batch``'s responses (times ``scale``); return its value."""
@@ -136,7 +145,8 @@ def supervised_warm_start(
         progress: show a progress bar.
         loss: the objective (:class:`SftLoss`).
         candidates: for ``CANDIDATE``/``MIXED``: the admissible commands of each example (the response among them).
-        max_candidates: score at most this many candidates per example (the response plus a random subset);
+        max_candidates: score at most this many candidates per example (the response, the shortest others, a random
+            draw of the rest);
             ``None``: all.
         candidate_weight: weight of the candidate term in ``MIXED``.
         weight_decay: AdamW weight decay.
@@ -195,7 +205,7 @@ def supervised_warm_start(
                 for i in batch:
                     others = [c for c in candidates[i] if c != examples[i][1]]
                     if max_candidates is not None and len(others) > max_candidates - 1:
-                        others = rng.sample(others, max_candidates - 1)
+                        others = _subset(others, max_candidates - 1, rng, lambda c: len(encode(c)))
                     if not others:
                         continue
                     scores = candidate_scores(model, prompts[i], [responses[i]] + [encode(c) for c in others],
