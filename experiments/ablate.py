@@ -143,6 +143,8 @@ def _warm_start(cfg: DictConfig, seed: int, out: Path) -> Path | None:
             str(m.hidden),
             "--layers",
             str(m.layers),
+            "--history",  # the warm start sees prompts exactly as the loop renders them
+            str(cfg.setting.max_history_turns),
             *[str(a) for a in cfg.warm_start.args],
         ]
         _run(cmd, out / "logs" / f"warm_start_seed{seed}.log")

@@ -108,8 +108,11 @@ def validate(cfg: DictConfig) -> None:
         _check_model_source(cfg, "judge")
     policy_init = OmegaConf.select(cfg, "model.policy_init")
     if policy_init is not None and not Path(str(policy_init)).is_file():
-        raise ConfigError("model.policy_init", f"{policy_init!r} does not exist",
-                          "point it at a saved policy state dict (experiments/warm_start.py --save), or set it to null")
+        raise ConfigError(
+            "model.policy_init",
+            f"{policy_init!r} does not exist",
+            "point it at a saved policy state dict (experiments/warm_start.py --save), or set it to null",
+        )
     if cfg.arm.judge_checkpoint is not None and not Path(str(cfg.arm.judge_checkpoint)).is_file():
         raise ConfigError(
             "arm.judge_checkpoint",
@@ -279,7 +282,8 @@ def _trainer(cfg: DictConfig, run_dir: Path, callbacks: list[Any]) -> Any:
         num_nodes=int(t.num_nodes),
         strategy=strategy,
         precision=str(t.precision),
-        max_epochs=1,
+        max_epochs=int(cfg.iterations),
+        reload_dataloaders_every_n_epochs=1,  # one iteration per epoch (see RolloutDataModule)
         logger=loggers,
         callbacks=callbacks,
         enable_checkpointing=False,
@@ -523,8 +527,10 @@ def _coding_problems(cfg: DictConfig) -> tuple[list[Any], list[Any]]:
     loaders = {"kickstart": load_kickstart, "codecontests": load_codecontests}
     limit = int(st.max_statement_chars)
     per_set = [
-        sorted((p for p in loaders[str(n)](root / _CODING_FILES[str(n)]) if len(p.prompt) <= limit),
-               key=lambda p: (len(p.prompt), p.id))
+        sorted(
+            (p for p in loaders[str(n)](root / _CODING_FILES[str(n)]) if len(p.prompt) <= limit),
+            key=lambda p: (len(p.prompt), p.id),
+        )
         for n in st.train_sets
     ]
     train = [p for group in zip(*per_set) for p in group] if per_set else []
@@ -569,12 +575,14 @@ def _build_coding(cfg: DictConfig) -> Run:
     adaptation = None
     if cfg.arm.adapt_environment and judge_backend is not None:
         chat = BackendChatModel(judge_backend, max_new_tokens=int(st.rewriter_max_new_tokens))
-        rewriter = CodingRewriter(chat_model=chat, roots={r.task_id: r for r in roots},
-                                  samples=int(st.rewriter_samples), seed=int(cfg.seed))
+        rewriter = CodingRewriter(
+            chat_model=chat, roots={r.task_id: r for r in roots}, samples=int(st.rewriter_samples), seed=int(cfg.seed)
+        )
         adaptation = EnvironmentAdaptation(rewriter, max_requests=int(cfg.max_rewrites_per_iteration))
     driver = CodingLoopDriver(
-        coder=CodeCollector(policy_backend, samples_per_task=int(cfg.group_size), sampling=code_params,
-                            max_workers=workers),
+        coder=CodeCollector(
+            policy_backend, samples_per_task=int(cfg.group_size), sampling=code_params, max_workers=workers
+        ),
         test_writer=writer,
         pool=pool,
         adaptation=adaptation,
@@ -594,8 +602,7 @@ def _build_coding(cfg: DictConfig) -> Run:
     )
     split_name = "livebench" if str(st.eval_set) == "livebench" else "lcb_v5"
     evaluator = CodingEvaluator(
-        CodeCollector(policy_backend, samples_per_task=int(st.eval_samples), sampling=eval_params,
-                      max_workers=workers),
+        CodeCollector(policy_backend, samples_per_task=int(st.eval_samples), sampling=eval_params, max_workers=workers),
         [CodingEvalSplit(split_name, tuple(CodingTask(p, sandbox) for p in evals))],
         test_writer=eval_writer,
         seed=int(cfg.seed) + 4242,

@@ -40,7 +40,10 @@ class PendingIteration:
 
 
 class IterationStream(IterableDataset[PendingIteration]):
-    """Iterations ``start, start + 1, ..., total - 1`` as ``PendingIteration`` handles."""
+    """Iterations ``start, start + 1, ..., total - 1`` as ``PendingIteration`` handles.
+
+    It has no ``__len__``: the stream simply ends (Lightning learns the epoch is over from ``StopIteration``).
+    """
 
     def __init__(self, produce: Callable[[int], IterationData], *, start: int, total: int) -> None:
         super().__init__()
@@ -52,8 +55,6 @@ class IterationStream(IterableDataset[PendingIteration]):
         for iteration in range(self.start, self.total):
             yield PendingIteration(iteration, self.produce)
 
-    def __len__(self) -> int:
-        return max(0, self.total - self.start)
 
 
 class RolloutDataModule(L.LightningDataModule):
@@ -79,8 +80,14 @@ class RolloutDataModule(L.LightningDataModule):
             self.driver.save_initial_pool()
 
     def train_dataloader(self) -> DataLoader[PendingIteration]:
-        """One ``PendingIteration`` per step, from the first iteration not yet completed."""
-        stream = IterationStream(self.driver, start=self.completed, total=self.iterations)
+        """The next iteration not yet completed, as a one-batch epoch.
+
+        One iteration is one Lightning epoch (run the trainer with ``max_epochs=iterations`` and
+        ``reload_dataloaders_every_n_epochs=1``): Lightning's own epoch counter then only schedules, and this module's
+        ``completed`` (saved in every checkpoint) alone decides which iteration comes next after a resume.
+        """
+        start = min(self.completed, self.iterations)
+        stream = IterationStream(self.driver, start=start, total=min(start + 1, self.iterations))
         return DataLoader(stream, batch_size=None, num_workers=0, collate_fn=lambda x: x)
 
     def state_dict(self) -> dict[str, Any]:

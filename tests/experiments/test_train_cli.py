@@ -84,3 +84,9 @@ def test_killed_runs_resume_without_repeating_or_skipping_an_update(
     assert accepted == [e["task_id"] for e in ref_pool["events"] if e["type"] == "accept"]
     assert len(accepted) == len(set(accepted))
     assert got_pool["slots"] == ref_pool["slots"]
+
+
+def test_a_finished_run_extended_to_more_iterations_continues_from_its_checkpoint(tmp_path: Path) -> None:
+    run_dir = tmp_path / "extend"
+    assert int(run(run_dir, "iterations=2").group(1)) == 2
+    assert int(run(run_dir, "iterations=3").group(1)) == 3
