@@ -18,7 +18,9 @@ config.yaml, meta.json (seeds, versions, git revision, command). Last line:
 from __future__ import annotations
 
 import csv
+import io
 import json
+import logging
 import math
 import os
 import platform
@@ -29,17 +31,19 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-if not any(a.startswith(("+setting=", "setting=")) for a in sys.argv[1:]):
-    sys.argv.append("+setting=alfworld")  # the embedded default
-
 import hydra  # noqa: E402
+from hydra import compose  # noqa: E402
 from hydra.core.hydra_config import HydraConfig  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
-from builders import ConfigError, validate  # noqa: E402
+import warm_start  # noqa: E402
+from builders import ConfigError, close_shared_env_pools, validate  # noqa: E402
+from train import run_training  # noqa: E402
+
+from rlanything_core.environment._io import atomic_write_bytes, atomic_write_json, atomic_write_text  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 LABELS = {
@@ -66,6 +70,7 @@ FORWARDED = (
     "setting",
     "model",
     "trainer",
+    "progress",
 )
 
 
@@ -94,16 +99,8 @@ def _setting_override(cfg: DictConfig) -> str:
     return f"+setting={cfg.setting.name}"
 
 
-def _run(cmd: list[str], log: Path) -> None:
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "a") as fh:
-        fh.write(f"\n$ {' '.join(cmd)}\n")
-        fh.flush()
-        proc = subprocess.run(
-            cmd, cwd=REPO, stdout=fh, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
-        )
-    if proc.returncode != 0:
-        raise RuntimeError(f"{cmd[1]} failed (exit {proc.returncode}); see {log}")
+def _log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
 def _completed(run_dir: Path) -> int:
@@ -126,55 +123,62 @@ def _read_metrics(run_dir: Path) -> list[dict[str, float]]:
 
 
 def _warm_start(cfg: DictConfig, seed: int, out: Path) -> Path | None:
-    """A warm-started policy for ``seed`` (cached in the results folder), or None where the setting has none."""
+    """The warm-started policy of ``seed`` (cached in the results folder), or None where the setting has none.
+
+    With ``warm_start.per_seed: false`` every seed starts from seed 0's warm start (the seeds then vary the RL runs
+    only), which halves the set-up time of the CPU default.
+    """
     if cfg.setting.name != "alfworld" or not cfg.warm_start.enabled:
         return None
+    seed = seed if cfg.warm_start.per_seed else int(cfg.seeds[0])
     target = out / "init" / f"policy_seed{seed}.pt"
     if not target.is_file():
         m = cfg.model.policy
-        cmd = [
-            sys.executable,
-            str(REPO / "experiments" / "warm_start.py"),
-            "--seed",
-            str(seed),
-            "--save",
-            str(target),
-            "--hidden",
-            str(m.hidden),
-            "--layers",
-            str(m.layers),
-            "--history",  # the warm start sees prompts exactly as the loop renders them
-            str(cfg.setting.max_history_turns),
+        argv = [
+            "--seed", str(seed),
+            "--save", str(target),
+            "--hidden", str(m.hidden),
+            "--layers", str(m.layers),
+            "--history", str(cfg.setting.max_history_turns),  # prompts exactly as the loop renders them
             *[str(a) for a in cfg.warm_start.args],
-        ]
-        _run(cmd, out / "logs" / f"warm_start_seed{seed}.log")
+        ]  # fmt: skip
+        _log(f"warm start (seed {seed}): experiments/warm_start.py {' '.join(argv)}")
+        warm_start.main(argv)
     return target
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the repository when inside it (shorter logs), else absolute."""
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+
+
+def _arm_config(
+    cfg: DictConfig, arm: str, seed: int, run_dir: Path, init: Path | None, extra: list[str]
+) -> DictConfig:
+    """The train.py config of one arm and seed: exactly what `python experiments/train.py <overrides>` would use."""
+    choices = HydraConfig.get().runtime.choices
+    groups = [f"{g}={choices[g]}" for g in ("model", "scale") if g in choices]
+    overrides = [
+        _setting_override(cfg), *groups, f"arm={arm}", f"seed={seed}", f"run_dir={run_dir}", *_overrides(cfg), *extra
+    ]
+    if init is not None:
+        overrides.append(f"++model.policy_init={init}")
+    return compose(config_name="train", overrides=overrides)
 
 
 def _train(
     cfg: DictConfig, arm: str, seed: int, out: Path, init: Path | None, *, extra: list[str], name: str | None = None
 ) -> Path:
+    """Fit one arm for one seed in this process (resuming its checkpoint), or evaluate only (``name="before"``)."""
     run_dir = out / "runs" / f"{name or arm}_seed{seed}"
     if name is None and (run_dir / "checkpoints" / "last.ckpt").is_file() and _completed(run_dir) >= cfg.iterations:
         return run_dir  # finished earlier: a rerun of ablate.py resumes where it stopped
     if name is not None and (run_dir / "eval.json").is_file():
         return run_dir
-    choices = HydraConfig.get().runtime.choices
-    groups = [f"{g}={choices[g]}" for g in ("model", "scale") if g in choices]
-    cmd = [
-        sys.executable,
-        str(REPO / "experiments" / "train.py"),
-        _setting_override(cfg),
-        *groups,
-        f"arm={arm}",
-        f"seed={seed}",
-        f"run_dir={run_dir}",
-        *_overrides(cfg),
-        *extra,
-    ]
-    if init is not None:
-        cmd.append(f"++model.policy_init={init}")
-    _run(cmd, out / "logs" / f"{name or arm}_seed{seed}.log")
+    started = time.monotonic()
+    _log(f"{LABELS[name or arm]}, seed {seed}: {'evaluating' if name else 'training'} in {_shown(run_dir)}")
+    run_training(_arm_config(cfg, arm, seed, run_dir, init, extra))
+    _log(f"{LABELS[name or arm]}, seed {seed}: done in {(time.monotonic() - started) / 60:.1f} min")
     return run_dir
 
 
@@ -242,6 +246,13 @@ def sample_efficiency(
     return None
 
 
+def _save_figure(fig: Any, path: Path) -> None:
+    """Save a figure atomically (a crash never leaves a truncated PNG)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=120)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
 def _plots(
     out: Path,
     curves: dict[str, list[tuple[list[float], list[float]]]],
@@ -269,7 +280,7 @@ def _plots(
     ax.set_title("Training success per arm (mean, band = min-max over seeds)")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(out / "curves.png", dpi=120)
+    _save_figure(fig, out / "curves.png")
     plt.close(fig)
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
@@ -295,7 +306,7 @@ def _plots(
         axes[col].set_xlabel("iteration")
         axes[col].legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(out / "judge.png", dpi=120)
+    _save_figure(fig, out / "judge.png")
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(6, 3.6))
@@ -307,7 +318,7 @@ def _plots(
     if accepted:
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(out / "accepted.png", dpi=120)
+    _save_figure(fig, out / "accepted.png")
     plt.close(fig)
 
 
@@ -345,7 +356,9 @@ def main(cfg: DictConfig) -> None:
         raise SystemExit("ERROR: config key 'arms': step_only needs the full arm's judge; list full before it")
     out = REPO / str(cfg.results_root) / str(cfg.setting.name) / str(cfg.run_id)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    atomic_write_text(out / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+    for name in ("lightning.pytorch", "lightning.pytorch.utilities.rank_zero", "lightning.fabric"):
+        logging.getLogger(name).setLevel(logging.WARNING)  # one trainer per run: no repeated banners
     meta = {
         "command": " ".join(["python", "experiments/ablate.py", *sys.argv[1:]]),
         "seeds": list(cfg.seeds),
@@ -354,7 +367,7 @@ def main(cfg: DictConfig) -> None:
         "versions": _versions(),
         "started": time.time(),
     }
-    (out / "meta.json").write_text(json.dumps(meta, indent=2))
+    atomic_write_json(out / "meta.json", meta)
     id_split, ood_split = _split_names(cfg)
 
     results: dict[str, list[dict[str, float]]] = {a: [] for a in ["before", *arms]}
@@ -362,26 +375,30 @@ def main(cfg: DictConfig) -> None:
     judge_runs: dict[str, list[list[dict[str, float]]]] = {a: [] for a in arms}
     accepted: list[list[float]] = []
     runs: dict[str, str] = {}
-    for seed in cfg.seeds:
-        init = _warm_start(cfg, int(seed), out)
-        before_dir = _train(cfg, "policy", int(seed), out, init, extra=["++eval_only=true"], name="before")
-        before = json.loads((before_dir / "eval.json").read_text())
-        results["before"].append({f"eval/{k}": v for k, v in before.items()})
-        for arm in arms:
-            extra: list[str] = ["++eval.at_start=false"]
-            if arm == "step_only":
-                extra.append(
-                    f"++arm.judge_checkpoint={out / 'runs' / f'full_seed{seed}' / 'checkpoints' / 'last.ckpt'}"
-                )
-            run_dir = _train(cfg, arm, int(seed), out, init, extra=extra)
-            runs[f"{arm}_seed{seed}"] = str(run_dir)
-            rows = _read_metrics(run_dir)
-            results[arm].append(_final_eval(rows))
-            curves[arm].append(_curve(rows))
-            judge_runs[arm].append(_eval_rows(rows))
-            if arm == "full":
-                accepted.append([r["rollout/env/accepted_total"] for r in rows if "rollout/env/accepted_total" in r])
-    (out / "runs.json").write_text(json.dumps(runs, indent=2))
+    try:
+        for seed in cfg.seeds:
+            init = _warm_start(cfg, int(seed), out)
+            before_dir = _train(cfg, "policy", int(seed), out, init, extra=["++eval_only=true"], name="before")
+            before = json.loads((before_dir / "eval.json").read_text())
+            results["before"].append({f"eval/{k}": v for k, v in before.items()})
+            for arm in arms:
+                extra: list[str] = ["++eval.at_start=false"]
+                if arm == "step_only":
+                    extra.append(
+                        f"++arm.judge_checkpoint={out / 'runs' / f'full_seed{seed}' / 'checkpoints' / 'last.ckpt'}"
+                    )
+                run_dir = _train(cfg, arm, int(seed), out, init, extra=extra)
+                runs[f"{arm}_seed{seed}"] = str(run_dir)
+                rows = _read_metrics(run_dir)
+                results[arm].append(_final_eval(rows))
+                curves[arm].append(_curve(rows))
+                judge_runs[arm].append(_eval_rows(rows))
+                if arm == "full":
+                    key = "rollout/env/accepted_total"
+                    accepted.append([r[key] for r in rows if key in r])
+    finally:
+        close_shared_env_pools()
+    atomic_write_json(out / "runs.json", runs)
 
     columns = [
         ("In-Dom", f"eval/{id_split}/success_rate"),
@@ -408,22 +425,23 @@ def main(cfg: DictConfig) -> None:
         header,
         "|" + "---|" * (len(columns) + 1),
     ]
-    with open(out / "table.csv", "w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["row", *[f"{c} mean" for c, _ in columns], *[f"{c} ci95" for c, _ in columns], "seeds"])
-        for arm, cells in table_rows:
-            shown = [f"{c[0]:.1f} ± {c[1]:.1f} ({c[2]})" if c else "–" for c in cells]
-            lines.append(f"| {LABELS[arm]} | " + " | ".join(shown) + " |")
-            writer.writerow(
-                [
-                    LABELS[arm],
-                    *[f"{c[0]:.2f}" if c else "" for c in cells],
-                    *[f"{c[1]:.2f}" if c else "" for c in cells],
-                    len(results[arm]),
-                ]
-            )
+    csv_text = io.StringIO()
+    writer = csv.writer(csv_text)
+    writer.writerow(["row", *[f"{c} mean" for c, _ in columns], *[f"{c} ci95" for c, _ in columns], "seeds"])
+    for arm, cells in table_rows:
+        shown = [f"{c[0]:.1f} ± {c[1]:.1f} ({c[2]})" if c else "–" for c in cells]
+        lines.append(f"| {LABELS[arm]} | " + " | ".join(shown) + " |")
+        writer.writerow(
+            [
+                LABELS[arm],
+                *[f"{c[0]:.2f}" if c else "" for c in cells],
+                *[f"{c[1]:.2f}" if c else "" for c in cells],
+                len(results[arm]),
+            ]
+        )
+    atomic_write_text(out / "table.csv", csv_text.getvalue())
     table = "\n".join(lines) + "\n"
-    (out / "table.md").write_text(table)
+    atomic_write_text(out / "table.md", table)
     _plots(out, curves, judge_runs, accepted, id_split)
     print(table)
 
@@ -440,4 +458,6 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    if not any(a.startswith(("+setting=", "setting=")) for a in sys.argv[1:]):
+        sys.argv.append("+setting=alfworld")  # the embedded default
     main()

@@ -6,6 +6,7 @@ to the library, which never reads a config.
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
 from dataclasses import dataclass
@@ -250,6 +251,32 @@ class Run:
     resume_from: Path | None
 
 
+_SHARED_POOLS: dict[tuple[Any, int], Any] = {}
+atexit.register(lambda: close_shared_env_pools())
+
+
+def shared_env_pool(factory: Any, workers: int) -> Any:
+    """One :class:`EnvPool` per ``(factory, workers)`` in this process, reused by every run built here.
+
+    ``ablate.py`` runs all arms and seeds in one process: sharing the pools spares a worker start per run, and each
+    worker keeps its loaded games (ALFWorld's idle-engine cache), so a game is parsed once for the whole ablation.
+    Runs are sequential, and every collection starts a new batch, so sharing does not couple them.
+    """
+    from rlanything_core.envs.parallel import EnvPool
+
+    key = (factory, workers)
+    if key not in _SHARED_POOLS:
+        _SHARED_POOLS[key] = EnvPool(factory, num_workers=workers)
+    return _SHARED_POOLS[key]
+
+
+def close_shared_env_pools() -> None:
+    """Stop the workers of every shared pool."""
+    for pool in _SHARED_POOLS.values():
+        pool.close()
+    _SHARED_POOLS.clear()
+
+
 def build(cfg: DictConfig) -> Run:
     """Validate, then build the module, the data module and the trainer of ``cfg``'s setting."""
     validate(cfg)
@@ -317,6 +344,9 @@ def _prepare(cfg: DictConfig) -> tuple[Path, Any, Any, Any, int]:
     run_dir = Path(str(cfg.run_dir)).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    threads = OmegaConf.select(cfg, "torch_threads")
+    if threads is not None:
+        torch.set_num_threads(int(threads))
     torch.manual_seed(int(cfg.seed))
     policy, judge, tokenizer = load_models(cfg)
     pad_id = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id)
@@ -327,7 +357,6 @@ def _build_agent(cfg: DictConfig) -> Run:
     from rlanything_core.collect.agent import AgentCollector, SequentialRunner
     from rlanything_core.collect.judge import JudgeCollector
     from rlanything_core.environment.rewriters.protocol import TaskSpec
-    from rlanything_core.envs.parallel import EnvPool
     from rlanything_core.generation.transformers_backend import TransformersBackend
     from rlanything_core.lightning import ALFWorldModule, RolloutDataModule, TextWorldModule
     from rlanything_core.loop.adaptation import EnvironmentAdaptation
@@ -400,8 +429,8 @@ def _build_agent(cfg: DictConfig) -> Run:
         module_cls = TextWorldModule
 
     workers = int(cfg.setting.env_workers)
-    runner: Any = EnvPool(factory, num_workers=workers) if workers > 1 else SequentialRunner(factory)
-    eval_runner: Any = EnvPool(eval_factory, num_workers=workers) if workers > 1 else SequentialRunner(eval_factory)
+    runner: Any = shared_env_pool(factory, workers) if workers > 1 else SequentialRunner(factory)
+    eval_runner: Any = shared_env_pool(eval_factory, workers) if workers > 1 else SequentialRunner(eval_factory)
     collector = AgentCollector(
         policy_backend,
         runner,

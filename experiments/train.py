@@ -6,7 +6,6 @@ Resumable: rerunning the same command continues from `<run_dir>/checkpoints/last
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -18,6 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
 from builders import ConfigError, build  # noqa: E402
+
+from rlanything_core.environment._io import atomic_write_json  # noqa: E402
 
 
 def summary_line(run) -> str:  # type: ignore[no-untyped-def]
@@ -31,22 +32,30 @@ def summary_line(run) -> str:  # type: ignore[no-untyped-def]
     )
 
 
+def run_training(cfg: DictConfig):  # type: ignore[no-untyped-def]
+    """Build ``cfg``'s run, then fit it (resuming its last checkpoint) or, with ``eval_only``, evaluate the models as
+    they are and write ``<run_dir>/eval.json``. Returns the run. Raises :class:`ConfigError` before any work."""
+    run = build(cfg)
+    if cfg.get("eval_only", False):  # the models as they are, no update ("before optimization")
+        metrics = run.module.evaluator() if run.module.evaluator is not None else {}
+        atomic_write_json(run.run_dir / "eval.json", metrics)
+        return run
+    run.trainer.fit(run.module, datamodule=run.datamodule, ckpt_path=str(run.resume_from) if run.resume_from else None)
+    return run
+
+
 @hydra.main(config_path="conf", config_name="train", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     """Build (after validating the config), fit, print the summary line."""
     os.chdir(hydra.utils.get_original_cwd())
     try:
-        run = build(cfg)
+        run = run_training(cfg)
     except ConfigError as err:
         print(f"ERROR: {err}", file=sys.stderr)
         raise SystemExit(2) from None
-    if cfg.get("eval_only", False):  # the models as they are, no update ("before optimization")
-        metrics = run.module.evaluator() if run.module.evaluator is not None else {}
-        (run.run_dir / "eval.json").write_text(json.dumps(metrics, indent=2))
-        print(json.dumps(metrics), flush=True)
-        return
-    run.trainer.fit(run.module, datamodule=run.datamodule, ckpt_path=str(run.resume_from) if run.resume_from else None)
-    if run.trainer.is_global_zero:
+    if cfg.get("eval_only", False):
+        print((run.run_dir / "eval.json").read_text(), flush=True)
+    elif run.trainer.is_global_zero:
         print(summary_line(run), flush=True)
 
 

@@ -74,8 +74,8 @@ def evaluate(model: Any, tokenizer: Any, split: str, n_games: int, args: argpars
     return out
 
 
-def main() -> None:
-    """Build the demonstrations, train, evaluate, print the figures."""
+def main(argv: list[str] | None = None) -> None:
+    """Build the demonstrations, train, evaluate, print the figures (``argv``: the command line, default sys.argv)."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--split", default="valid_train")
     p.add_argument("--games", type=int, default=200, help="training games (the expert wins ~85%% of them)")
@@ -101,7 +101,7 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--demos", default="", help="demonstration cache file (default: under ~/.cache/rlanything)")
     p.add_argument("--save", default="", help="save the trained model and tokenizer to this folder")
-    args = p.parse_args()
+    args = p.parse_args(argv)
 
     t0, c0 = time.time(), _cpu()
     steps = build_demonstrations(args)

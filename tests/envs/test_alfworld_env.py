@@ -65,3 +65,64 @@ def test_compiles_accepts_real_games_and_rejects_broken_ones(tmp_path):
     (tmp_path / "junk.tw-pddl").write_text("{not json")
     assert compiles(tmp_path / "junk.tw-pddl")[0] is False
     assert compiles(tmp_path / "absent.tw-pddl") == (False, f"no such file: {tmp_path / 'absent.tw-pddl'}")
+
+
+def test_a_reused_engine_replays_the_game_exactly_like_a_freshly_loaded_one(tmp_path):
+    from rlanything_core.envs.alfworld import engine_cache
+
+    engine_cache.clear_idle_engines()
+    g = game(CD).game_file
+    rng = random.Random(1)
+
+    def play(env: AlfworldEnv, actions: list[str] | None) -> tuple[list[str], list[str]]:
+        obs = env.reset()
+        texts, taken, admissible = [obs.observation], [], obs.admissible_actions
+        for i in range(8):
+            action = actions[i] if actions is not None else rng.choice(admissible)
+            res = env.step(action)
+            texts.append(res.observation)
+            taken.append(action)
+            admissible = res.admissible_actions
+        return texts, taken
+
+    fresh = AlfworldEnv(g)
+    fresh_texts, actions = play(fresh, None)
+    fresh.close()  # hands its engine to the cache, mid-game
+    assert engine_cache.idle_engine_count() == 1
+    reused = AlfworldEnv(g)
+    assert play(reused, actions)[0] == fresh_texts  # same initial state, same transitions
+    assert engine_cache.idle_engine_count() == 0  # it took the cached engine
+    reused.close()
+
+    copy = tmp_path / "game.tw-pddl"  # another file (even with the same content) never gets this game's engine
+    copy.write_bytes(g.read_bytes())
+    other = AlfworldEnv(copy)
+    other.reset()
+    assert engine_cache.idle_engine_count() == 1
+    other.close()
+    engine_cache.clear_idle_engines()
+    assert engine_cache.idle_engine_count() == 0
+
+
+def test_the_idle_engine_cache_is_bounded_and_closes_the_oldest(tmp_path, monkeypatch):
+    from rlanything_core.envs.alfworld import engine_cache
+
+    class Engine:
+        closed = False
+
+        def close(self) -> None:
+            self.closed = True
+
+    engine_cache.clear_idle_engines()
+    monkeypatch.setattr(engine_cache, "MAX_IDLE_ENGINES", 2)
+    files = [tmp_path / f"g{i}.tw-pddl" for i in range(3)]
+    engines = [Engine() for _ in files]
+    for f, e in zip(files, engines):
+        f.write_text("{}")
+        engine_cache.give_engine(f, e)
+    assert engine_cache.idle_engine_count() == 2 and engines[0].closed and not engines[1].closed
+    assert engine_cache.take_engine(files[0]) is None and engine_cache.take_engine(files[2]) is engines[2]
+    files[1].write_text('{"changed": true}')  # rewritten in place: its cached engine is stale
+    assert engine_cache.take_engine(files[1]) is None
+    engine_cache.clear_idle_engines()
+    assert engines[1].closed

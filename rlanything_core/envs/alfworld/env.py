@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rlanything_core.envs.alfworld.data import AlfworldGame
+from rlanything_core.envs.alfworld.engine_cache import give_engine, memoize_pddl_translation, take_engine
 from rlanything_core.envs.protocols import AgentObservation, StepResult
 
 __all__ = ["AlfworldEnv", "AlfworldEnvFactory", "compiles", "parse_goal", "start_engine"]
@@ -55,6 +56,7 @@ def start_engine(game_file: str | os.PathLike[str], *, policy_commands: bool = F
     if saved is None:  # importing alfworld sets $ALFWORLD_DATA (to ~/.cache/alfworld); keep the user's environment
         os.environ.pop("ALFWORLD_DATA", None)
 
+    memoize_pddl_translation()
     infos = EnvInfos(admissible_commands=True, won=True, extras=["gamefile"], policy_commands=policy_commands)
     return textworld.start(str(game_file), request_infos=infos, wrappers=[AlfredDemangler(shuffle=False), AlfredInfos])
 
@@ -89,8 +91,8 @@ class AlfworldEnv:
 
     def reset(self) -> AgentObservation:
         """Start the episode from the game's initial state."""
-        if self._engine is None:
-            self._engine = start_engine(self.game_file)
+        if self._engine is None:  # a loaded engine of this game from an earlier episode, else parse the game
+            self._engine = take_engine(self.game_file) or start_engine(self.game_file)
         state = self._engine.reset()
         self._steps = 0
         self._done = False
@@ -129,9 +131,9 @@ class AlfworldEnv:
         return self._steps
 
     def close(self) -> None:
-        """Release the engine."""
+        """Release the engine (to this process's idle-engine cache, for the game's next episode)."""
         if self._engine is not None:
-            self._engine.close()
+            give_engine(self.game_file, self._engine)
             self._engine = None
         self._done = True
 

@@ -1,0 +1,107 @@
+"""A process-local cache of idle ALFWorld engines, keyed by game file.
+
+Loading a ``game.tw-pddl`` (parsing its PDDL and building the TextWorld state) costs ~1.5 s; resetting a loaded engine
+costs ~0.35 s and gives the same initial state. The loop plays every task ``G`` times per iteration and the same
+training and evaluation games again in later iterations, so :class:`~rlanything_core.envs.alfworld.env.AlfworldEnv`
+hands its engine back here on ``close()`` and takes one from here on its next ``reset()``: a game is parsed once per
+process, not once per episode. Engines are ~10 MiB each; the cache keeps at most :data:`MAX_IDLE_ENGINES` and closes
+the least recently returned beyond that.
+
+The key includes the file's size and modification time, so a game file rewritten in place (environment adaptation
+writes new files, but a user might not) is never served from a stale engine.
+
+A reset itself spends most of its time translating the game's PDDL to SAS, twice (TextWorld's ``PddlState`` calls
+``fast_downward.pddl2sas`` on every reset). The translation is a pure function of the domain and problem text and
+its result is only read, so :func:`memoize_pddl_translation` caches it per process: a reset then costs ~0.1-0.2 s.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "MAX_IDLE_ENGINES",
+    "clear_idle_engines",
+    "give_engine",
+    "idle_engine_count",
+    "memoize_pddl_translation",
+    "take_engine",
+]
+
+MAX_IDLE_ENGINES = 64
+"""Idle engines kept per process (~10 MiB each)."""
+
+_EngineKey = tuple[str, int, int]
+_IDLE: OrderedDict[_EngineKey, list[Any]] = OrderedDict()
+
+
+def _key(game_file: Path) -> _EngineKey:
+    stat = game_file.stat()
+    return (str(game_file.resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+def take_engine(game_file: Path) -> Any | None:
+    """An idle engine already loaded with ``game_file`` (to be reset by the caller), or ``None``."""
+    engines = _IDLE.get(_key(game_file))
+    if not engines:
+        return None
+    engine = engines.pop()
+    if not engines:
+        del _IDLE[_key(game_file)]
+    return engine
+
+
+def give_engine(game_file: Path, engine: Any) -> None:
+    """Return an engine for reuse; beyond :data:`MAX_IDLE_ENGINES` the least recently returned are closed."""
+    try:
+        key = _key(game_file)
+    except OSError:  # the file is gone: nothing can reuse this engine
+        _close(engine)
+        return
+    _IDLE.setdefault(key, []).append(engine)
+    _IDLE.move_to_end(key)
+    while idle_engine_count() > MAX_IDLE_ENGINES:
+        oldest = next(iter(_IDLE))
+        _close(_IDLE[oldest].pop(0))
+        if not _IDLE[oldest]:
+            del _IDLE[oldest]
+
+
+def idle_engine_count() -> int:
+    """Engines waiting in this process's cache."""
+    return sum(len(v) for v in _IDLE.values())
+
+
+def clear_idle_engines() -> None:
+    """Close every idle engine (frees memory; the next resets load their games again)."""
+    for engines in _IDLE.values():
+        for engine in engines:
+            _close(engine)
+    _IDLE.clear()
+
+
+def _close(engine: Any) -> None:
+    try:
+        engine.close()
+    except Exception:  # noqa: BLE001 - closing a broken engine must not fail the caller
+        pass
+
+
+_TRANSLATIONS = 128
+"""PDDL-to-SAS translations kept per process (one per game and mode)."""
+
+
+def memoize_pddl_translation() -> None:
+    """Cache ``fast_downward.pddl2sas`` in this process (idempotent).
+
+    TextWorld looks the function up on the module at every reset, so replacing the module attribute is enough. The
+    cached value (a translated task, read-only for TextWorld, and the SAS text) is shared by the engines of a game.
+    """
+    import fast_downward
+
+    if getattr(fast_downward.pddl2sas, "__wrapped__", None) is not None:
+        return
+    fast_downward.pddl2sas = functools.lru_cache(maxsize=_TRANSLATIONS)(fast_downward.pddl2sas)

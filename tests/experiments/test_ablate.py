@@ -1,0 +1,94 @@
+"""experiments/ablate.py: its statistics, and a small TextWorld ablation end to end (in-process arms, resume)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _runs import FAST, REPO, env
+
+sys.path.insert(0, str(REPO / "experiments"))
+import ablate  # noqa: E402
+
+Curve = tuple[list[float], list[float]]
+
+
+def test_mean_ci_is_a_t_interval() -> None:
+    assert ablate._mean_ci([0.5]) == (0.5, 0.0)
+    mean, half = ablate._mean_ci([1.0, 3.0])
+    assert mean == 2.0 and math.isclose(half, 12.71 * math.sqrt(2.0) / math.sqrt(2))
+    mean, half = ablate._mean_ci([2.0, 2.0, 2.0])
+    assert mean == 2.0 and half == 0.0
+
+
+def test_sample_efficiency_is_the_step_ratio_at_which_full_reaches_outcome_only() -> None:
+    outcome: list[Curve] = [([10, 20, 30, 40], [0.1, 0.2, 0.3, 0.3])]  # target: mean of the last two = 0.3
+    fast: list[Curve] = [([10, 20, 30, 40], [0.3, 0.3, 0.4, 0.5])]  # smoothed over two points: 0.3 at 20 steps
+    assert ablate.sample_efficiency(fast, outcome) == pytest.approx(20 / 40)
+    same = ablate.sample_efficiency(outcome, outcome)
+    assert same is not None and same <= 1.0
+    never: list[Curve] = [([10, 20, 30, 40], [0.0, 0.0, 0.1, 0.1])]
+    assert ablate.sample_efficiency(never, outcome) is None
+    assert ablate.sample_efficiency([], outcome) is None
+    # seeds are averaged before the comparison
+    two = [([10, 20, 30, 40], [0.6, 0.6, 0.6, 0.6]), ([10, 20, 30, 40], [0.0, 0.0, 0.0, 0.0])]
+    assert ablate.sample_efficiency(two, outcome) == pytest.approx(20 / 40)
+
+
+SUMMARY_KEYS = ("arms", "seeds", "minutes", "full_beats_outcome_only", "sample_efficiency")
+
+
+@pytest.mark.slow
+def test_a_textworld_ablation_writes_the_table_and_resumes(tmp_path: Path) -> None:
+    cmd = [
+        sys.executable,
+        "experiments/ablate.py",
+        *[a for a in FAST if a != "+setting=textworld"],
+        "+setting=textworld",
+        "iterations=2",
+        "arms=[outcome_only,full,step_only]",
+        "seeds=[0]",
+        f"results_root={tmp_path}",
+        "run_id=test",
+    ]
+    first = subprocess.run(cmd, cwd=REPO, env=env(), capture_output=True, text=True, timeout=900)
+    assert first.returncode == 0, first.stderr[-4000:]
+    last = dict(item.split("=") for item in first.stdout.strip().splitlines()[-1].split())
+    assert tuple(last) == SUMMARY_KEYS
+    assert last["arms"] == "4" and last["seeds"] == "1"
+    assert last["full_beats_outcome_only"] in ("true", "false")
+
+    out = tmp_path / "textworld" / "test"
+    for name in ("table.md", "table.csv", "curves.png", "judge.png", "accepted.png", "config.yaml", "meta.json"):
+        assert (out / name).is_file(), name
+    with open(out / "table.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["row"] for r in rows] == [
+        "Before Optimization",
+        "Outcome Only (GRPO)",
+        "Policy + Reward + Env",
+        "Step-only (optimized judge)",
+    ]
+    for row in rows:
+        assert 0.0 <= float(row["In-Dom mean"]) <= 100.0
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["seeds"] == [0] and meta["arms"] == ["outcome_only", "full", "step_only"]
+    step_only = (out / "runs" / "step_only_seed0" / "config.yaml").read_text()
+    assert "full_seed0/checkpoints/last.ckpt" in step_only  # the optimized judge of the full arm
+
+    again = subprocess.run(cmd, cwd=REPO, env=env(), capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0, again.stderr[-4000:]
+    assert "training in" not in again.stdout  # every run was complete: nothing retrained
+    assert again.stdout.strip().splitlines()[-1].split()[3:] == first.stdout.strip().splitlines()[-1].split()[3:]
+
+
+def test_a_bad_arm_order_is_refused_before_any_work(tmp_path: Path) -> None:
+    cmd = [sys.executable, "experiments/ablate.py", "arms=[step_only,full]", f"results_root={tmp_path}"]
+    proc = subprocess.run(cmd, cwd=REPO, env=env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0 and "step_only" in proc.stderr and "full" in proc.stderr
+    assert not any(tmp_path.rglob("*.ckpt"))
