@@ -2,7 +2,7 @@
 PY      := .venv/bin/python
 PIP     := .venv/bin/pip
 STAMP   := .venv/.setup-stamp
-EXTRAS  := llm,alfworld,coding,loop,dev
+EXTRAS  := llm,alfworld,coding,loop,fast,dev
 
 .PHONY: setup main test lint unit vllm-env vllm-test clean-venv
 

@@ -3,9 +3,11 @@
 Pipeline (same semantics on both sides): mean votes -> integrated step reward R = O + lam * mean votes -> per-(task,
 step index) standardization -> consistency targets R * vote (format penalty for unparseable votes) -> per-step vote
 standardization. The vectorized side is :func:`rlanything_core.advantages.fused.integrated_advantages_and_consistency`
-(validation included); the composition of the public functions is timed too, for reference. Batches are seeded and
-ragged: task groups of 1..8 rollouts, trajectories of 1..40 steps, m = 3 votes per step with ~10% unparseable, NaN at
-padding, float32. The plain side takes nested lists built before timing.
+(validation included) with ``--backend`` (default ``auto``: the numba-compiled loops when numba is installed, ``pip
+install 'rlanything[fast]'``, else the torch path; the second line says which ran); the composition of the public
+functions is timed too, for reference. Batches are seeded and ragged: task groups of 1..8 rollouts, trajectories of
+1..40 steps, m = 3 votes per step with ~10% unparseable, NaN at padding, float32. The plain side takes nested lists
+built before timing.
 
 Timing: after one warm-up, ``--rounds`` interleaved rounds (``--repeats`` fused runs, one composed, one plain with GC
 on, one plain with GC off per round), so that a change of the shared machine's load hits every side alike; medians of
@@ -17,11 +19,13 @@ its time at 1M votes (measured 1.8 s with GC vs 1.0 s without, after a full coll
 left uncollected, as the previous version of this script timed it); both figures are printed.
 
 Threads: ``--threads 1`` by default. The target machine has 2 cores shared with other jobs; every torch op is an
-OpenMP parallel region, and when the other core is busy the second thread makes each of the ~60 ops wait for a
-descheduled peer (measured at load ~5: the fused call at 1M takes ~22 ms with 1 thread and 50-150 ms with 2).
+OpenMP parallel region, and when the other core is busy the second thread makes each of the torch path's ~600 ops
+wait for a descheduled peer (measured at load ~5: the torch path at 1M takes ~22 ms with 1 thread and 50-150 ms with
+2). The numba path is single-threaded whatever this says: the kernels are not parallelized (on 2 shared cores a
+second thread would wait for a descheduled peer as torch's do) and the grid-sized steps around them run in numpy.
 ``--threads 2`` shows the figure with both threads; ``--threads 0`` leaves torch's setting as it is.
 
-Run: ``python experiments/bench_primitives.py [--threads N]``. The last line is
+Run: ``python experiments/bench_primitives.py [--threads N] [--backend auto|numba|torch]``. The last line is
 ``speedup_1M=<float> scaling_10x=<float> equal=<true|false>`` (speedup = plain / fused at the largest size; scaling =
 fused time at 1M / at 100k; equal = fused == plain within 1e-5 at every size, both outputs).
 """
@@ -41,7 +45,7 @@ from typing import Any
 import torch
 
 from rlanything_core.advantages import integrated_step_reward, standardize_per_step
-from rlanything_core.advantages.fused import batch_advantages_and_consistency
+from rlanything_core.advantages.fused import Backend, batch_advantages_and_consistency, kernels_available
 from rlanything_core.rewards import consistency_targets, standardize_votes
 from rlanything_core.testing import plain
 from rlanything_core.types import StepBatch
@@ -73,9 +77,20 @@ def make_batch(num_votes: int, seed: int, dtype: torch.dtype = torch.float32) ->
     return StepBatch(outcome, step_mask, group_index, votes, vote_mask, vote_valid)
 
 
-def vectorized(batch: StepBatch) -> tuple[torch.Tensor, torch.Tensor]:
+def vectorized(batch: StepBatch, backend: Backend = "auto") -> tuple[torch.Tensor, torch.Tensor]:
     """The fused, validated entry point."""
-    return tuple(batch_advantages_and_consistency(batch))  # type: ignore[return-value]
+    return tuple(batch_advantages_and_consistency(batch, backend=backend))  # type: ignore[return-value]
+
+
+def backend_name(backend: Backend) -> str:
+    """What ``backend`` runs here (``numba`` without numba raises at the first call)."""
+    if backend == "torch":
+        return "torch"
+    if not kernels_available():
+        return "torch (numba not installed)"
+    import numba
+
+    return f"numba {numba.__version__} (compiled loops)"
 
 
 def composed(batch: StepBatch) -> tuple[torch.Tensor, torch.Tensor]:
@@ -138,6 +153,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="fused runs per round (median over all rounds)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1, help="torch threads; 0 = leave as is (default 1)")
+    parser.add_argument("--backend", choices=["auto", "numba", "torch"], default="auto", help="fused implementation")
     args = parser.parse_args()
     if args.threads > 0:
         torch.set_num_threads(args.threads)
@@ -146,6 +162,7 @@ def main() -> None:
         f"torch {torch.__version__}, threads {torch.get_num_threads()}, m={M}, groups 1..{MAX_GROUP}, "
         f"steps 1..{MAX_STEPS}, unparseable {P_UNPARSEABLE:.0%}, float32, seed {args.seed}, load {load()}"
     )
+    print(f"fused backend: {backend_name(args.backend)}")
     print("wall-clock medians; speedup = plain / fused (GC on | GC off); cpu = the same ratio in process CPU time")
     print(
         f"{'votes':>10} {'rollouts':>9} {'fused ms':>9} {'composed ms':>12} {'plain s':>8} {'gc off':>7} "
@@ -158,12 +175,12 @@ def main() -> None:
         assert batch.vote_mask is not None
         pb = plain.from_step_batch(batch)  # nested lists, built outside the timing
         sides = {
-            "fused": Side(partial(vectorized, batch), per_round=args.repeats),
+            "fused": Side(partial(vectorized, batch, args.backend), per_round=args.repeats),
             "composed": Side(partial(composed, batch)),
             "plain": Side(partial(reference, pb)),
             "plain_gc_off": Side(partial(reference, pb), gc_on=False),
         }
-        vectorized(batch), composed(batch)  # warm-up
+        vectorized(batch, args.backend), composed(batch)  # warm-up (the first call compiles or loads the kernels)
         measure(sides, args.rounds)
         (fused_s, fused_cpu), (composed_s, _) = sides["fused"].median, sides["composed"].median
         (plain_s, plain_cpu), (nogc_s, nogc_cpu) = sides["plain"].median, sides["plain_gc_off"].median
