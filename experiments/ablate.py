@@ -341,6 +341,71 @@ def _versions() -> dict[str, str]:
     return out
 
 
+def _run_seed(cfg: DictConfig, seed: int, out: Path, arms: list[str]) -> dict[str, Path]:
+    """Warm start, "before" evaluation and every arm of one seed (each skipped when already complete).
+
+    Returns:
+        The run folder of "before" and of each arm, in order.
+    """
+    try:
+        init = _warm_start(cfg, seed, out)
+        dirs = {"before": _train(cfg, "policy", seed, out, init, extra=["++eval_only=true"], name="before")}
+        for arm in arms:
+            extra = ["++eval.at_start=false"]
+            if arm == "step_only":  # the step-wise rewards of the judge that the full arm optimized
+                judge = out / "runs" / f"full_seed{seed}" / "checkpoints" / "last.ckpt"
+                extra.append(f"++arm.judge_checkpoint={judge}")
+            dirs[arm] = _train(cfg, arm, seed, out, init, extra=extra)
+        return dirs
+    finally:
+        close_shared_env_pools()
+
+
+def _seed_worker_command(seed: int) -> list[str]:
+    """This script's command line for one seed, as a worker that only runs (or resumes) that seed's runs."""
+    replaced = ("seeds=", "jobs=", "setting.env_workers=", "seed_worker=")
+    kept = [a for a in sys.argv[1:] if not a.lstrip("+").startswith(replaced)]
+    # Each worker steps its games in its own process: the workers already fill the cores, and the games a worker
+    # has loaded stay cached for all its arms.
+    return [sys.executable, str(Path(__file__).resolve()), *kept, f"seeds=[{seed}]", "setting.env_workers=1",
+            "++seed_worker=true"]  # fmt: skip
+
+
+def _run_seeds_in_parallel(cfg: DictConfig, out: Path) -> None:
+    """Run the seeds in ``cfg.jobs`` worker processes at a time, echoing their progress lines; raise if one fails.
+
+    The parent then finds every run complete and only aggregates. On 2 cores, two single-threaded seed workers keep
+    both cores busy, where one process alternates between the model (one core) and the environment workers.
+    """
+    seeds = [int(s) for s in cfg.seeds]
+    waiting = list(seeds)
+    running: dict[int, tuple[subprocess.Popen[bytes], Path, int]] = {}
+    (out / "logs").mkdir(parents=True, exist_ok=True)
+    while waiting or running:
+        while waiting and len(running) < int(cfg.jobs):
+            seed = waiting.pop(0)
+            log = out / "logs" / f"seed{seed}.log"
+            with open(log, "ab") as fh:
+                proc = subprocess.Popen(_seed_worker_command(seed), cwd=REPO, stdout=fh, stderr=subprocess.STDOUT,
+                                        env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
+            running[seed] = (proc, log, log.stat().st_size)
+        time.sleep(2.0)
+        for seed, (proc, log, offset) in list(running.items()):
+            with open(log, "rb") as fh:
+                fh.seek(offset)
+                new = fh.read()
+            running[seed] = (proc, log, offset + len(new))
+            for line in new.decode(errors="replace").splitlines():
+                if line.startswith("[") and "] " in line[:12]:  # the workers' progress lines (see _log)
+                    print(f"seed {seed} {line}", flush=True)
+            if proc.poll() is not None:
+                del running[seed]
+                if proc.returncode != 0:
+                    for other, _, _ in running.values():
+                        other.terminate()
+                    raise RuntimeError(f"the worker of seed {seed} failed (exit {proc.returncode}); see {log}")
+
+
 @hydra.main(config_path="conf", config_name="ablate", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     """Run every arm over every seed, then write the table, the plots and the summary line."""
@@ -356,9 +421,13 @@ def main(cfg: DictConfig) -> None:
         raise SystemExit("ERROR: config key 'arms': step_only needs the full arm's judge; list full before it")
     out = REPO / str(cfg.results_root) / str(cfg.setting.name) / str(cfg.run_id)
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     for name in ("lightning.pytorch", "lightning.pytorch.utilities.rank_zero", "lightning.fabric"):
         logging.getLogger(name).setLevel(logging.WARNING)  # one trainer per run: no repeated banners
+    worker = bool(cfg.get("seed_worker", False))
+    if worker:  # one seed's runs for a parent ablate.py, which writes the table
+        _run_seed(cfg, int(cfg.seeds[0]), out, arms)
+        return
+    atomic_write_text(out / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     meta = {
         "command": " ".join(["python", "experiments/ablate.py", *sys.argv[1:]]),
         "seeds": list(cfg.seeds),
@@ -375,29 +444,24 @@ def main(cfg: DictConfig) -> None:
     judge_runs: dict[str, list[list[dict[str, float]]]] = {a: [] for a in arms}
     accepted: list[list[float]] = []
     runs: dict[str, str] = {}
-    try:
-        for seed in cfg.seeds:
-            init = _warm_start(cfg, int(seed), out)
-            before_dir = _train(cfg, "policy", int(seed), out, init, extra=["++eval_only=true"], name="before")
-            before = json.loads((before_dir / "eval.json").read_text())
-            results["before"].append({f"eval/{k}": v for k, v in before.items()})
-            for arm in arms:
-                extra: list[str] = ["++eval.at_start=false"]
-                if arm == "step_only":
-                    extra.append(
-                        f"++arm.judge_checkpoint={out / 'runs' / f'full_seed{seed}' / 'checkpoints' / 'last.ckpt'}"
-                    )
-                run_dir = _train(cfg, arm, int(seed), out, init, extra=extra)
-                runs[f"{arm}_seed{seed}"] = str(run_dir)
-                rows = _read_metrics(run_dir)
-                results[arm].append(_final_eval(rows))
-                curves[arm].append(_curve(rows))
-                judge_runs[arm].append(_eval_rows(rows))
-                if arm == "full":
-                    key = "rollout/env/accepted_total"
-                    accepted.append([r[key] for r in rows if key in r])
-    finally:
-        close_shared_env_pools()
+    if int(cfg.jobs) > 1 and len(cfg.seeds) > 1:
+        if not cfg.warm_start.per_seed:
+            _warm_start(cfg, int(cfg.seeds[0]), out)  # shared by every seed: made once, before the workers start
+        _run_seeds_in_parallel(cfg, out)
+    for seed in cfg.seeds:
+        for name, run_dir in _run_seed(cfg, int(seed), out, arms).items():
+            rows = _read_metrics(run_dir)
+            if name == "before":
+                before = json.loads((run_dir / "eval.json").read_text())
+                results["before"].append({f"eval/{k}": v for k, v in before.items()})
+                continue
+            runs[f"{name}_seed{seed}"] = str(run_dir)
+            results[name].append(_final_eval(rows))
+            curves[name].append(_curve(rows))
+            judge_runs[name].append(_eval_rows(rows))
+            if name == "full":
+                key = "rollout/env/accepted_total"
+                accepted.append([r[key] for r in rows if key in r])
     atomic_write_json(out / "runs.json", runs)
 
     columns = [

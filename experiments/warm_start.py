@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import os
 import resource
 import time
@@ -27,6 +28,7 @@ import torch
 from rlanything_core.collect.action_selection import LikelihoodSelector
 from rlanything_core.collect.agent import AgentCollector, EpisodeRunner
 from rlanything_core.collect.prompts import agent_messages
+from rlanything_core.environment._io import atomic_write_bytes
 from rlanything_core.envs.alfworld.data import list_games
 from rlanything_core.envs.alfworld.env import AlfworldEnvFactory
 from rlanything_core.envs.alfworld.expert import ExpertKind, ExpertStep, load_or_build_expert_steps
@@ -98,10 +100,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--unseen", action="store_true", help="also evaluate on valid_unseen")
     p.add_argument("--train-eval", action="store_true", help="also evaluate on the training games")
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--threads", type=int, default=1, help="torch threads (1: the env workers run beside it)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--demos", default="", help="demonstration cache file (default: under ~/.cache/rlanything)")
-    p.add_argument("--save", default="", help="save the trained model and tokenizer to this folder")
+    p.add_argument("--save", default="", help="save the trained policy's state dict to this file (.pt)")
     args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
 
     t0, c0 = time.time(), _cpu()
     steps = build_demonstrations(args)
@@ -123,9 +127,10 @@ def main(argv: list[str] | None = None) -> None:
     print(f"training: {n_params / 1e6:.2f} M params, {len(examples)} examples x {args.epochs} epochs, loss "
           f"{losses[0]:.3f} -> {sum(losses[-5:]) / min(5, len(losses)):.3f}; {t2 - t1:.1f} s wall, {c2 - c1:.1f} s CPU",
           flush=True)
-    if args.save:
-        model.save_pretrained(args.save)
-        tokenizer.save_pretrained(args.save)
+    if args.save:  # a state dict, as train.py's model.policy_init loads it; atomic, so a crash leaves no torn file
+        buffer = io.BytesIO()
+        torch.save(model.state_dict(), buffer)
+        atomic_write_bytes(args.save, buffer.getvalue())
     for split, n in [("valid_seen", args.eval_games)] + ([("valid_unseen", args.eval_games)] if args.unseen else []) + (
         [(args.split, args.eval_games)] if args.train_eval else []
     ):
@@ -138,5 +143,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     main()

@@ -52,7 +52,8 @@ def test_a_textworld_ablation_writes_the_table_and_resumes(tmp_path: Path) -> No
         "+setting=textworld",
         "iterations=2",
         "arms=[outcome_only,full,step_only]",
-        "seeds=[0]",
+        "seeds=[0,1]",
+        "jobs=2",  # one worker process per seed
         f"results_root={tmp_path}",
         "run_id=test",
     ]
@@ -60,7 +61,8 @@ def test_a_textworld_ablation_writes_the_table_and_resumes(tmp_path: Path) -> No
     assert first.returncode == 0, first.stderr[-4000:]
     last = dict(item.split("=") for item in first.stdout.strip().splitlines()[-1].split())
     assert tuple(last) == SUMMARY_KEYS
-    assert last["arms"] == "4" and last["seeds"] == "1"
+    assert last["arms"] == "4" and last["seeds"] == "2"
+    assert "seed 1 [" in first.stdout  # the parent echoes its workers' progress
     assert last["full_beats_outcome_only"] in ("true", "false")
 
     out = tmp_path / "textworld" / "test"
@@ -77,9 +79,11 @@ def test_a_textworld_ablation_writes_the_table_and_resumes(tmp_path: Path) -> No
     for row in rows:
         assert 0.0 <= float(row["In-Dom mean"]) <= 100.0
     meta = json.loads((out / "meta.json").read_text())
-    assert meta["seeds"] == [0] and meta["arms"] == ["outcome_only", "full", "step_only"]
-    step_only = (out / "runs" / "step_only_seed0" / "config.yaml").read_text()
-    assert "full_seed0/checkpoints/last.ckpt" in step_only  # the optimized judge of the full arm
+    assert meta["seeds"] == [0, 1] and meta["arms"] == ["outcome_only", "full", "step_only"]
+    for seed in (0, 1):
+        step_only = (out / "runs" / f"step_only_seed{seed}" / "config.yaml").read_text()
+        assert f"full_seed{seed}/checkpoints/last.ckpt" in step_only  # the optimized judge of the same seed's full arm
+        assert (out / "logs" / f"seed{seed}.log").is_file()
 
     again = subprocess.run(cmd, cwd=REPO, env=env(), capture_output=True, text=True, timeout=900)
     assert again.returncode == 0, again.stderr[-4000:]
