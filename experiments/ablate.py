@@ -226,7 +226,8 @@ def sample_efficiency(
     full: list[tuple[list[float], list[float]]], outcome: list[tuple[list[float], list[float]]]
 ) -> float | None:
     """Env steps the full arm needs to reach the outcome-only arm's final training success, over the outcome-only
-    arm's steps (mean curves over seeds; the last two iterations smooth the target); None if never reached."""
+    arm's steps (mean curves over seeds; the last two iterations smooth the target); None if never reached, or if
+    the outcome-only arm ends at zero success."""
 
     def mean_curve(curves: list[tuple[list[float], list[float]]]) -> tuple[list[float], list[float]]:
         n = min(len(c[0]) for c in curves)
@@ -240,6 +241,8 @@ def sample_efficiency(
     f_steps, f_succ = mean_curve(full)
     o_steps, o_succ = mean_curve(outcome)
     target = sum(o_succ[-2:]) / 2
+    if target <= 0:  # outcome-only never succeeded: "reaching" it means nothing
+        return None
     for i in range(1, len(f_succ)):
         if (f_succ[i - 1] + f_succ[i]) / 2 >= target:
             return f_steps[i] / o_steps[-1]

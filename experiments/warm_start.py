@@ -80,19 +80,19 @@ def main(argv: list[str] | None = None) -> None:
     """Build the demonstrations, train, evaluate, print the figures (``argv``: the command line, default sys.argv)."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--split", default="valid_train")
-    p.add_argument("--games", type=int, default=200, help="training games (the expert wins ~85%% of them)")
+    p.add_argument("--games", type=int, default=200, help="training games (the expert wins ~70%%)")
     p.add_argument("--game-offset", type=int, default=0)
     p.add_argument("--expert", default=ExpertKind.HANDCODED.value, choices=[k.value for k in ExpertKind])
     p.add_argument("--expert-steps", type=int, default=30, help="keep games the expert wins within this many steps")
     p.add_argument("--perturb", type=float, default=0.0, help="DART noise: random command probability")
-    p.add_argument("--hidden", type=int, default=128)
+    p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--layers", type=int, default=2)
-    p.add_argument("--history", type=int, default=1, help="history turns in the prompt (training and eval)")
-    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--history", type=int, default=2, help="history turns in the prompt (training and eval)")
+    p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--lr", type=float, default=1e-2)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--loss", default=SftLoss.CANDIDATE.value, choices=[k.value for k in SftLoss])
-    p.add_argument("--max-candidates", type=int, default=8)
+    p.add_argument("--max-candidates", type=int, default=10)
     p.add_argument("--eval-games", type=int, default=16)
     p.add_argument("--eval-steps", type=int, default=20)
     p.add_argument("--group-size", type=int, default=2)
@@ -131,9 +131,9 @@ def main(argv: list[str] | None = None) -> None:
         buffer = io.BytesIO()
         torch.save(model.state_dict(), buffer)
         atomic_write_bytes(args.save, buffer.getvalue())
-    for split, n in [("valid_seen", args.eval_games)] + ([("valid_unseen", args.eval_games)] if args.unseen else []) + (
-        [(args.split, args.eval_games)] if args.train_eval else []
-    ):
+    splits = ["valid_seen"] + (["valid_unseen"] if args.unseen else []) + ([args.split] if args.train_eval else [])
+    for split in splits if args.eval_games > 0 else []:
+        n = args.eval_games
         te = time.time()
         result = evaluate(model, tokenizer, split, n, args)
         figures = ", ".join(f"{k} {v:.3f}" for k, v in result.items())

@@ -52,22 +52,29 @@ def agent_messages(
         goal: the task ("put a clean mug in the coffee machine").
         history: earlier ``(observation, action)`` turns.
         observation: the current observation.
-        admissible_actions: numbered in the prompt from 0.
+        admissible_actions: numbered in the prompt from 0 (with ``boxed_answer``; likelihood scoring leaves them out).
         max_history_turns: keep only the most recent turns (the authors render the full, quadratic history).
-        boxed_answer: ask for ``\\boxed{index}`` (free generation); ``False`` for likelihood scoring of the commands.
+        boxed_answer: ask for ``\\boxed{index}`` (free generation); ``False`` for likelihood scoring of the commands
+            (no command list; the task is stated at the end).
     """
-    numbered = "\n".join(f"{i}) {a}" for i, a in enumerate(admissible_actions))
     past = render_history(history, max_turns=max_history_turns)
-    ask = (
-        "Think briefly, then put the integer index of your chosen action in \\boxed{}."
-        if boxed_answer
-        else "Reply with the chosen action."
-    )
-    user = (
-        "You are playing a text game. Complete the task as soon as possible.\n"
-        f"Your task is to: {goal}\n" + (f"{past}\n" if past else "") + f"observation: {observation.strip()}\n"
-        f"Admissible actions:\n{numbered}\n{ask}"
-    )
+    if boxed_answer:
+        numbered = "\n".join(f"{i}) {a}" for i, a in enumerate(admissible_actions))
+        user = (
+            "You are playing a text game. Complete the task as soon as possible.\n"
+            f"Your task is to: {goal}\n" + (f"{past}\n" if past else "") + f"observation: {observation.strip()}\n"
+            f"Admissible actions:\n{numbered}\n"
+            "Think briefly, then put the integer index of your chosen action in \\boxed{}."
+        )
+    else:
+        # Likelihood scoring reads the commands as continuations, so listing them would only add distractors (every
+        # object's name) between the task and the answer; the task is stated last, next to the answer, where even
+        # a tiny model can match the command's object against it.
+        user = (
+            "You are playing a text game. Complete the task as soon as possible.\n"
+            + (f"{past}\n" if past else "")
+            + f"observation: {observation.strip()}\nYour task is to: {goal}\nReply with the chosen action."
+        )
     return [{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": user}]
 
 

@@ -86,12 +86,20 @@ def candidate_scores(
     return total
 
 
-def _subset(others: list[str], n: int, rng: random.Random, length: Any) -> list[str]:
-    """``n`` negatives: the shortest half (a summed log-likelihood favours short commands), the rest at random."""
-    ranked = sorted(others, key=length)
-    short = ranked[: n // 2]
-    rest = [c for c in others if c not in short]
-    return short + rng.sample(rest, n - len(short))
+def _subset(others: list[str], n: int, rng: random.Random, length: Any, response: str) -> list[str]:
+    """``n`` negatives for ``response``: the hard ones first, then the short ones, then a random draw.
+
+    Hard negatives share the response's verb ("take cellphone 2 from desk 1" against "take alarmclock 3 from desk 1"):
+    without them a small model learns which *kind* of command comes next but never which object, and takes whatever
+    it sees. Short ones are there because a summed log-likelihood favours short commands ("look").
+    """
+    verb = response.split(" ", 1)[0]
+    same = [c for c in others if c.split(" ", 1)[0] == verb]
+    hard = rng.sample(same, min(len(same), n // 2))
+    short = [c for c in sorted(others, key=length) if c not in hard][: max(0, (n - len(hard)) // 2)]
+    chosen = set(hard) | set(short)
+    rest = [c for c in others if c not in chosen]
+    return hard + short + rng.sample(rest, n - len(hard) - len(short))
 
 
 def _token_loss(model: Any, prompts: list[list[int]], responses: list[list[int]], batch: list[int], pad: int,
@@ -145,9 +153,8 @@ def supervised_warm_start(
         progress: show a progress bar.
         loss: the objective (:class:`SftLoss`).
         candidates: for ``CANDIDATE``/``MIXED``: the admissible commands of each example (the response among them).
-        max_candidates: score at most this many candidates per example (the response, the shortest others, a random
-            draw of the rest);
-            ``None``: all.
+        max_candidates: score at most this many candidates per example (the response, others with its verb, the
+            shortest others, a random draw of the rest); ``None``: all.
         candidate_weight: weight of the candidate term in ``MIXED``.
         weight_decay: AdamW weight decay.
 
@@ -205,7 +212,7 @@ def supervised_warm_start(
                 for i in batch:
                     others = [c for c in candidates[i] if c != examples[i][1]]
                     if max_candidates is not None and len(others) > max_candidates - 1:
-                        others = _subset(others, max_candidates - 1, rng, lambda c: len(encode(c)))
+                        others = _subset(others, max_candidates - 1, rng, lambda c: len(encode(c)), examples[i][1])
                     if not others:
                         continue
                     scores = candidate_scores(model, prompts[i], [responses[i]] + [encode(c) for c in others],

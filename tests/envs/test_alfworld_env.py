@@ -126,3 +126,34 @@ def test_the_idle_engine_cache_is_bounded_and_closes_the_oldest(tmp_path, monkey
     assert engine_cache.take_engine(files[1]) is None
     engine_cache.clear_idle_engines()
     assert engines[1].closed
+
+
+def test_the_memoized_translation_and_grammar_give_what_the_unpatched_engine_gives(monkeypatch):
+    import fast_downward
+    from textworld.envs.pddl import textgen
+
+    from rlanything_core.envs.alfworld.env import start_engine
+
+    def play() -> list[str]:
+        engine = start_engine(game(CD).game_file)
+        state, rng, texts = engine.reset(), random.Random(3), []
+        for _ in range(12):
+            texts += [str(state.feedback), "|".join(state["admissible_commands"])]
+            state, _, _ = engine.step(rng.choice(state["admissible_commands"]))
+        engine.close()
+        return texts
+
+    memoized = play()
+    assert getattr(textgen._parse_and_convert, "__wrapped__", None) is not None  # start_engine installed both caches
+    assert getattr(fast_downward.pddl2sas, "__wrapped__", None) is not None
+    monkeypatch.setattr(textgen, "_parse_and_convert", textgen._parse_and_convert.__wrapped__)
+    monkeypatch.setattr(fast_downward, "pddl2sas", fast_downward.pddl2sas.__wrapped__)
+    from rlanything_core.envs.alfworld import engine_cache
+
+    monkeypatch.setattr(engine_cache, "memoize_grammar_parsing", lambda: None)
+    monkeypatch.setattr(engine_cache, "memoize_pddl_translation", lambda: None)
+    import rlanything_core.envs.alfworld.env as env_module
+
+    monkeypatch.setattr(env_module, "memoize_grammar_parsing", lambda: None)
+    monkeypatch.setattr(env_module, "memoize_pddl_translation", lambda: None)
+    assert play() == memoized

@@ -35,6 +35,7 @@ def test_sample_efficiency_is_the_step_ratio_at_which_full_reaches_outcome_only(
     never: list[Curve] = [([10, 20, 30, 40], [0.0, 0.0, 0.1, 0.1])]
     assert ablate.sample_efficiency(never, outcome) is None
     assert ablate.sample_efficiency([], outcome) is None
+    assert ablate.sample_efficiency(fast, [([10, 20], [0.0, 0.0])]) is None  # nothing to reach
     # seeds are averaged before the comparison
     two = [([10, 20, 30, 40], [0.6, 0.6, 0.6, 0.6]), ([10, 20, 30, 40], [0.0, 0.0, 0.0, 0.0])]
     assert ablate.sample_efficiency(two, outcome) == pytest.approx(20 / 40)

@@ -78,3 +78,18 @@ def test_bad_arguments_are_refused() -> None:
         supervised_warm_start(model, tok, examples, loss="candidate", candidates=candidates, max_candidates=1)
     with pytest.raises(ValueError, match="epochs"):
         supervised_warm_start(model, tok, examples, epochs=0)
+
+
+def test_negatives_put_commands_with_the_same_verb_first_then_short_ones() -> None:
+    import random
+
+    from rlanything_core.training.sft import _subset
+
+    others = ["take cd 1 from desk 1", "take pen 2 from desk 1", "look", "inventory", "go to bed 1", "go to desk 2",
+              "examine desk 1", "open drawer 1"]
+    for seed in range(5):
+        picked = _subset(others, 4, random.Random(seed), len, "take book 1 from desk 1")
+        assert len(picked) == len(set(picked)) == 4 and set(picked) <= set(others)
+        assert set(picked[:2]) == {"take cd 1 from desk 1", "take pen 2 from desk 1"}  # hard negatives
+        assert picked[2] == "look"  # then the shortest
+    assert sorted(_subset(others, len(others), random.Random(0), len, "go to sofa 1")) == sorted(others)

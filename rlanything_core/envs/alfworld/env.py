@@ -13,7 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from rlanything_core.envs.alfworld.data import AlfworldGame
-from rlanything_core.envs.alfworld.engine_cache import give_engine, memoize_pddl_translation, take_engine
+from rlanything_core.envs.alfworld.engine_cache import (
+    give_engine,
+    memoize_grammar_parsing,
+    memoize_pddl_translation,
+    take_engine,
+)
 from rlanything_core.envs.protocols import AgentObservation, StepResult
 
 __all__ = ["AlfworldEnv", "AlfworldEnvFactory", "compiles", "parse_goal", "start_engine"]
@@ -57,6 +62,7 @@ def start_engine(game_file: str | os.PathLike[str], *, policy_commands: bool = F
         os.environ.pop("ALFWORLD_DATA", None)
 
     memoize_pddl_translation()
+    memoize_grammar_parsing()
     infos = EnvInfos(admissible_commands=True, won=True, extras=["gamefile"], policy_commands=policy_commands)
     return textworld.start(str(game_file), request_infos=infos, wrappers=[AlfredDemangler(shuffle=False), AlfredInfos])
 
