@@ -130,7 +130,8 @@ def _warm_start(cfg: DictConfig, seed: int, out: Path) -> Path | None:
     """
     if cfg.setting.name != "alfworld" or not cfg.warm_start.enabled:
         return None
-    seed = seed if cfg.warm_start.per_seed else int(cfg.seeds[0])
+    # a seed worker's cfg.seeds is its own seed only: its parent passes the shared seed
+    seed = seed if cfg.warm_start.per_seed else int(cfg.get("warm_start_seed", cfg.seeds[0]))
     target = out / "init" / f"policy_seed{seed}.pt"
     if not target.is_file():
         m = cfg.model.policy
@@ -364,14 +365,14 @@ def _run_seed(cfg: DictConfig, seed: int, out: Path, arms: list[str]) -> dict[st
         close_shared_env_pools()
 
 
-def _seed_worker_command(seed: int) -> list[str]:
+def _seed_worker_command(cfg: DictConfig, seed: int) -> list[str]:
     """This script's command line for one seed, as a worker that only runs (or resumes) that seed's runs."""
-    replaced = ("seeds=", "jobs=", "setting.env_workers=", "seed_worker=")
+    replaced = ("seeds=", "jobs=", "setting.env_workers=", "seed_worker=", "warm_start_seed=")
     kept = [a for a in sys.argv[1:] if not a.lstrip("+").startswith(replaced)]
     # Each worker steps its games in its own process: the workers already fill the cores, and the games a worker
     # has loaded stay cached for all its arms.
     return [sys.executable, str(Path(__file__).resolve()), *kept, f"seeds=[{seed}]", "setting.env_workers=1",
-            "++seed_worker=true"]  # fmt: skip
+            "++seed_worker=true", f"++warm_start_seed={int(cfg.seeds[0])}"]  # fmt: skip
 
 
 def _run_seeds_in_parallel(cfg: DictConfig, out: Path) -> None:
@@ -389,7 +390,7 @@ def _run_seeds_in_parallel(cfg: DictConfig, out: Path) -> None:
             seed = waiting.pop(0)
             log = out / "logs" / f"seed{seed}.log"
             with open(log, "ab") as fh:
-                proc = subprocess.Popen(_seed_worker_command(seed), cwd=REPO, stdout=fh, stderr=subprocess.STDOUT,
+                proc = subprocess.Popen(_seed_worker_command(cfg, seed), cwd=REPO, stdout=fh, stderr=subprocess.STDOUT,
                                         env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
             running[seed] = (proc, log, log.stat().st_size)
         time.sleep(2.0)

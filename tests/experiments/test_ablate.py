@@ -85,6 +85,7 @@ def test_a_textworld_ablation_writes_the_table_and_resumes(tmp_path: Path) -> No
         step_only = (out / "runs" / f"step_only_seed{seed}" / "config.yaml").read_text()
         assert f"full_seed{seed}/checkpoints/last.ckpt" in step_only  # the optimized judge of the same seed's full arm
         assert (out / "logs" / f"seed{seed}.log").is_file()
+    assert not (out / "init").exists()  # TextWorld has no warm start
 
     again = subprocess.run(cmd, cwd=REPO, env=env(), capture_output=True, text=True, timeout=900)
     assert again.returncode == 0, again.stderr[-4000:]
@@ -97,3 +98,12 @@ def test_a_bad_arm_order_is_refused_before_any_work(tmp_path: Path) -> None:
     proc = subprocess.run(cmd, cwd=REPO, env=env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0 and "step_only" in proc.stderr and "full" in proc.stderr
     assert not any(tmp_path.rglob("*.ckpt"))
+
+
+def test_seed_workers_get_their_seed_and_the_shared_warm_start_seed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from omegaconf import OmegaConf
+
+    monkeypatch.setattr(sys, "argv", ["ablate.py", "+setting=alfworld", "seeds=[3,5]", "jobs=2", "iterations=2"])
+    cmd = ablate._seed_worker_command(OmegaConf.create({"seeds": [3, 5]}), 5)
+    assert "seeds=[5]" in cmd and "++warm_start_seed=3" in cmd and "++seed_worker=true" in cmd
+    assert "seeds=[3,5]" not in cmd and "jobs=2" not in cmd and "iterations=2" in cmd and "+setting=alfworld" in cmd
