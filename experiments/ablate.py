@@ -18,6 +18,7 @@ config.yaml, meta.json (seeds, versions, git revision, command). Last line:
 from __future__ import annotations
 
 import csv
+import filecmp
 import io
 import json
 import logging
@@ -41,6 +42,7 @@ OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=Tru
 
 import warm_start  # noqa: E402
 from builders import ConfigError, close_shared_env_pools, validate  # noqa: E402
+from reuse import reuse_file, reuse_run  # noqa: E402
 from train import run_training  # noqa: E402
 
 from rlanything_core.environment._io import atomic_write_bytes, atomic_write_json, atomic_write_text  # noqa: E402
@@ -111,6 +113,11 @@ def _completed(run_dir: Path) -> int:
     return int(ckpt.get("RolloutDataModule", {}).get("completed", 0))
 
 
+def _finished(run_dir: Path, iterations: int) -> bool:
+    """Whether a training run has a checkpoint that completed ``iterations``."""
+    return (run_dir / "checkpoints" / "last.ckpt").is_file() and _completed(run_dir) >= iterations
+
+
 def _read_metrics(run_dir: Path) -> list[dict[str, float]]:
     path = run_dir / "logs" / "metrics.csv"
     if not path.is_file():
@@ -133,19 +140,42 @@ def _warm_start(cfg: DictConfig, seed: int, out: Path) -> Path | None:
     # a seed worker's cfg.seeds is its own seed only: its parent passes the shared seed
     seed = seed if cfg.warm_start.per_seed else int(cfg.get("warm_start_seed", cfg.seeds[0]))
     target = out / "init" / f"policy_seed{seed}.pt"
-    if not target.is_file():
-        m = cfg.model.policy
-        argv = [
-            "--seed", str(seed),
-            "--save", str(target),
-            "--hidden", str(m.hidden),
-            "--layers", str(m.layers),
-            "--history", str(cfg.setting.max_history_turns),  # prompts exactly as the loop renders them
-            *[str(a) for a in cfg.warm_start.args],
-        ]  # fmt: skip
-        _log(f"warm start (seed {seed}): experiments/warm_start.py {' '.join(argv)}")
-        warm_start.main(argv)
+    if target.is_file():
+        return target
+    m = cfg.model.policy
+    argv = [
+        "--seed", str(seed),
+        "--hidden", str(m.hidden),
+        "--layers", str(m.layers),
+        "--history", str(cfg.setting.max_history_turns),  # prompts exactly as the loop renders them
+        *[str(a) for a in cfg.warm_start.args],
+    ]  # fmt: skip
+    record = target.with_suffix(".json")  # how the policy was made: what a later profile's reuse compares
+    source = _reuse_root(cfg, out)
+    if source is not None:
+        made = source / "init" / target.name
+        made_record = made.with_suffix(".json")
+        if reuse_file(made, target, made_record.read_text() if made_record.is_file() else "", json.dumps(argv)):
+            atomic_write_text(record, json.dumps(argv))
+            _log(f"warm start (seed {seed}): reused {_shown(made)} (same recipe)")
+            return target
+    _log(f"warm start (seed {seed}): experiments/warm_start.py {' '.join(argv)}")
+    warm_start.main([*argv, "--save", str(target)])
+    atomic_write_text(record, json.dumps(argv))
     return target
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    return a.is_file() and b.is_file() and filecmp.cmp(a, b, shallow=False)
+
+
+def _reuse_root(cfg: DictConfig, out: Path) -> Path | None:
+    """The results folder whose identical finished runs this one reuses (``reuse_from``), if any."""
+    name = cfg.get("reuse_from")
+    if not name:
+        return None
+    root = out.parent / str(name)
+    return root if root.is_dir() and root != out else None
 
 
 def _shown(path: Path) -> str:
@@ -172,13 +202,23 @@ def _train(
 ) -> Path:
     """Fit one arm for one seed in this process (resuming its checkpoint), or evaluate only (``name="before"``)."""
     run_dir = out / "runs" / f"{name or arm}_seed{seed}"
-    if name is None and (run_dir / "checkpoints" / "last.ckpt").is_file() and _completed(run_dir) >= cfg.iterations:
+    if name is None and _finished(run_dir, int(cfg.iterations)):
         return run_dir  # finished earlier: a rerun of ablate.py resumes where it stopped
     if name is not None and (run_dir / "eval.json").is_file():
         return run_dir
+    arm_cfg = _arm_config(cfg, arm, seed, run_dir, init, extra)
+    source = _reuse_root(cfg, out)
+    if source is not None:
+        other = source / "runs" / run_dir.name
+        finished = (other / "eval.json").is_file() if name else _finished(other, int(cfg.iterations))
+        # the config names the warm start by path: the two files must also hold the same weights
+        same_init = init is None or _same_file(source / "init" / init.name, init)
+        if finished and same_init and reuse_run(other, run_dir, OmegaConf.to_yaml(arm_cfg, resolve=True), source, out):
+            _log(f"{LABELS[name or arm]}, seed {seed}: reused {_shown(other)} (identical resolved config)")
+            return run_dir
     started = time.monotonic()
     _log(f"{LABELS[name or arm]}, seed {seed}: {'evaluating' if name else 'training'} in {_shown(run_dir)}")
-    run_training(_arm_config(cfg, arm, seed, run_dir, init, extra))
+    run_training(arm_cfg)
     _log(f"{LABELS[name or arm]}, seed {seed}: done in {(time.monotonic() - started) / 60:.1f} min")
     return run_dir
 

@@ -92,6 +92,15 @@ def test_a_textworld_ablation_writes_the_table_and_resumes(tmp_path: Path) -> No
     assert "training in" not in again.stdout  # every run was complete: nothing retrained
     assert again.stdout.strip().splitlines()[-1].split()[3:] == first.stdout.strip().splitlines()[-1].split()[3:]
 
+    # another profile with the same resolved configs copies the finished runs instead of computing them
+    reused = subprocess.run([*cmd[:-1], "run_id=copy", "reuse_from=test"], cwd=REPO, env=env(), capture_output=True,
+                            text=True, timeout=900)  # fmt: skip
+    assert reused.returncode == 0, reused.stderr[-4000:]
+    assert "training in" not in reused.stdout and reused.stdout.count("reused") == 8  # 2 seeds x (before + 3 arms)
+    copy = tmp_path / "textworld" / "copy"
+    assert (copy / "table.csv").read_text() == (out / "table.csv").read_text()
+    assert str(out) not in (copy / "runs" / "full_seed0" / "config.yaml").read_text()
+
 
 def test_a_bad_arm_order_is_refused_before_any_work(tmp_path: Path) -> None:
     cmd = [sys.executable, "experiments/ablate.py", "arms=[step_only,full]", f"results_root={tmp_path}"]

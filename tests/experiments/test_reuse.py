@@ -1,0 +1,45 @@
+"""experiments/reuse.py: a finished run is copied only when its config, mapped to this folder, is the expected one."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from _runs import REPO
+
+sys.path.insert(0, str(REPO / "experiments"))
+from reuse import reuse_file, reuse_run  # noqa: E402
+
+
+def _run(root: Path, name: str, config: str) -> Path:
+    run = root / "runs" / name
+    (run / "logs").mkdir(parents=True)
+    (run / "config.yaml").write_text(config)
+    (run / "logs" / "metrics.csv").write_text("iteration,success\n0,0.5\n")
+    return run
+
+
+def test_a_run_is_reused_only_with_the_same_config_and_its_paths_are_mapped(tmp_path: Path) -> None:
+    a, b = tmp_path / "default", tmp_path / "full"
+    source = _run(a, "full_seed0", f"run_dir: {a}/runs/full_seed0\nlr: 0.1\n")
+    target = b / "runs" / "full_seed0"
+    assert not reuse_run(source, target, f"run_dir: {b}/runs/full_seed0\nlr: 0.2\n", a, b)  # another lr
+    assert not target.exists()
+    target.mkdir(parents=True)
+    (target / "stale.txt").write_text("an unfinished attempt")
+    assert reuse_run(source, target, f"run_dir: {b}/runs/full_seed0\nlr: 0.1\n", a, b)
+    assert (target / "config.yaml").read_text() == f"run_dir: {b}/runs/full_seed0\nlr: 0.1\n"
+    assert (target / "logs" / "metrics.csv").read_text() == (source / "logs" / "metrics.csv").read_text()
+    assert not (target / "stale.txt").exists() and not list(target.parent.glob("*.reusing"))
+    assert not reuse_run(a / "runs" / "missing", b / "runs" / "x", "", a, b)
+
+
+def test_a_file_is_reused_only_when_it_was_made_the_same_way(tmp_path: Path) -> None:
+    source, target = tmp_path / "a" / "policy.pt", tmp_path / "b" / "init" / "policy.pt"
+    source.parent.mkdir()
+    source.write_bytes(b"weights")
+    assert not reuse_file(source, target, '["--epochs", "2"]', '["--epochs", "3"]')
+    assert not target.exists()
+    assert reuse_file(source, target, '["--epochs", "2"]', '["--epochs", "2"]')
+    assert target.read_bytes() == b"weights"
+    assert not reuse_file(tmp_path / "none.pt", target, "", "")
