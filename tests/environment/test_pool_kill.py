@@ -35,6 +35,10 @@ def _check_pool(run_dir: Path, ack_path: Path) -> int:
     return len(accepted)
 
 
+def _acked(ack_path: Path) -> int:
+    return len([line for line in ack_path.read_text().splitlines() if line]) if ack_path.exists() else 0
+
+
 @pytest.mark.slow
 def test_pool_survives_random_sigkill(tmp_path: Path) -> None:
     run_dir, ack_path = tmp_path / "run", tmp_path / "acks.txt"
@@ -45,12 +49,18 @@ def test_pool_survives_random_sigkill(tmp_path: Path) -> None:
     kills, last = 0, 0
     try:
         for round_ in range(25):
+            acked_before = _acked(ack_path)
             zygote.stdin.write(f"go {round_}\n")
             zygote.stdin.flush()
             pid_line = zygote.stdout.readline()
             assert pid_line.startswith("pid "), pid_line + (zygote.stderr.read() if zygote.stderr else "")
             ready = zygote.stdout.readline()
             assert ready.strip() == "ready", ready
+            # let the worker acknowledge something first (a loaded machine can be slow to get going), then kill it
+            # at a random point of what follows
+            deadline = time.monotonic() + 20.0
+            while _acked(ack_path) <= acked_before and time.monotonic() < deadline:
+                time.sleep(0.01)
             time.sleep(rng.uniform(0.0, 0.25))
             os.kill(int(pid_line.split()[1]), signal.SIGKILL)
             assert zygote.stdout.readline().strip() == f"exit {-signal.SIGKILL}"
