@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 from torch import Tensor
+from transformers.cache_utils import DynamicLayer
 
 from rlanything_core._validation import check_positive_int
 from rlanything_core.generation.prompts import render_prompt
@@ -31,6 +32,83 @@ def _as_id_list(value: object) -> list[int]:
     if isinstance(value, Sequence):
         return [int(v) for v in value]
     return []
+
+
+class _PreallocatedLayer(DynamicLayer):
+    """A full-attention KV cache layer whose keys/values are views into buffers sized for the whole generation.
+
+    ``DynamicLayer`` appends each decode step with ``torch.cat``, copying every layer's whole cache once per generated
+    token: with a batch of agent prompts (~250 tokens) that copy cost more than the model's matmuls. Here a step writes
+    its one position in place. Built from a filled ``DynamicLayer`` after the prefill; a buffer grows (doubling) only
+    if a caller goes past ``capacity``. Only what :meth:`TransformersBackend.generate` uses is supported: ``update``,
+    ``batch_select_indices`` / ``reorder_cache``; the other edits raise rather than leave the buffers out of step.
+    """
+
+    def __init__(self, filled: DynamicLayer, capacity: int) -> None:
+        super().__init__()
+        keys, values = filled.keys, filled.values
+        if keys is None or values is None:
+            raise ValueError("filled: expected an initialized DynamicLayer")
+        self.dtype, self.device, self.is_initialized = keys.dtype, keys.device, True
+        self._length, self._capacity = keys.shape[-2], max(capacity, keys.shape[-2])
+        self._key_buffer, self._value_buffer = self._buffer(keys), self._buffer(values)
+        self._publish()
+
+    def _buffer(self, states: Tensor) -> Tensor:
+        """A ``capacity``-long buffer holding ``states`` at its start (the rest is left unwritten, and never copied)."""
+        buffer = states.new_empty((*states.shape[:-2], self._capacity, states.shape[-1]))
+        buffer[..., : states.shape[-2], :] = states
+        return buffer
+
+    def _filled(self) -> tuple[Tensor, Tensor]:
+        """Views of the written part of the buffers."""
+        return self._key_buffer[..., : self._length, :], self._value_buffer[..., : self._length, :]
+
+    def _publish(self) -> tuple[Tensor, Tensor]:
+        """Point ``keys`` / ``values`` (what attention and ``get_seq_length`` read) at the written part."""
+        keys, values = self.keys, self.values = self._filled()
+        return keys, values
+
+    def update(self, key_states: Tensor, value_states: Tensor, *args: Any, **kwargs: Any) -> tuple[Tensor, Tensor]:
+        end = self._length + key_states.shape[-2]
+        if end > self._capacity:
+            self._capacity = 2 * end
+            keys, values = self._filled()
+            self._key_buffer, self._value_buffer = self._buffer(keys), self._buffer(values)
+        self._key_buffer[..., self._length : end, :] = key_states
+        self._value_buffer[..., self._length : end, :] = value_states
+        self._length = end
+        return self._publish()
+
+    def batch_select_indices(self, indices: Tensor) -> None:
+        keys, values = self._filled()
+        self._key_buffer, self._value_buffer = self._buffer(keys[indices]), self._buffer(values[indices])
+        self._publish()
+
+    def reorder_cache(self, beam_idx: Tensor) -> None:
+        self.batch_select_indices(beam_idx.to(self.device))
+
+    def crop(self, tokens_to_remove: int) -> None:
+        raise NotImplementedError("_PreallocatedLayer: crop is not supported (the sampling loop never crops)")
+
+    def batch_repeat_interleave(self, repeats: int) -> None:
+        raise NotImplementedError("_PreallocatedLayer: batch_repeat_interleave is not supported")
+
+    def reset(self) -> None:
+        raise NotImplementedError("_PreallocatedLayer: reset is not supported (the cache lives for one batch)")
+
+
+def _preallocate(cache: Any, capacity: int) -> None:
+    """Swap each filled plain ``DynamicLayer`` of ``cache`` (after the prefill) for a :class:`_PreallocatedLayer`.
+
+    Other layer kinds (sliding windows, static, quantized, linear attention, ...) keep their own update rule.
+    """
+    layers = getattr(cache, "layers", None)
+    if layers is None:
+        return
+    for i, layer in enumerate(layers):
+        if type(layer) is DynamicLayer and layer.is_initialized and layer.keys is not None and layer.keys.numel():
+            layers[i] = _PreallocatedLayer(layer, capacity)
 
 
 class TransformersBackend:
@@ -124,8 +202,13 @@ class TransformersBackend:
         finish = [FinishReason.LENGTH] * batch
         stop_at: list[int | None] = [None] * batch
 
-        out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True)
+        # Only the last position's logits are sampled from: computing the vocabulary head over the whole prompt would
+        # cost more than the decode steps for long prompts (and a (B, P, V) float tensor).
+        out = self.model(
+            input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1
+        )
         cache, logits = out.past_key_values, out.logits[:, -1, :]
+        _preallocate(cache, width + max(budget))
         active = list(range(batch))  # batch rows still generating, in cache order
         while active:
             token_logp = torch.log_softmax(logits.float(), dim=-1)

@@ -40,7 +40,9 @@ class VLLMBackend:
         dtype: engine dtype (``"bfloat16"``, ``"float32"``; ``"auto"`` follows the checkpoint).
         max_model_len: context length; longer prompts give ``FinishReason.PROMPT_TOO_LONG`` (data, not an error).
         seed: engine seed (per-request seeds come from :class:`SamplingParams`).
-        enforce_eager: skip graph capture (needed on CPU, faster start everywhere).
+        enforce_eager: run the model eagerly, without ``torch.compile`` (and without CUDA graphs on GPUs). On the CPU
+            build compiling works too (weight reloads included) and is faster per token, but adds minutes to the
+            engine start (see ``rlanything_core.generation.vllm_bench``); eager keeps start-up short.
         engine_kwargs: passed to ``vllm.LLM`` (``tensor_parallel_size``, ``gpu_memory_utilization``, ...).
 
     Raises:
@@ -68,6 +70,13 @@ class VLLMBackend:
             ) from err
         self._vllm = vllm
         self.max_model_len = max_model_len
+        from vllm.platforms import current_platform
+
+        if current_platform.is_cpu():
+            # vLLM's CPU build crashes ("CPU Generator does not use offset") when a seeded request's prompt is split
+            # over steps by chunked prefill: it rewinds the request's generator, which only CUDA generators allow.
+            # A rollout batch (32 agent prompts, ~7k tokens) passes the 4k-token step budget, so prefill whole prompts.
+            engine_kwargs.setdefault("enable_chunked_prefill", False)
         self.llm = vllm.LLM(
             model=str(model), dtype=dtype, max_model_len=max_model_len, seed=seed, enforce_eager=enforce_eager,
             **engine_kwargs,

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from rlanything_core.generation.prompts import render_chat
+from rlanything_core.generation.prompts import render_chat, render_prompt
 from rlanything_core.generation.transformers_backend import TransformersBackend
 from rlanything_core.generation.types import FinishReason, Generation, GenerationBackend, SamplingParams
 from rlanything_core.models.tiny import tiny_model_and_tokenizer
@@ -188,3 +188,64 @@ def test_bad_prompts_raise_naming_the_argument(tiny) -> None:
     for bad in ([], "hello", [{"content": "no role"}]):
         with pytest.raises(ValueError, match="prompt"):
             backend.generate([bad], SamplingParams(max_new_tokens=1))  # type: ignore[list-item]
+
+
+def test_rows_leaving_the_batch_early_keep_exact_logprobs(tiny) -> None:
+    """Rows capped by the context stop first and leave the KV cache; the others' log-probs must not notice."""
+    model, tok = tiny
+    longest = max(len(TransformersBackend(model, tok).generate([p], SamplingParams(max_new_tokens=1))[0]
+                      .prompt_token_ids) for p in PROMPTS)
+    backend = TransformersBackend(model, tok, batch_size=4, max_model_len=longest + 6)
+    gens = backend.generate(PROMPTS, SamplingParams(max_new_tokens=24, temperature=1.0, seed=4))
+    assert len({len(g.token_ids) for g in gens}) > 1  # really uneven exits
+    for gen in gens:
+        ref, _ = teacher_forced_logprobs(model, gen)
+        torch.testing.assert_close(torch.tensor(gen.logprobs), ref, atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("capacity", [None, 1])  # None: sized for the whole generation; 1: grows on the first step
+def test_preallocated_cache_generates_as_the_plain_dynamic_cache(tiny, monkeypatch, capacity) -> None:
+    """The in-place KV cache must not change a token or a log-prob, with rows leaving the batch at different steps."""
+    from rlanything_core.generation import transformers_backend as module
+
+    model, tok = tiny
+    longest = max(len(render_prompt(tok, p)) for p in PROMPTS)
+    backend = TransformersBackend(model, tok, batch_size=4, max_model_len=longest + 10)  # uneven exits
+    params = SamplingParams(max_new_tokens=20, temperature=1.0, seed=8)
+    original = module._preallocate
+    swapped: list[int] = []
+
+    def counting(cache, size):  # type: ignore[no-untyped-def]
+        original(cache, size if capacity is None else capacity)
+        swapped.append(sum(isinstance(layer, module._PreallocatedLayer) for layer in cache.layers))
+
+    monkeypatch.setattr(module, "_preallocate", counting)
+    fast = backend.generate(PROMPTS, params)
+    monkeypatch.setattr(module, "_preallocate", lambda cache, size: None)
+    plain = backend.generate(PROMPTS, params)
+    assert swapped and all(n == model.config.num_hidden_layers for n in swapped)
+    assert len({len(g.token_ids) for g in fast}) > 1
+    for a, b in zip(fast, plain):
+        assert a.token_ids == b.token_ids and a.finish_reason is b.finish_reason
+        torch.testing.assert_close(torch.tensor(a.logprobs), torch.tensor(b.logprobs), atol=1e-5, rtol=0)
+
+
+def test_preallocated_layer_keeps_the_dynamic_layer_contents() -> None:
+    from transformers.cache_utils import DynamicLayer
+
+    from rlanything_core.generation.transformers_backend import _PreallocatedLayer
+
+    torch.manual_seed(0)
+    plain = DynamicLayer()
+    plain.update(torch.randn(3, 2, 5, 4), torch.randn(3, 2, 5, 4))
+    fast = _PreallocatedLayer(plain, capacity=6)
+    for step in range(4):  # past the capacity: the buffers grow
+        k, v = torch.randn(3, 2, 1, 4), torch.randn(3, 2, 1, 4)
+        torch.testing.assert_close(fast.update(k, v), plain.update(k, v), rtol=0, atol=0)
+        if step == 1:
+            plain.batch_select_indices(torch.tensor([0, 2, 1]))
+            fast.batch_select_indices(torch.tensor([0, 2, 1]))
+    assert fast.get_seq_length() == plain.get_seq_length() == 9
+    torch.testing.assert_close((fast.keys, fast.values), (plain.keys, plain.values), rtol=0, atol=0)
+    with pytest.raises(NotImplementedError, match="crop"):
+        fast.crop(-1)

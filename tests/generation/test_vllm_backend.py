@@ -84,3 +84,34 @@ def test_update_weights_in_place(backend: VLLMBackend, hf_model: torch.nn.Module
     backend.update_weights(state)
     restored = backend.generate(CHATS, greedy)
     assert [g.token_ids for g in restored] == [g.token_ids for g in before]
+
+
+def test_seeded_batch_larger_than_one_prefill_step(backend: VLLMBackend) -> None:
+    """A rollout-sized batch (~7k prompt tokens, past the engine's per-step token budget) with per-prompt seeds.
+
+    With chunked prefill, vLLM's CPU build crashed here ("CPU Generator does not use offset").
+    """
+    from rlanything_core.generation.prompts import render_prompt
+    from rlanything_core.generation.vllm_bench import rollout_prompts
+
+    prompts = rollout_prompts(28, step=2)
+    budget = backend.llm.llm_engine.vllm_config.scheduler_config.max_num_batched_tokens
+    assert sum(len(render_prompt(backend.tokenizer, p)) for p in prompts) > budget
+    gens = backend.generate(prompts, SamplingParams(max_new_tokens=3, seed=2, ignore_eos=True))
+    assert [len(g.token_ids) for g in gens] == [3] * len(prompts)
+
+
+def test_side_by_side_benchmark_runs_both_workers() -> None:
+    import sys
+
+    from rlanything_core.generation.vllm_bench import bench_tokens_per_s, format_table, rollout_prompts
+
+    result = bench_tokens_per_s(
+        rollout_prompts(4, group_size=2), 5, vllm_python=sys.executable, threads=1, rounds=2, vllm_compile=False
+    )
+    assert result is not None
+    for side in (result.hf, result.vllm):
+        assert side.generated_tokens == 20 and side.prompts == 4 and len(side.round_seconds) == 2
+        assert side.threads == 1 and side.torch_threads == 1
+    assert result.hf.prompt_tokens == result.vllm.prompt_tokens
+    assert result.ratio > 0 and "vllm" in format_table(result)
