@@ -26,11 +26,16 @@ def _identity(text: str) -> str:
 
 
 def render_history(history: Sequence[tuple[str, str]], *, max_turns: int | None = None) -> str:
-    """``observation: ...`` / ``you took action: ...`` lines, keeping the last ``max_turns`` turns."""
+    """``observation: ...`` / ``you took action: ...`` lines, keeping the last ``max_turns`` turns in full.
+
+    The actions of the older turns stay, on one ``earlier actions:`` line (a few tokens each): without them an agent
+    with a short window cannot tell which places it has already searched, and walks back to them.
+    """
     turns = list(history) if max_turns is None else list(history)[-max_turns:] if max_turns > 0 else []
     lines: list[str] = []
-    if max_turns is not None and len(history) > len(turns):
-        lines.append(f"[{len(history) - len(turns)} earlier turns omitted]")
+    if len(history) > len(turns):
+        earlier = list(history)[: len(history) - len(turns)]
+        lines.append("earlier actions: " + "; ".join(action for _, action in earlier))
     for observation, action in turns:
         lines.append(f"observation: {observation.strip()}")
         lines.append(f"you took action: {action}")

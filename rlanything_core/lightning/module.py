@@ -15,6 +15,7 @@ optimizers (policy, judge). Each update:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -124,6 +125,7 @@ class RLAnythingModule(L.LightningModule):
                 num_seqs_global=n_seq,
             )
 
+        started = time.perf_counter()
         metrics.update(
             self._update(
                 "policy",
@@ -150,6 +152,7 @@ class RLAnythingModule(L.LightningModule):
                     judge_objective,
                 )
             )
+        metrics["time/update_s"] = time.perf_counter() - started  # both models' updates (old log-probs included)
         self.update_history.append(metrics)
         self.log_dict(metrics, on_step=True, prog_bar=False, batch_size=1, rank_zero_only=True)
         self.log("success", data.metrics.get("success_rate", 0.0), prog_bar=True, on_step=True, batch_size=1)

@@ -10,6 +10,7 @@ rollout (``derive_seed``), so the union over ranks is exactly what one process w
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -85,6 +86,7 @@ class AgentLoopDriver(PoolSnapshots):
         tasks = self.tasks_for(iteration)
         mine = self.my_groups(len(tasks))
         it_seed = derive_seed(self.seed, iteration)
+        started = time.perf_counter()
         episodes, stats = self.collector.collect(
             [self.to_env_task(tasks[g]) for g in mine],
             seed=it_seed,
@@ -94,10 +96,13 @@ class AgentLoopDriver(PoolSnapshots):
         metrics: dict[str, float] = {
             "action_parse_failures": float(stats.action_parse_failures),
             "env_failures": float(stats.env_failures),
+            "time/rollout_s": time.perf_counter() - started,
         }
         if self.judge is not None and episodes:
+            started = time.perf_counter()
             jstats = self.judge.judge(episodes, seed=derive_seed(self.seed, iteration, "judge"))
             metrics["judge_votes"] = float(jstats.votes)
+            metrics["time/judge_s"] = time.perf_counter() - started
         data = build_iteration(
             episodes,
             iteration=iteration,
@@ -110,7 +115,9 @@ class AgentLoopDriver(PoolSnapshots):
             judge_band=self.judge_band,
         )
         data.metrics.update(metrics)
+        started = time.perf_counter()
         data.metrics.update(self._adapt(episodes, iteration))
+        data.metrics["time/adapt_s"] = time.perf_counter() - started  # the pool sync too, where there is no adaptation
         return data
 
     def _adapt(self, episodes: list[Any], iteration: int) -> dict[str, float]:
