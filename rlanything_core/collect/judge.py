@@ -73,15 +73,19 @@ class GenerativeVotes:
 
 
 class ScoredVotes:
-    """A verdict-only judge for small models: the response is ``\\boxed{1}`` or ``\\boxed{-1}``.
+    """A verdict-only judge for small models: the response is ``\\boxed{+1}`` or ``\\boxed{-1}``.
 
-    The verdict is sampled from the softmax of the two responses' log-likelihoods at ``temperature``.
+    The verdict is sampled from the softmax of the two responses' log-likelihoods at ``temperature``. The two
+    responses have the same number of tokens and differ only in the sign: with ``\\boxed{1}`` against
+    ``\\boxed{-1}`` the shorter one won by a whole token's log-likelihood (~11 nats for a model that has not learnt
+    the format), so an untrained judge voted +1 on every step, its m votes never disagreed, consistency feedback had
+    nothing to learn from and the integrated reward collapsed to the outcome plus a constant.
 
     It skips the reasoning, so it never fails the format; it is the CPU-scale stand-in for the generative judge
     (same prompt, same consistency training on the chosen response's tokens). Log-probs are left for the trainer.
     """
 
-    CANDIDATES = ("\\boxed{1}", "\\boxed{-1}")
+    CANDIDATES = ("\\boxed{+1}", "\\boxed{-1}")
 
     def __init__(self, *, temperature: float = 1.0) -> None:
         if not temperature > 0:

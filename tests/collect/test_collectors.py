@@ -73,6 +73,19 @@ def test_judge_votes_scored_and_generative(backend: TransformersBackend, games: 
     assert all(len(st.judge) == 2 for e in episodes for st in e.steps)
 
 
+def test_scored_verdicts_differ_only_in_the_sign(backend: TransformersBackend, games: list[str]) -> None:
+    """An untrained judge must not prefer a verdict for its length: its m votes have to disagree sometimes, or
+    consistency feedback (standardized over the m votes) is zero on every step and the judge never trains."""
+    plus, minus = (backend.tokenizer.tokenize(c) for c in ScoredVotes.CANDIDATES)
+    assert len(plus) == len(minus) and sum(a != b for a, b in zip(plus, minus)) == 1
+    collector = AgentCollector(backend, SequentialRunner(AlfworldEnvFactory(max_episode_steps=3)),
+                               LikelihoodSelector(), group_size=2, max_steps=3, max_history_turns=0)
+    episodes, _ = collector.collect(games[:1], seed=1)
+    JudgeCollector(backend, num_votes=4, votes=ScoredVotes(temperature=1.0)).judge(episodes, seed=2)
+    votes = [v.vote for e in episodes for st in e.steps for v in st.judge]
+    assert set(votes) == {1, -1}, votes
+
+
 def test_judge_prompt_cannot_be_forged_by_policy_text(backend: TransformersBackend, games: list[str]) -> None:
     collector = AgentCollector(backend, SequentialRunner(AlfworldEnvFactory(max_episode_steps=1)),
                                LikelihoodSelector(), group_size=1, max_steps=1)
