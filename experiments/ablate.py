@@ -336,7 +336,7 @@ def _plots(
                 [(e["eval/iteration"], e[f"eval/{split}/{metric}"]) for e in run if f"eval/{split}/{metric}" in e]
                 for run in runs
             ]
-            points = [p for p in points if p]
+            points = [p for p in points if len(p) > 1]  # the "before" point alone: an arm with no judge
             if not points:
                 continue
             n = min(len(p) for p in points)
@@ -493,18 +493,18 @@ def main(cfg: DictConfig) -> None:
             _warm_start(cfg, int(cfg.seeds[0]), out)  # shared by every seed: made once, before the workers start
         _run_seeds_in_parallel(cfg, out)
     for seed in cfg.seeds:
-        start: list[dict[str, float]] = []  # the seed's "before" evaluation: every arm's judge curve starts there
+        before_eval: list[dict[str, float]] = []  # the seed's "before" evaluation: every arm's judge curve starts there
         for name, run_dir in _run_seed(cfg, int(seed), out, arms).items():
             rows = _read_metrics(run_dir)
             if name == "before":
                 before = json.loads((run_dir / "eval.json").read_text())
                 results["before"].append({f"eval/{k}": v for k, v in before.items()})
-                start = [{"eval/iteration": 0.0, **results["before"][-1]}]
+                before_eval = [{"eval/iteration": 0.0, **results["before"][-1]}]
                 continue
             runs[f"{name}_seed{seed}"] = str(run_dir)
             results[name].append(_final_eval(rows))
             curves[name].append(_curve(rows))
-            judge_runs[name].append(start + _eval_rows(rows))
+            judge_runs[name].append(before_eval + _eval_rows(rows))
             if name == "full":
                 key = "rollout/env/accepted_total"
                 accepted.append([r[key] for r in rows if key in r])

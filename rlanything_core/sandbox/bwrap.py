@@ -10,7 +10,9 @@ import subprocess
 __all__ = ["bwrap_command", "bwrap_status"]
 
 
-def bwrap_command(*, tmpfs_mb: int, hidden_paths: tuple[str, ...] = ()) -> list[str]:
+def bwrap_command(
+    *, tmpfs_mb: int, hidden_paths: tuple[str, ...] = (), visible_paths: tuple[str, ...] = ()
+) -> list[str]:
     """The bubblewrap prefix: new ipc/pid/net/uts(/cgroup) namespaces, read-only ``/``, private ``/tmp``.
 
     As root, no user namespace is created (none is needed) and only CAP_SETUID/CAP_SETGID are kept so that the
@@ -19,6 +21,8 @@ def bwrap_command(*, tmpfs_mb: int, hidden_paths: tuple[str, ...] = ()) -> list[
     Args:
         tmpfs_mb: size of the writable ``/tmp`` tmpfs, MiB.
         hidden_paths: existing host directories to cover with an empty tmpfs.
+        visible_paths: host paths under ``/tmp`` to bind again, read-only, over the private ``/tmp`` (the runner and
+            the interpreter of a checkout or virtual environment that lives there would otherwise vanish).
 
     Returns:
         The argv prefix; append ``--`` handling is included, so append the command directly.
@@ -31,6 +35,9 @@ def bwrap_command(*, tmpfs_mb: int, hidden_paths: tuple[str, ...] = ()) -> list[
         cmd += ["--unshare-user"]
     cmd += ["--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     cmd += ["--size", str(tmpfs_mb << 20), "--tmpfs", "/tmp"]
+    for path in visible_paths:
+        if os.path.exists(path):
+            cmd += ["--ro-bind", os.path.abspath(path), os.path.abspath(path)]
     for path in hidden_paths:
         if os.path.isdir(path):
             cmd += ["--tmpfs", os.path.abspath(path)]
