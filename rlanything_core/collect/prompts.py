@@ -31,10 +31,11 @@ def render_history(history: Sequence[tuple[str, str]], *, max_turns: int | None 
     The actions of the older turns stay, on one ``earlier actions:`` line (a few tokens each): without them an agent
     with a short window cannot tell which places it has already searched, and walks back to them.
     """
-    turns = list(history) if max_turns is None else list(history)[-max_turns:] if max_turns > 0 else []
+    past = list(history)
+    split = 0 if max_turns is None else max(0, len(past) - max(0, max_turns))
+    earlier, turns = past[:split], past[split:]
     lines: list[str] = []
-    if len(history) > len(turns):
-        earlier = list(history)[: len(history) - len(turns)]
+    if earlier:
         lines.append("earlier actions: " + "; ".join(action for _, action in earlier))
     for observation, action in turns:
         lines.append(f"observation: {observation.strip()}")

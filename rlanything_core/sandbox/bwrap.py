@@ -21,8 +21,8 @@ def bwrap_command(
     Args:
         tmpfs_mb: size of the writable ``/tmp`` tmpfs, MiB.
         hidden_paths: existing host directories to cover with an empty tmpfs.
-        visible_paths: host paths under ``/tmp`` to bind again, read-only, over the private ``/tmp`` (the runner and
-            the interpreter of a checkout or virtual environment that lives there would otherwise vanish).
+        visible_paths: host paths the sandboxed command must still reach (its runner, its interpreter); those under
+            ``/tmp`` are bound again, read-only, over the private ``/tmp``, which would otherwise hide them.
 
     Returns:
         The argv prefix; append ``--`` handling is included, so append the command directly.
@@ -35,9 +35,9 @@ def bwrap_command(
         cmd += ["--unshare-user"]
     cmd += ["--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     cmd += ["--size", str(tmpfs_mb << 20), "--tmpfs", "/tmp"]
-    for path in visible_paths:
-        if os.path.exists(path):
-            cmd += ["--ro-bind", os.path.abspath(path), os.path.abspath(path)]
+    for path in sorted({os.path.abspath(p) for p in visible_paths}):
+        if path.startswith("/tmp/") and os.path.exists(path):
+            cmd += ["--ro-bind", path, path]
     for path in hidden_paths:
         if os.path.isdir(path):
             cmd += ["--tmpfs", os.path.abspath(path)]

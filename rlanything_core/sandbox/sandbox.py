@@ -185,10 +185,8 @@ class Sandbox:
                 RuntimeWarning,
                 stacklevel=2,
             )
-        # The runner and the interpreters must stay reachable inside; the private /tmp would hide them where the
-        # checkout or the virtual environment lives under /tmp.
-        needed = (sys.prefix, os.path.dirname(_RUNNER), os.path.dirname(self.python))
-        visible = tuple(sorted({p for p in needed if os.path.abspath(p).startswith("/tmp/")}))
+        # The runner and the interpreters must stay reachable inside (a checkout or venv may live under /tmp).
+        visible = (sys.prefix, os.path.dirname(_RUNNER), os.path.dirname(self.python))
         self._prefix = (
             bwrap_command(tmpfs_mb=self.config.tmpfs_mb, hidden_paths=self.config.hidden_paths, visible_paths=visible)
             if self._bwrap
