@@ -31,10 +31,11 @@ from rlanything_core.collect.prompts import agent_messages
 from rlanything_core.environment._io import atomic_write_bytes
 from rlanything_core.envs.alfworld.data import list_games
 from rlanything_core.envs.alfworld.env import AlfworldEnvFactory
-from rlanything_core.envs.alfworld.expert import ExpertKind, ExpertStep, load_or_build_expert_steps
+from rlanything_core.envs.alfworld.expert import ExpertKind, ExpertStep, expert_labels, load_or_build_expert_steps
 from rlanything_core.envs.parallel import EnvPool
 from rlanything_core.generation.transformers_backend import TransformersBackend
 from rlanything_core.models.tiny import tiny_model_and_tokenizer
+from rlanything_core.records import Episode
 from rlanything_core.training.sft import SftLoss, supervised_warm_start
 
 
@@ -61,19 +62,48 @@ def build_demonstrations(args: argparse.Namespace) -> list[ExpertStep]:
                                       perturb_prob=args.perturb, num_workers=args.workers)
 
 
+def play(model: Any, tokenizer: Any, games: list[str], args: argparse.Namespace, *, temperature: float,
+         group_size: int, seed: int) -> list[Episode]:
+    """``group_size`` episodes of the policy on each game, ``args.eval_steps`` steps at most."""
+    backend = TransformersBackend(model, tokenizer, batch_size=64)
+    with EnvPool(AlfworldEnvFactory(max_episode_steps=args.eval_steps), num_workers=args.workers) as pool:
+        collector = AgentCollector(backend, cast(EpisodeRunner, pool), LikelihoodSelector(temperature=temperature),
+                                   group_size=group_size, max_steps=args.eval_steps, max_history_turns=args.history)
+        episodes, _ = collector.collect(games, seed=seed)
+    return episodes
+
+
 def evaluate(model: Any, tokenizer: Any, split: str, n_games: int, args: argparse.Namespace) -> dict[str, float]:
     """Success rate on the first ``n_games`` games of ``split``, ``args.group_size`` rollouts each, per temperature."""
     games = [str(g.game_file) for g in list_games(split)[:n_games]]
-    backend = TransformersBackend(model, tokenizer, batch_size=64)
     out: dict[str, float] = {}
-    with EnvPool(AlfworldEnvFactory(max_episode_steps=args.eval_steps), num_workers=args.workers) as pool:
-        for temperature in args.temperatures:
-            collector = AgentCollector(backend, cast(EpisodeRunner, pool), LikelihoodSelector(temperature=temperature),
-                                       group_size=args.group_size, max_steps=args.eval_steps,
-                                       max_history_turns=args.history)
-            episodes, _ = collector.collect(games, seed=args.seed)
-            out[f"T={temperature}"] = sum(e.won for e in episodes) / len(episodes)
+    for temperature in args.temperatures:
+        episodes = play(model, tokenizer, games, args, temperature=temperature, group_size=args.group_size,
+                        seed=args.seed)
+        out[f"T={temperature}"] = sum(e.won for e in episodes) / len(episodes)
     return out
+
+
+def fit(model: Any, tokenizer: Any, steps: list[ExpertStep], epochs: int, args: argparse.Namespace) -> list[float]:
+    """Train ``model`` on the expert's commands at ``steps`` (the candidate loss by default)."""
+    examples = [(agent_messages(s.goal, s.history, s.observation, s.admissible_actions,
+                                max_history_turns=args.history, boxed_answer=False), s.action) for s in steps]
+    return supervised_warm_start(model, tokenizer, examples, epochs=epochs, lr=args.lr, batch_size=args.batch_size,
+                                 seed=args.seed, loss=args.loss, candidates=[s.admissible_actions for s in steps],
+                                 max_candidates=args.max_candidates)
+
+
+def dagger_round(model: Any, tokenizer: Any, round_index: int, args: argparse.Namespace) -> list[ExpertStep]:
+    """One DAgger round: the policy plays the training games, the hand-coded expert labels the states it reached."""
+    games = [str(g.game_file) for g in list_games(args.split)[args.game_offset : args.game_offset + args.games]]
+    seed = args.seed + 1000 * (round_index + 1)
+    episodes = play(model, tokenizer, games, args, temperature=1.0, group_size=1, seed=seed)
+    labelled = expert_labels([(e.task_id, [s.action for s in e.steps]) for e in episodes], seed=seed,
+                             num_workers=args.workers)
+    won = sum(e.won for e in episodes) / len(episodes)
+    print(f"dagger round {round_index + 1}: the policy won {won:.3f} of {len(episodes)} {args.split} games; "
+          f"{len(labelled)} states labelled by the expert", flush=True)
+    return labelled
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -92,6 +122,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--lr", type=float, default=1e-2)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--loss", default=SftLoss.CANDIDATE.value, choices=[k.value for k in SftLoss])
+    p.add_argument("--dagger-rounds", type=int, default=0,
+                   help="DAgger rounds after the first fit: the policy plays the training games, the expert labels")
+    p.add_argument("--dagger-epochs", type=int, default=1, help="epochs over all the data after each DAgger round")
     p.add_argument("--max-candidates", type=int, default=10)
     p.add_argument("--eval-games", type=int, default=16)
     p.add_argument("--eval-steps", type=int, default=20)
@@ -116,17 +149,17 @@ def main(argv: list[str] | None = None) -> None:
 
     model, tokenizer = tiny_model_and_tokenizer("smollm2", hidden=args.hidden, layers=args.layers, seed=args.seed)
     model.config.max_position_embeddings = max(int(model.config.max_position_embeddings), 4096)  # RoPE: no table
-    examples = [(agent_messages(s.goal, s.history, s.observation, s.admissible_actions,
-                                max_history_turns=args.history, boxed_answer=False), s.action) for s in steps]
-    losses = supervised_warm_start(model, tokenizer, examples, epochs=args.epochs, lr=args.lr,
-                                   batch_size=args.batch_size, seed=args.seed, loss=args.loss,
-                                   candidates=[s.admissible_actions for s in steps],
-                                   max_candidates=args.max_candidates)
-    t2, c2 = time.time(), _cpu()
     n_params = sum(p.numel() for p in model.parameters())
-    print(f"training: {n_params / 1e6:.2f} M params, {len(examples)} examples x {args.epochs} epochs, loss "
-          f"{losses[0]:.3f} -> {sum(losses[-5:]) / min(5, len(losses)):.3f}; {t2 - t1:.1f} s wall, {c2 - c1:.1f} s CPU",
-          flush=True)
+    for round_index in range(args.dagger_rounds + 1):
+        if round_index:  # aggregate (DAgger): every earlier round's data stays
+            steps = steps + dagger_round(model, tokenizer, round_index - 1, args)
+        epochs = args.epochs if not round_index else args.dagger_epochs
+        tr, cr = time.time(), _cpu()
+        losses = fit(model, tokenizer, steps, epochs, args)
+        print(f"training: {n_params / 1e6:.2f} M params, {len(steps)} examples x {epochs} epochs, loss "
+              f"{losses[0]:.3f} -> {sum(losses[-5:]) / min(5, len(losses)):.3f}; {time.time() - tr:.1f} s wall, "
+              f"{_cpu() - cr:.1f} s CPU", flush=True)
+    t2, c2 = time.time(), _cpu()
     if args.save:  # a state dict, as train.py's model.policy_init loads it; atomic, so a crash leaves no torn file
         buffer = io.BytesIO()
         torch.save(model.state_dict(), buffer)
@@ -139,7 +172,7 @@ def main(argv: list[str] | None = None) -> None:
         figures = ", ".join(f"{k} {v:.3f}" for k, v in result.items())
         print(f"success {split} ({n} games x {args.group_size}, {args.eval_steps} steps): {figures}; "
               f"{time.time() - te:.1f} s", flush=True)
-    print(f"warm start total (demonstrations + training): {t2 - t0:.1f} s wall, {c2 - c0:.1f} s CPU")
+    print(f"warm start total (demonstrations, DAgger rounds, training): {t2 - t0:.1f} s wall, {c2 - c0:.1f} s CPU")
 
 
 if __name__ == "__main__":

@@ -128,10 +128,11 @@ def test_the_idle_engine_cache_is_bounded_and_closes_the_oldest(tmp_path, monkey
     assert engines[1].closed
 
 
-def test_the_memoized_translation_and_grammar_give_what_the_unpatched_engine_gives(monkeypatch):
+def test_the_engine_speed_ups_give_what_the_unpatched_engine_gives(monkeypatch):
     import fast_downward
     from textworld.envs.pddl import textgen
 
+    import rlanything_core.envs.alfworld.env as env_module
     from rlanything_core.envs.alfworld.env import start_engine
 
     def play() -> list[str]:
@@ -143,17 +144,21 @@ def test_the_memoized_translation_and_grammar_give_what_the_unpatched_engine_giv
         engine.close()
         return texts
 
-    memoized = play()
-    assert getattr(textgen._parse_and_convert, "__wrapped__", None) is not None  # start_engine installed both caches
+    fast = play()
+    # start_engine installed every speed-up
+    assert getattr(textgen._parse_and_convert, "__wrapped__", None) is not None
     assert getattr(fast_downward.pddl2sas, "__wrapped__", None) is not None
+    assert getattr(textgen.copy_context, "__wrapped__", None) is not None
+    assert textgen.Rule is not textworld_rule()
     monkeypatch.setattr(textgen, "_parse_and_convert", textgen._parse_and_convert.__wrapped__)
     monkeypatch.setattr(fast_downward, "pddl2sas", fast_downward.pddl2sas.__wrapped__)
-    from rlanything_core.envs.alfworld import engine_cache
+    monkeypatch.setattr(textgen, "copy_context", textgen.copy_context.__wrapped__)
+    monkeypatch.setattr(textgen, "Rule", textworld_rule())
+    monkeypatch.setattr(env_module, "speed_up_engine", lambda: None)
+    assert play() == fast
 
-    monkeypatch.setattr(engine_cache, "memoize_grammar_parsing", lambda: None)
-    monkeypatch.setattr(engine_cache, "memoize_pddl_translation", lambda: None)
-    import rlanything_core.envs.alfworld.env as env_module
 
-    monkeypatch.setattr(env_module, "memoize_grammar_parsing", lambda: None)
-    monkeypatch.setattr(env_module, "memoize_pddl_translation", lambda: None)
-    assert play() == memoized
+def textworld_rule() -> type:
+    from textworld.logic import Rule
+
+    return Rule

@@ -5,6 +5,7 @@ import pytest
 from rlanything_core.envs.alfworld import AlfworldEnv, list_games
 from rlanything_core.envs.alfworld.expert import (
     ExpertKind,
+    expert_labels,
     expert_steps,
     handcoded_expert_steps,
     load_or_build_expert_steps,
@@ -56,6 +57,22 @@ def test_perturbed_demonstrations_label_the_expert_command_and_keep_the_executed
     labels = [s.action for s in steps]
     assert executed != labels  # some commands were random, the labels are the expert's recovery
     assert replay(game, executed)[-1].won
+
+
+def test_dagger_labels_are_the_experts_commands_at_the_states_another_agent_reached():
+    game = train_game(ALARM)
+    own = handcoded_expert_steps(game, seed=0)
+    # replaying the expert's own commands gives back its records exactly
+    assert expert_labels([(game, [s.action for s in own])], seed=0) == own
+    # an agent that wanders: "look" and "inventory" first, then the commands the expert took
+    wander = ["look", "inventory"] + [s.action for s in own[:3]]
+    labels = expert_labels([(game, wander), (game, [])], seed=0, num_workers=1)
+    assert len(labels) == len(wander)  # not won: every state is labelled, and the empty episode adds nothing
+    assert [a for _, a in labels[-1].history] == wander[:-1]  # the history holds what the agent executed
+    assert labels[0].action == own[0].action  # the expert would have gone searching at once
+    assert all(s.action in s.admissible_actions and not s.action.startswith(("look", "inventory")) for s in labels)
+    states = replay(game, wander)
+    assert [s.observation for s in labels] == [r.observation for r in states[:-1]]
 
 
 def test_handcoded_expert_refuses_bad_arguments_and_unwon_games(tmp_path):

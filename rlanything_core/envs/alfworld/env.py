@@ -15,6 +15,7 @@ from typing import Any
 from rlanything_core.envs.alfworld.data import AlfworldGame
 from rlanything_core.envs.alfworld.engine_cache import (
     give_engine,
+    lighten_grammar_derivation,
     memoize_grammar_parsing,
     memoize_pddl_translation,
     take_engine,
@@ -41,6 +42,13 @@ def parse_goal(observation: str) -> str:
     return observation[start + len(_GOAL_MARKER) :].split("\n", 1)[0].strip()
 
 
+def speed_up_engine() -> None:
+    """Install this process's output-preserving TextWorld speed-ups (see ``engine_cache``; idempotent)."""
+    memoize_pddl_translation()
+    memoize_grammar_parsing()
+    lighten_grammar_derivation()
+
+
 def start_engine(game_file: str | os.PathLike[str], *, policy_commands: bool = False) -> Any:
     """Load a ``game.tw-pddl`` file into a TextWorld PDDL environment with ALFWorld's wrappers.
 
@@ -61,8 +69,7 @@ def start_engine(game_file: str | os.PathLike[str], *, policy_commands: bool = F
     if saved is None:  # importing alfworld sets $ALFWORLD_DATA (to ~/.cache/alfworld); keep the user's environment
         os.environ.pop("ALFWORLD_DATA", None)
 
-    memoize_pddl_translation()
-    memoize_grammar_parsing()
+    speed_up_engine()
     infos = EnvInfos(admissible_commands=True, won=True, extras=["gamefile"], policy_commands=policy_commands)
     return textworld.start(str(game_file), request_infos=infos, wrappers=[AlfredDemangler(shuffle=False), AlfredInfos])
 

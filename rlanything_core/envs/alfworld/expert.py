@@ -28,11 +28,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from rlanything_core.envs.alfworld.env import AlfworldEnv, parse_goal
+from rlanything_core.envs.alfworld.env import AlfworldEnv, parse_goal, speed_up_engine
 
 __all__ = [
     "ExpertKind",
     "ExpertStep",
+    "expert_labels",
     "expert_steps",
     "handcoded_expert_steps",
     "load_or_build_expert_steps",
@@ -114,6 +115,7 @@ def _start_engine_with_facts(game_file: Path) -> Any:
 
     if saved is None:  # importing alfworld sets $ALFWORLD_DATA; keep the user's environment
         os.environ.pop("ALFWORLD_DATA", None)
+    speed_up_engine()
     infos = EnvInfos(admissible_commands=True, won=True, facts=True, extras=["gamefile"])
     return textworld.start(str(game_file), request_infos=infos, wrappers=[AlfredDemangler(shuffle=False), AlfredInfos])
 
@@ -136,6 +138,7 @@ def handcoded_expert_steps(
     max_steps: int = 30,
     seed: int = 0,
     perturb_prob: float = 0.0,
+    executed: Sequence[str] | None = None,
 ) -> list[ExpertStep]:
     """Play the game with ALFWorld's hand-coded expert and record every decision.
 
@@ -147,18 +150,24 @@ def handcoded_expert_steps(
     the first executes, with that probability, a random admissible command instead of the expert's one; the record
     still holds the expert's command (how to recover), and the history holds the command actually executed.
 
+    With ``executed`` (DAgger), step ``t`` runs ``executed[t]`` (say, the policy's own command) while the expert, which
+    observes every step, labels the state with the command it would have taken. The episode ends when ``executed``
+    is used up or the game is won; it need not be won, and where the expert gives up on a state the policy led it
+    into, the records stop there (the states before it keep their labels).
+
     Args:
         game_file: a ``game.tw-pddl`` whose folder holds ``traj_data.json`` (the expert reads the task's parameters).
         max_steps: the expert must win within this many steps.
         seed: seeds the expert's own random choices (it picks among equivalent objects) and the perturbation.
         perturb_prob: probability of executing a random admissible command instead (in ``[0, 1)``).
+        executed: the commands to execute, one per step (``max_steps`` and ``perturb_prob`` then do not apply).
 
     Returns:
         One record per step, in order.
 
     Raises:
-        ValueError: bad arguments, or the expert does not win within ``max_steps`` (it fails on some games: it proposes
-            a command that is not admissible, or runs out of subgoals).
+        ValueError: bad arguments, or (without ``executed``) the expert does not win within ``max_steps`` (it fails on
+            some games: it proposes a command that is not admissible, or runs out of subgoals).
     """
     from alfworld.agents.expert import HandCodedAgentFailed, HandCodedAgentTimeout, HandCodedTWAgent
 
@@ -183,7 +192,7 @@ def handcoded_expert_steps(
         history: list[tuple[str, str]] = []
         out: list[ExpertStep] = []
         last = "look"
-        for t in range(max_steps):
+        for t in range(max_steps if executed is None else len(executed)):
             admissible = tuple(state["admissible_commands"])
             try:
                 action = str(agent.act(state, 0, state["won"], last))
@@ -192,19 +201,25 @@ def handcoded_expert_steps(
                         break
                     _forget_target(agent.policy, action)
                     action = str(agent.policy.act(state, "look"))  # "look" changes none of the expert's state
-            except (HandCodedAgentFailed, HandCodedAgentTimeout, IndexError, KeyError) as exc:
+                if action not in admissible:
+                    raise ValueError(f"game_file: the hand-coded expert proposed {action!r}, not admissible, on {path}")
+            except (HandCodedAgentFailed, HandCodedAgentTimeout, IndexError, KeyError, ValueError) as exc:
+                if executed is not None:
+                    return out  # DAgger: a state the expert cannot label ends the records, not the batch
+                if isinstance(exc, ValueError):
+                    raise
                 raise ValueError(f"game_file: the hand-coded expert gave up on {path} ({type(exc).__name__})") from None
-            if action not in admissible:
-                raise ValueError(f"game_file: the hand-coded expert proposed {action!r}, not admissible, on {path}")
             out.append(ExpertStep(str(path), goal, tuple(history), observation, admissible, action))
-            executed = action
-            if t > 0 and perturb_prob > 0 and rng.random() < perturb_prob:
-                executed = admissible[rng.randrange(len(admissible))]
-            state, _, _ = engine.step(executed)
-            history.append((observation, executed))
-            observation, last = str(state.feedback), executed
+            command = action if executed is None else executed[t]
+            if executed is None and t > 0 and perturb_prob > 0 and rng.random() < perturb_prob:
+                command = admissible[rng.randrange(len(admissible))]
+            state, _, _ = engine.step(command)
+            history.append((observation, command))
+            observation, last = str(state.feedback), command
             if state["won"]:
                 return out
+        if executed is not None:
+            return out
         raise ValueError(f"game_file: the hand-coded expert did not win {path} within {max_steps} steps")
     finally:
         engine.close()
@@ -217,6 +232,7 @@ class _BuildSpec:
     max_steps: int
     seed: int
     perturb_prob: float
+    executed: tuple[str, ...] | None = None
 
 
 def _build_one(args: tuple[str, _BuildSpec]) -> tuple[str, list[ExpertStep] | None]:
@@ -225,9 +241,41 @@ def _build_one(args: tuple[str, _BuildSpec]) -> tuple[str, list[ExpertStep] | No
         if spec.expert == ExpertKind.WALKTHROUGH.value:
             return game, expert_steps(game)
         return game, handcoded_expert_steps(game, max_steps=spec.max_steps, seed=spec.seed,
-                                            perturb_prob=spec.perturb_prob)
+                                            perturb_prob=spec.perturb_prob, executed=spec.executed)
     except ValueError:
         return game, None
+
+
+def _run_jobs(jobs: list[tuple[str, _BuildSpec]], num_workers: int) -> list[tuple[str, list[ExpertStep] | None]]:
+    """Play the jobs in order, in ``num_workers`` spawned processes (``1``: in this process)."""
+    if num_workers < 1:
+        raise ValueError(f"num_workers: expected >= 1, got {num_workers}")
+    if num_workers == 1 or len(jobs) < 2:
+        return [_build_one(job) for job in jobs]
+    with multiprocessing.get_context("spawn").Pool(min(num_workers, len(jobs))) as pool:
+        return list(pool.imap(_build_one, jobs, chunksize=4))
+
+
+def expert_labels(
+    episodes: Sequence[tuple[str | os.PathLike[str], Sequence[str]]], *, seed: int = 0, num_workers: int = 1
+) -> list[ExpertStep]:
+    """DAgger: the hand-coded expert's command at every state of episodes some other agent played.
+
+    Each episode is replayed (the engine is deterministic) with the expert watching (see ``executed`` in
+    :func:`handcoded_expert_steps`), so the records carry the states the *agent* reached, each labelled with what
+    the expert would do there: the recoveries a policy trained only on the expert's own states never sees.
+
+    Args:
+        episodes: ``(game file, the commands the agent executed)`` pairs, training split only.
+        seed: episode ``k``'s expert uses ``seed + k`` (it breaks ties between equivalent objects at random).
+        num_workers: processes replaying episodes in parallel.
+
+    Returns:
+        The records of every episode, in order (an episode contributes up to its first state the expert gives up on).
+    """
+    jobs = [(str(g), _BuildSpec(ExpertKind.HANDCODED.value, max(1, len(actions)), seed + k, 0.0, tuple(actions)))
+            for k, (g, actions) in enumerate(episodes)]
+    return [s for _, found in _run_jobs(jobs, num_workers) if found is not None for s in found]
 
 
 def _step_from_json(s: dict[str, Any]) -> ExpertStep:
@@ -266,7 +314,7 @@ def load_or_build_expert_steps(
         kind = ExpertKind(expert)
     except ValueError:
         raise ValueError(f"expert: expected one of {[k.value for k in ExpertKind]}, got {expert!r}") from None
-    if num_workers < 1:
+    if num_workers < 1:  # checked before the cache, so a bad value fails even when nothing needs playing
         raise ValueError(f"num_workers: expected >= 1, got {num_workers}")
     cache = Path(cache_file)
     wanted = [str(g) for g in games]
@@ -278,11 +326,7 @@ def load_or_build_expert_steps(
         if data.get("games") == wanted and data.get("config", {"expert": "walkthrough"}) == config:
             return [_step_from_json(s) for s in data["steps"]]
     jobs = [(g, _BuildSpec(kind.value, max_steps, seed + k, perturb_prob)) for k, g in enumerate(wanted)]
-    if num_workers == 1 or len(jobs) < 2:
-        results = [_build_one(job) for job in jobs]
-    else:
-        with multiprocessing.get_context("spawn").Pool(min(num_workers, len(jobs))) as pool:
-            results = list(pool.imap(_build_one, jobs, chunksize=4))
+    results = _run_jobs(jobs, num_workers)
     steps = [s for _, found in results if found is not None for s in found]
     skipped = [g for g, found in results if found is None]
     payload = {"games": wanted, "config": config, "skipped": skipped, "steps": [asdict(s) for s in steps]}
