@@ -329,24 +329,22 @@ def _plots(
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     for col, (metric, title) in enumerate(
-        [("judge_process_acc", "process accuracy (planner labels)"), ("judge_outcome_acc", "outcome accuracy")]
+        [("judge_process", "process accuracy (planner labels)"), ("judge_outcome", "outcome accuracy")]
     ):
-        for arm, runs in judge.items():
-            points = [
-                [(e["eval/iteration"], e[f"eval/{split}/{metric}"]) for e in run if f"eval/{split}/{metric}" in e]
-                for run in runs
-            ]
-            points = [p for p in points if len(p) > 1]  # the "before" point alone: an arm with no judge
-            if not points:
-                continue
-            n = min(len(p) for p in points)
-            axes[col].plot(
-                [points[0][i][0] for i in range(n)],
-                [sum(p[i][1] for p in points) / len(points) for i in range(n)],
-                marker="o",
-                label=LABELS[arm],
-            )
-        axes[col].set_title(f"Judge {title}, {split}")
+        for k, (arm, runs) in enumerate(judge.items()):
+            for suffix, style, label in (("acc", "-", LABELS[arm]), ("bacc", "--", None)):
+                key = f"eval/{split}/{metric}_{suffix}"
+                points = [[(e["eval/iteration"], e[key]) for e in run if key in e] for run in runs]
+                points = [p for p in points if len(p) > 1]  # the "before" point alone: an arm with no judge
+                if not points:
+                    continue
+                n = min(len(p) for p in points)
+                axes[col].plot(
+                    [points[0][i][0] for i in range(n)],
+                    [sum(p[i][1] for p in points) / len(points) for i in range(n)],
+                    style, color=f"C{k}", marker="o", label=label,
+                )
+        axes[col].set_title(f"Judge {title}, {split}\n(solid: accuracy, dashed: balanced accuracy)", fontsize=9)
         axes[col].set_xlabel("iteration")
         axes[col].legend(fontsize=7)
     fig.tight_layout()
@@ -515,6 +513,9 @@ def main(cfg: DictConfig) -> None:
         ("OOD", f"eval/{ood_split}/success_rate"),
         ("RM Process", f"eval/{id_split}/judge_process_acc"),
         ("RM Outcome", f"eval/{id_split}/judge_outcome_acc"),
+        # not in the paper: plain accuracy rewards a judge that votes the majority label (see loop/evaluation.py)
+        ("RM Process (balanced)", f"eval/{id_split}/judge_process_bacc"),
+        ("RM Outcome (balanced)", f"eval/{id_split}/judge_outcome_bacc"),
     ]
     table_rows = []
     for arm in ["before", *arms]:

@@ -6,10 +6,15 @@ receptacles it has not seen) on the *training* split only (``valid_train`` or ``
 SmolLM2 tokenizer; actions are chosen by the likelihood selector (softmax over the admissible commands' summed
 log-likelihoods), at ``T=1.0`` and greedily.
 
+With ``--dagger-rounds R`` (DAgger), after the first fit the policy plays each training game once at T=1, the
+hand-coded expert labels every state it reached (``expert_labels``), and the policy is fitted again on all the data
+gathered so far, ``R`` times.
+
 Usage (no Hydra)::
 
     python experiments/warm_start.py                       # the default recipe
     python experiments/warm_start.py --loss mixed --eval-games 32 --unseen
+    python experiments/warm_start.py --dagger-rounds 2 --eval-games 32
 """
 
 from __future__ import annotations

@@ -9,6 +9,10 @@ authors' code which used the training limit). Judge (when given):
   planner oracle's label (``PROGRESS`` = a good step, ``+1``; ``NEUTRAL`` or ``REGRESS`` = ``-1``). The paper labels
   steps with a stronger model's majority vote; the planner is exact. It is used for evaluation only, never for
   training.
+
+Both also come as **balanced accuracy** (``..._bacc``: the mean of the recalls of the classes present). Plain accuracy
+flatters a judge that always says the majority label: most steps are not progress and most episodes fail, so a judge
+voting ``-1`` everywhere scores well above chance in accuracy and exactly 0.5 in balanced accuracy.
 """
 
 from __future__ import annotations
@@ -25,7 +29,25 @@ from rlanything_core.collect.judge import JudgeCollector
 from rlanything_core.records import Episode
 from rlanything_core.seeding import derive_seed
 
-__all__ = ["AgentEvaluator", "EvalSplit", "judge_outcome_predictions", "step_majority_votes"]
+__all__ = ["AgentEvaluator", "EvalSplit", "balanced_accuracy", "judge_outcome_predictions", "step_majority_votes"]
+
+
+def balanced_accuracy(predicted: torch.Tensor, actual: torch.Tensor) -> float:
+    """Mean over the classes present in ``actual`` of the fraction of them ``predicted`` gets right.
+
+    Args:
+        predicted: bool predictions.
+        actual: bool labels, as many.
+
+    Raises:
+        ValueError: different shapes, or no labels.
+    """
+    if predicted.shape != actual.shape or actual.numel() == 0:
+        raise ValueError(f"predicted, actual: expected equal non-empty shapes, got {tuple(predicted.shape)}, "
+                         f"{tuple(actual.shape)}")
+    predicted, actual = predicted.bool(), actual.bool()
+    recalls = [float((predicted[actual == c] == c).float().mean()) for c in (False, True) if bool((actual == c).any())]
+    return sum(recalls) / len(recalls)
 
 
 def step_majority_votes(episode: Episode) -> list[int]:
@@ -108,6 +130,7 @@ class AgentEvaluator:
             predicted, actual = judge_outcome_predictions(episodes)
             if predicted.numel():
                 metrics[f"{split.name}/judge_outcome_acc"] = float(BinaryAccuracy()(predicted.long(), actual.long()))
+                metrics[f"{split.name}/judge_outcome_bacc"] = balanced_accuracy(predicted, actual)
             if self.oracle is not None:
                 by_id = dict(zip(split.task_ids, split.tasks))
                 votes, labels = [], []
@@ -117,7 +140,9 @@ class AgentEvaluator:
                     labels.extend(self.oracle(by_id[e.task_id], [s.action for s in e.steps]))
                     votes.extend(step_majority_votes(e))
                 if labels:
-                    acc = BinaryAccuracy()((torch.tensor(votes) > 0).long(), (torch.tensor(labels) > 0).long())
-                    metrics[f"{split.name}/judge_process_acc"] = float(acc)
+                    good_vote, good_step = torch.tensor(votes) > 0, torch.tensor(labels) > 0
+                    metrics[f"{split.name}/judge_process_acc"] = float(BinaryAccuracy()(good_vote.long(),
+                                                                                          good_step.long()))
+                    metrics[f"{split.name}/judge_process_bacc"] = balanced_accuracy(good_vote, good_step)
                     metrics[f"{split.name}/oracle_progress_rate"] = sum(x > 0 for x in labels) / len(labels)
         return metrics
