@@ -238,7 +238,27 @@ def _split_names(cfg: DictConfig) -> tuple[str, str]:
         return names[0], names[-1]
     if cfg.setting.name == "textworld":
         return f"quest_{cfg.setting.eval_quest_lengths[0]}", f"quest_{cfg.setting.eval_quest_lengths[-1]}"
-    return "eval", "eval"
+    return str(cfg.setting.eval_set), str(cfg.setting.eval_set)  # coding: one evaluation set
+
+
+def _columns(cfg: DictConfig) -> list[tuple[str, str]]:
+    """The table's ``(header, metric)`` columns, the policy's main metric first (the paper's Table 1 per setting)."""
+    id_split, ood_split = _split_names(cfg)
+    if "eval_set" in cfg.setting:  # coding: pass@1 of the policy, the unit-test writer's UT and Detect rewards
+        return [
+            ("pass@1", f"eval/{id_split}/pass@1"),
+            ("RM UT", f"eval/{id_split}/ut"),
+            ("RM Detect", f"eval/{id_split}/detect"),
+        ]
+    return [
+        ("In-Dom", f"eval/{id_split}/success_rate"),
+        ("OOD", f"eval/{ood_split}/success_rate"),
+        ("RM Process", f"eval/{id_split}/judge_process_acc"),
+        ("RM Outcome", f"eval/{id_split}/judge_outcome_acc"),
+        # not in the paper: plain accuracy rewards a judge that votes the majority label (see loop/evaluation.py)
+        ("RM Process (balanced)", f"eval/{id_split}/judge_process_bacc"),
+        ("RM Outcome (balanced)", f"eval/{id_split}/judge_outcome_bacc"),
+    ]
 
 
 def _mean_ci(values: list[float]) -> tuple[float, float]:
@@ -256,8 +276,9 @@ def _curve(rows: list[dict[str, float]]) -> tuple[list[float], list[float]]:
     """Cumulative environment steps and training success rate, per iteration."""
     steps, success, total = [], [], 0.0
     for r in rows:
-        if "rollout/success_rate" in r and "rollout/steps" in r:
-            total += r["rollout/steps"]
+        done = r.get("rollout/steps", r.get("rollout/rollouts"))  # coding: one program is one environment step
+        if "rollout/success_rate" in r and done is not None:
+            total += done
             steps.append(total)
             success.append(r["rollout/success_rate"])
     return steps, success
@@ -479,7 +500,7 @@ def main(cfg: DictConfig) -> None:
         "started": time.time(),
     }
     atomic_write_json(out / "meta.json", meta)
-    id_split, ood_split = _split_names(cfg)
+    id_split, _ = _split_names(cfg)
 
     results: dict[str, list[dict[str, float]]] = {a: [] for a in ["before", *arms]}
     curves: dict[str, list[tuple[list[float], list[float]]]] = {a: [] for a in arms}
@@ -508,15 +529,7 @@ def main(cfg: DictConfig) -> None:
                 accepted.append([r[key] for r in rows if key in r])
     atomic_write_json(out / "runs.json", runs)
 
-    columns = [
-        ("In-Dom", f"eval/{id_split}/success_rate"),
-        ("OOD", f"eval/{ood_split}/success_rate"),
-        ("RM Process", f"eval/{id_split}/judge_process_acc"),
-        ("RM Outcome", f"eval/{id_split}/judge_outcome_acc"),
-        # not in the paper: plain accuracy rewards a judge that votes the majority label (see loop/evaluation.py)
-        ("RM Process (balanced)", f"eval/{id_split}/judge_process_bacc"),
-        ("RM Outcome (balanced)", f"eval/{id_split}/judge_outcome_bacc"),
-    ]
+    columns = _columns(cfg)
     table_rows = []
     for arm in ["before", *arms]:
         cells = []
@@ -556,7 +569,7 @@ def main(cfg: DictConfig) -> None:
     _plots(out, curves, judge_runs, accepted, id_split)
     print(table)
 
-    key = f"eval/{id_split}/success_rate"
+    key = columns[0][1]  # the policy's main metric
     full = [r[key] for r in results.get("full", []) if key in r]
     outcome = [r[key] for r in results.get("outcome_only", []) if key in r]
     beats = "na" if not full or not outcome else str(sum(full) / len(full) > sum(outcome) / len(outcome)).lower()

@@ -116,3 +116,20 @@ def test_seed_workers_get_their_seed_and_the_shared_warm_start_seed(monkeypatch:
     cmd = ablate._seed_worker_command(OmegaConf.create({"seeds": [3, 5]}), 5)
     assert "seeds=[5]" in cmd and "++warm_start_seed=3" in cmd and "++seed_worker=true" in cmd
     assert "seeds=[3,5]" not in cmd and "jobs=2" not in cmd and "iterations=2" in cmd and "+setting=alfworld" in cmd
+
+
+def test_coding_tables_report_pass_at_1_and_the_unit_test_rewards() -> None:
+    from omegaconf import OmegaConf
+
+    coding = OmegaConf.create({"setting": {"name": "livebench", "eval_set": "livebench"}})
+    assert ablate._columns(coding) == [("pass@1", "eval/livebench/pass@1"), ("RM UT", "eval/livebench/ut"),
+                                       ("RM Detect", "eval/livebench/detect")]  # fmt: skip
+    splits = {"in_distribution": "valid_seen", "out_of_distribution": "valid_unseen"}
+    alfworld = OmegaConf.create({"setting": {"name": "alfworld", "eval_splits": splits}})
+    columns = ablate._columns(alfworld)
+    assert columns[0] == ("In-Dom", "eval/in_distribution/success_rate")
+    assert columns[1] == ("OOD", "eval/out_of_distribution/success_rate")
+    # coding runs count programs as environment steps, so their learning curves are not empty
+    rows = [{"rollout/success_rate": 0.5, "rollout/rollouts": 8.0},
+            {"rollout/success_rate": 0.25, "rollout/rollouts": 8.0}]
+    assert ablate._curve(rows) == ([8.0, 16.0], [0.5, 0.25])
