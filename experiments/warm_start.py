@@ -68,6 +68,12 @@ def build_demonstrations(args: argparse.Namespace) -> list[ExpertStep]:
                                       perturb_prob=args.perturb, num_workers=args.workers)
 
 
+def policy_prompt(step: ExpertStep, history: int) -> list[dict[str, str]]:
+    """The policy's prompt at a demonstrated state, exactly as the loop renders it (likelihood scoring)."""
+    return agent_messages(step.goal, step.history, step.observation, step.admissible_actions,
+                          max_history_turns=history, boxed_answer=False)
+
+
 def play(model: Any, tokenizer: Any, games: list[str], args: argparse.Namespace, *, temperature: float,
          group_size: int, seed: int) -> list[Episode]:
     """``group_size`` episodes of the policy on each game, ``args.eval_steps`` steps at most."""
@@ -99,9 +105,7 @@ def imitation_accuracy(model: Any, tokenizer: Any, steps: list[ExpertStep], hist
     hits: Counter[str] = Counter()
     totals: Counter[str] = Counter()
     for s in steps:
-        messages = agent_messages(s.goal, s.history, s.observation, s.admissible_actions, max_history_turns=history,
-                                  boxed_answer=False)
-        scores = backend.score_continuations(messages, list(s.admissible_actions))
+        scores = backend.score_continuations(policy_prompt(s, history), list(s.admissible_actions))
         best = s.admissible_actions[max(range(len(scores)), key=scores.__getitem__)]
         verb = s.action.split(" ", 1)[0]
         totals[verb] += 1
@@ -113,8 +117,7 @@ def imitation_accuracy(model: Any, tokenizer: Any, steps: list[ExpertStep], hist
 
 def fit(model: Any, tokenizer: Any, steps: list[ExpertStep], epochs: int, args: argparse.Namespace) -> list[float]:
     """Train ``model`` on the expert's commands at ``steps`` (the candidate loss by default)."""
-    examples = [(agent_messages(s.goal, s.history, s.observation, s.admissible_actions,
-                                max_history_turns=args.history, boxed_answer=False), s.action) for s in steps]
+    examples = [(policy_prompt(s, args.history), s.action) for s in steps]
     return supervised_warm_start(model, tokenizer, examples, epochs=epochs, lr=args.lr, batch_size=args.batch_size,
                                  seed=args.seed, loss=args.loss, candidates=[s.admissible_actions for s in steps],
                                  max_candidates=args.max_candidates)

@@ -49,13 +49,15 @@ def speed_up_engine() -> None:
     lighten_grammar_derivation()
 
 
-def start_engine(game_file: str | os.PathLike[str], *, policy_commands: bool = False) -> Any:
+def start_engine(game_file: str | os.PathLike[str], *, policy_commands: bool = False, facts: bool = False) -> Any:
     """Load a ``game.tw-pddl`` file into a TextWorld PDDL environment with ALFWorld's wrappers.
 
     Args:
         game_file: the game file.
         policy_commands: ask the planner for an optimal remaining plan at every reset/step (slow: one
             fast-downward search per step).
+        facts: also report the state's ``facts`` (the hand-coded expert reads them); the same observations and
+            commands.
 
     Returns:
         The (not yet reset) ``textworld.core.Environment``.
@@ -70,7 +72,8 @@ def start_engine(game_file: str | os.PathLike[str], *, policy_commands: bool = F
         os.environ.pop("ALFWORLD_DATA", None)
 
     speed_up_engine()
-    infos = EnvInfos(admissible_commands=True, won=True, extras=["gamefile"], policy_commands=policy_commands)
+    infos = EnvInfos(admissible_commands=True, won=True, facts=facts, extras=["gamefile"],
+                     policy_commands=policy_commands)
     return textworld.start(str(game_file), request_infos=infos, wrappers=[AlfredDemangler(shuffle=False), AlfredInfos])
 
 

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from rlanything_core.envs.alfworld.env import AlfworldEnv, parse_goal, speed_up_engine
+from rlanything_core.envs.alfworld.env import AlfworldEnv, parse_goal, start_engine
 
 __all__ = [
     "ExpertKind",
@@ -102,24 +102,6 @@ def expert_steps(game_file: str | os.PathLike[str], *, max_steps: int | None = N
         env.close()
 
 
-def _start_engine_with_facts(game_file: Path) -> Any:
-    """The engine of :func:`~rlanything_core.envs.alfworld.env.start_engine`, also reporting ``facts``.
-
-    Same wrappers, hence the same observations and commands as :class:`AlfworldEnv`.
-    """
-    import textworld
-    from textworld.core import EnvInfos
-
-    saved = os.environ.get("ALFWORLD_DATA")
-    from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
-
-    if saved is None:  # importing alfworld sets $ALFWORLD_DATA; keep the user's environment
-        os.environ.pop("ALFWORLD_DATA", None)
-    speed_up_engine()
-    infos = EnvInfos(admissible_commands=True, won=True, facts=True, extras=["gamefile"])
-    return textworld.start(str(game_file), request_infos=infos, wrappers=[AlfredDemangler(shuffle=False), AlfredInfos])
-
-
 _REPLANS = 3
 """Times the hand-coded expert may re-plan after proposing a command that is not admissible."""
 
@@ -181,7 +163,7 @@ def handcoded_expert_steps(
     rng = random.Random(seed)
     saved_state = random.getstate()  # the expert draws from the global `random`: seed it, then restore the caller's
     random.seed(seed)
-    engine = _start_engine_with_facts(path)
+    engine = start_engine(path, facts=True)
     try:
         state = engine.reset()
         observation = str(state.feedback)
