@@ -12,7 +12,7 @@ EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 sys.path.insert(0, str(EXPERIMENTS))
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
-from builders import ConfigError, validate  # noqa: E402
+from config_checks import ConfigError, validate  # noqa: E402
 
 SETTINGS = ["alfworld", "textworld", "coding", "livebench"]
 ARMS = sorted(p.stem for p in (EXPERIMENTS / "conf" / "arm").glob("*.yaml"))

