@@ -131,12 +131,19 @@ def _read_metrics(run_dir: Path) -> list[dict[str, float]]:
 
 
 def _warm_start(cfg: DictConfig, seed: int, out: Path) -> Path | None:
-    """The warm-started policy of ``seed`` (cached in the results folder), or None where the setting has none.
+    """The warm-started policy of ``seed`` (cached in the results folder), or None where there is none.
+
+    Only the tiny policy of the ALFWorld setting is warm-started; a pretrained policy starts from its own weights.
 
     With ``warm_start.per_seed: false`` every seed starts from seed 0's warm start (the seeds then vary the RL runs
     only), which halves the set-up time of the CPU default.
     """
     if cfg.setting.name != "alfworld" or not cfg.warm_start.enabled:
+        return None
+    if not str(cfg.model.policy.get("_target_", "")).endswith(".tiny_model_and_tokenizer"):
+        # warm_start.py trains the tiny policy from scratch; a pretrained policy starts from its own weights, as the
+        # paper's base models do
+        _log(f"warm start: skipped (model={cfg.model.name} is pretrained; the warm start is for the tiny policy)")
         return None
     # a seed worker's cfg.seeds is its own seed only: its parent passes the shared seed
     seed = seed if cfg.warm_start.per_seed else int(cfg.get("warm_start_seed", cfg.seeds[0]))

@@ -133,3 +133,15 @@ def test_coding_tables_report_pass_at_1_and_the_unit_test_rewards() -> None:
     rows = [{"rollout/success_rate": 0.5, "rollout/rollouts": 8.0},
             {"rollout/success_rate": 0.25, "rollout/rollouts": 8.0}]
     assert ablate._curve(rows) == ([8.0, 16.0], [0.5, 0.25])
+
+
+def test_a_pretrained_policy_is_not_warm_started(tmp_path: Path) -> None:
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base=None):
+        pretrained = compose("ablate", overrides=["+setting=alfworld", "model=smollm2-135m"])
+        tiny = compose("ablate", overrides=["+setting=alfworld", "warm_start.enabled=false"])
+    assert pretrained.warm_start.enabled  # the default is on; the pretrained model skips it rather than failing
+    assert ablate._warm_start(pretrained, 0, tmp_path) is None
+    assert ablate._warm_start(tiny, 0, tmp_path) is None
+    assert not any(tmp_path.iterdir())
