@@ -41,12 +41,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
 import warm_start  # noqa: E402
-from reuse import reuse_file, reuse_run  # noqa: E402
-from train import run_training  # noqa: E402
-
 from builders import close_shared_env_pools  # noqa: E402
 from config_checks import ConfigError, validate  # noqa: E402
+from reuse import reuse_file, reuse_run  # noqa: E402
 from rlanything_core.environment._io import atomic_write_bytes, atomic_write_json, atomic_write_text  # noqa: E402
+from train import run_training  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 LABELS = {

@@ -1,7 +1,7 @@
 """Build the RLAnything loop from a Hydra config: validate first (``config_checks``), then wire the parts.
 
-The only place (with train.py / ablate.py) that knows about configs: every object below is built here and handed
-to the library, which never reads a config.
+With config_checks.py, train.py and ablate.py, the only place that reads configs: every object below is built here
+and handed to the library, which never reads a config.
 """
 
 from __future__ import annotations
