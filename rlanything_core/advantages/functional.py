@@ -113,7 +113,13 @@ def integrated_step_reward(
     *,
     lam: float = 1.0,
 ) -> Tensor:
-    """Integrated feedback ``R_{tau_i} = O_tau + lam * s_bar_{tau_i}`` (PAPER.md §2.1, eq. for ``R_{tau_i}``).
+    r"""Integrated feedback ``R_{tau_i} = O_tau + lam * s_bar_{tau_i}`` (PAPER.md §2.1, eq. for ``R_{tau_i}``).
+
+    $$
+    R_{\tau_i} = O_\tau + \frac{\lambda}{m} \sum_{j=1}^{m} S_{\tau_i,j}
+    $$
+
+    over the step's ``m`` requested votes, an unparseable vote counting as 0 (see ``mean_votes``).
 
     Args:
         outcome: ``(B,)`` floating, finite outcome ``O`` of each rollout (``+1``/``-1`` in the paper).

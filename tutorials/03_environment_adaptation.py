@@ -1,52 +1,52 @@
-"""Build tutorials/03_environment_adaptation.ipynb without outputs.
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
 
-Run: python tutorials/build_03_environment_adaptation.py
-"""
+# %% [markdown]
+# # 03 · Environment adaptation: a pool of ALFWorld tasks drifts into the difficulty band
+#
+# RLAnything rewrites tasks whose success rate leaves the band `(0.2, 0.8)` (PAPER §2.5): too easy → harder,
+# too hard → easier. A rewrite replaces its task only if its own fresh success rate moves the right way and stays
+# valid (`accept_rewrite`). This notebook runs that loop on **real ALFWorld games on the real TextWorld engine**:
+#
+# 1. roll out every active and pending task, measure success rates;
+# 2. resolve pending rewrites with the acceptance rule;
+# 3. build critic feedback (per failed rollout: high-risk steps and a failure summary);
+# 4. ask a task rewriter for candidates (here the rule-based ALFWorld rewriter: swap the goal's object/receptacle
+#    types, ranked by rarity), validated against the game's facts, compiled and **solved by the planner**;
+# 5. persist the pool atomically, and plot.
+#
+# **About the policy.** To keep this under a few minutes on a CPU the "policy" is *not* an LLM: it is a scripted
+# plan-follower that plays the planner's optimal plan but, at every step, takes a random admissible action with
+# probability `p` (then walks back to where it was). Its success rates are real measurements on the engine — longer
+# plans and farther objects fail more often — but they say nothing about an LLM's competence. In training, the
+# rollouts come from the policy model and the judge votes from the reward model.
 
+# %%
+import random
+import tempfile
 from pathlib import Path
 
-import nbformat as nbf
-
-cells = []
-
-
-def md(text: str) -> None:
-    cells.append(nbf.v4.new_markdown_cell(text.strip()))
-
-
-def code(text: str) -> None:
-    cells.append(nbf.v4.new_code_cell(text.strip()))
-
-
-md(r"""
-# 03 · Environment adaptation: a pool of ALFWorld tasks drifts into the difficulty band
-
-RLAnything rewrites tasks whose success rate leaves the band `(0.2, 0.8)` (PAPER §2.5): too easy → harder,
-too hard → easier. A rewrite replaces its task only if its own fresh success rate moves the right way and stays
-valid (`accept_rewrite`). This notebook runs that loop on **real ALFWorld games on the real TextWorld engine**:
-
-1. roll out every active and pending task, measure success rates;
-2. resolve pending rewrites with the acceptance rule;
-3. build critic feedback (per failed rollout: high-risk steps and a failure summary);
-4. ask a task rewriter for candidates (here the rule-based ALFWorld rewriter: swap the goal's object/receptacle
-   types, ranked by rarity), validated against the game's facts, compiled and **solved by the planner**;
-5. persist the pool atomically, and plot.
-
-**About the policy.** To keep this under a few minutes on a CPU the "policy" is *not* an LLM: it is a scripted
-plan-follower that plays the planner's optimal plan but, at every step, takes a random admissible action with
-probability `p` (then walks back to where it was). Its success rates are real measurements on the engine — longer
-plans and farther objects fail more often — but they say nothing about an LLM's competence. In training, the
-rollouts come from the policy model and the judge votes from the reward model.
-""")
-
-code(r"""
-import random, tempfile
-from pathlib import Path
-
-from rlanything_core.environment import DifficultyCritic, Direction
+from rlanything_core.environment import DifficultyCritic
 from rlanything_core.environment.feedback import build_feedback, render_feedback
-from rlanything_core.environment.metrics import (plot_accepted_growth, plot_difficulty_shift, rejection_reasons,
-                                                 difficulty_before_after, summarize)
+from rlanything_core.environment.metrics import (
+    difficulty_before_after,
+    plot_accepted_growth,
+    plot_difficulty_shift,
+    rejection_reasons,
+    summarize,
+)
 from rlanything_core.environment.pool import TaskPool
 from rlanything_core.environment.rewriters.alfworld_rules import AlfworldRuleRewriter
 from rlanything_core.environment.rewriters.protocol import TaskSpec
@@ -65,16 +65,14 @@ run_dir = Path(tempfile.mkdtemp(prefix="rlanything-env-"))
 pool = TaskPool.create(run_dir, roots)
 pool.save()
 print(run_dir, [t.task_id for t in pool.active_tasks()])
-""")
 
-md(r"""
-## The cheap policy, played on the engine
+# %% [markdown]
+# ## The cheap policy, played on the engine
+#
+# `rollout` returns `records.Episode` objects, exactly what the agent collector produces (without tokens and without
+# judge votes here, so the critic falls back to its deterministic template summary).
 
-`rollout` returns `records.Episode` objects, exactly what the agent collector produces (without tokens and without
-judge votes here, so the critic falls back to its deterministic template summary).
-""")
-
-code(r"""
+# %%
 P_RANDOM, ROLLOUTS, SLACK = 0.12, 4, 3
 _plans: dict[str, tuple[str, ...]] = {}
 
@@ -114,17 +112,15 @@ def rollout(task: TaskSpec, rng: random.Random) -> Episode:
 rng = random.Random(0)
 demo = rollout(roots[0], rng)
 print(demo.goal, "| won:", demo.won, "| steps:", [s.action for s in demo.steps])
-""")
 
-md(r"""
-## The loop
+# %% [markdown]
+# ## The loop
+#
+# Each iteration rolls out the active tasks and the pending candidates, resolves the pending ones, then requests
+# rewrites for active tasks outside the band. Every candidate is checked against the game's facts, written as a new
+# versioned game under the run directory, compiled and planned; only valid ones are scheduled.
 
-Each iteration rolls out the active tasks and the pending candidates, resolves the pending ones, then requests
-rewrites for active tasks outside the band. Every candidate is checked against the game's facts, written as a new
-versioned game under the run directory, compiled and planned; only valid ones are scheduled.
-""")
-
-code(r"""
+# %%
 critic = DifficultyCritic(band=(0.2, 0.8))
 rewriter = AlfworldRuleRewriter(out_dir=run_dir / "games", num_candidates=1, max_checks=2)
 ITERATIONS = 3
@@ -149,48 +145,39 @@ for it in range(ITERATIONS):
     pool.save()
     print(f"iteration {it}: " + ", ".join(f"{t.split('-')[1]}..{t[-12:]}={r:.2f}" for t, r in rates.items()))
 print("\n".join(log))
-""")
 
-md("One failed rollout's critic feedback (what an LLM rewriter would read in its prompt):")
+# %% [markdown]
+# One failed rollout's critic feedback (what an LLM rewriter would read in its prompt):
 
-code(r"""
+# %%
 some = next((fb for fb in feedback.values() if fb.failures), None)
 print(render_feedback(some) if some else "no failures in the last iteration")
-""")
 
-md(r"""
-## Durability and metrics
+# %% [markdown]
+# ## Durability and metrics
+#
+# The pool is on disk (`pool/state.json` + one file per task version, atomic writes); a restarted run loads it.
 
-The pool is on disk (`pool/state.json` + one file per task version, atomic writes); a restarted run loads it.
-""")
-
-code(r"""
+# %%
 pool.close()
 resumed = TaskPool.load(run_dir, writer=False)
 print("accepted:", resumed.accepted_ids())
 print("active:", [t.task_id for t in resumed.active_tasks()])
 print("candidate outcomes:", dict(rejection_reasons(resumed.events)))
 print(summarize(resumed.events))
-""")
 
-code(r"""
+# %%
 fig = plot_accepted_growth(resumed.events, num_iterations=ITERATIONS)
 before, after = difficulty_before_after(resumed.events)
 fig2 = plot_difficulty_shift(before, after)
 fig.savefig(run_dir / "accepted.png")
 fig2.savefig(run_dir / "difficulty.png")
 fig
-""")
 
-code("fig2")
+# %%
+fig2
 
-md(r"""
-With an LLM the same loop uses `AlfworldLLMRewriter(chat_model=BackendChatModel(backend), out_dir=...)`: it asks for
-`\boxed{TOKEN_A,TOKEN_B}` from a summary of the game's facts and the critic's failure summaries, and applies the
-same validation (facts, goal change, compile, planner). Rejected proposals are kept with their reason.
-""")
-
-nb = nbf.v4.new_notebook()
-nb["cells"] = cells
-nb["metadata"]["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-nbf.write(nb, Path(__file__).with_name("03_environment_adaptation.ipynb"))
+# %% [markdown]
+# With an LLM the same loop uses `AlfworldLLMRewriter(chat_model=BackendChatModel(backend), out_dir=...)`: it asks for
+# `\boxed{TOKEN_A,TOKEN_B}` from a summary of the game's facts and the critic's failure summaries, and applies the
+# same validation (facts, goal change, compile, planner). Rejected proposals are kept with their reason.
