@@ -67,7 +67,7 @@ def recipe_key(args: argparse.Namespace) -> str:
 def demonstrations(games: list[str], args: argparse.Namespace, tag: str) -> list[ExpertStep]:
     """The hand-coded expert's steps on ``games`` (training split only), cached by the game list."""
     key = hashlib.sha256("\n".join(games).encode()).hexdigest()[:12]
-    cache = _cache_dir() / f"{tag}-handcoded-n{len(games)}-s{args.expert_steps}-{key}.json"
+    cache = _cache_dir() / f"{tag}-handcoded2-n{len(games)}-s{args.expert_steps}-{key}.json"  # 2: the pick-two repair
     return load_or_build_expert_steps(games, cache, expert=ExpertKind.HANDCODED, max_steps=args.expert_steps,
                                       num_workers=args.workers)
 

@@ -72,12 +72,12 @@ class ScorerRowLayout:
             raise ValueError(f"choice: expected an index in [0, {len(candidates)}), got {choice}")
         if choice < 0:
             raise ValueError(f"choice: expected >= 0, got {choice}")
+        if any(not 0 <= t < self.vocab_size for seq in (text, *candidates) for t in seq):
+            raise ValueError(f"text, candidates: expected token ids in [0, {self.vocab_size})")
         prompt = list(text)
         for cand in candidates:
             prompt.append(self.candidate_marker)
             prompt.extend(cand)
-        if any(not 0 <= t < self.vocab_size for t in prompt if t != self.candidate_marker):
-            raise ValueError(f"text, candidates: expected token ids in [0, {self.vocab_size})")
         return prompt, [self.choice_base + choice]
 
     def decode(self, input_ids: Tensor, attention_mask: Tensor, response_mask: Tensor) -> DecodedRow:
