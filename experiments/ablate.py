@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
 import warm_start  # noqa: E402
+import warm_start_encoder  # noqa: E402
 from builders import close_shared_env_pools  # noqa: E402
 from config_checks import ConfigError, validate  # noqa: E402
 from reuse import reuse_file, reuse_run  # noqa: E402
@@ -132,17 +133,20 @@ def _read_metrics(run_dir: Path) -> list[dict[str, float]]:
 def _warm_start(cfg: DictConfig, seed: int, out: Path) -> Path | None:
     """The warm-started policy of ``seed`` (cached in the results folder), or None where there is none.
 
-    Only the tiny policy of the ALFWorld setting is warm-started; a pretrained policy starts from its own weights.
+    In the ALFWorld setting the encoder scorer (``model=minilm-scorer``, the default; ``warm_start_encoder.py``, cached
+    by recipe) and the tiny policy (``warm_start.py``) are warm-started; a pretrained LM starts from its own weights.
 
     With ``warm_start.per_seed: false`` every seed starts from seed 0's warm start (the seeds then vary the RL runs
     only), which halves the set-up time of the CPU default.
     """
     if cfg.setting.name != "alfworld" or not cfg.warm_start.enabled:
         return None
-    if not str(cfg.model.policy.get("_target_", "")).endswith(".tiny_model_and_tokenizer"):
-        # warm_start.py trains the tiny policy from scratch; a pretrained policy starts from its own weights, as the
+    family = str(cfg.model.policy.get("_target_", ""))
+    encoder = family.endswith(".minilm_scorer")  # the encoder scorer: experiments/warm_start_encoder.py
+    if not encoder and not family.endswith(".tiny_model_and_tokenizer"):
+        # warm_start.py trains the tiny policy from scratch; a pretrained LM starts from its own weights, as the
         # paper's base models do
-        _log(f"warm start: skipped (model={cfg.model.name} is pretrained; the warm start is for the tiny policy)")
+        _log(f"warm start: skipped (model={cfg.model.name} is a pretrained LM; warm starts are for the scorer/tiny)")
         return None
     # a seed worker's cfg.seeds is its own seed only: its parent passes the shared seed
     seed = seed if cfg.warm_start.per_seed else int(cfg.get("warm_start_seed", cfg.seeds[0]))
@@ -156,7 +160,14 @@ def _warm_start(cfg: DictConfig, seed: int, out: Path) -> Path | None:
         "--layers", str(m.layers),
         "--history", str(cfg.setting.max_history_turns),  # prompts exactly as the loop renders them
         *[str(a) for a in cfg.warm_start.args],
+    ] if not encoder else [
+        "--seed", str(seed),
+        "--trainable-layers", str(m.trainable_layers),
+        "--max-state-tokens", str(m.max_state_tokens),
+        "--history", str(cfg.setting.max_history_turns),  # state texts exactly as the loop renders them
+        *[str(a) for a in cfg.warm_start.encoder_args],
     ]  # fmt: skip
+    fit = warm_start_encoder.main if encoder else warm_start.main
     record = target.with_suffix(".json")  # how the policy was made: what a later profile's reuse compares
     source = _reuse_root(cfg, out)
     if source is not None:
@@ -166,8 +177,9 @@ def _warm_start(cfg: DictConfig, seed: int, out: Path) -> Path | None:
             atomic_write_text(record, json.dumps(argv))
             _log(f"warm start (seed {seed}): reused {_shown(made)} (same recipe)")
             return target
-    _log(f"warm start (seed {seed}): experiments/warm_start.py {' '.join(argv)}")
-    warm_start.main([*argv, "--save", str(target)])
+    script = "warm_start_encoder" if encoder else "warm_start"
+    _log(f"warm start (seed {seed}): experiments/{script}.py {' '.join(argv)}")
+    fit([*argv, "--save", str(target)])
     atomic_write_text(record, json.dumps(argv))
     return target
 

@@ -51,9 +51,15 @@ def _selector(cfg: DictConfig, temperature: float) -> Any:
 
     if cfg.model.action_selection == "likelihood":
         return LikelihoodSelector(temperature=temperature)
+    if cfg.model.action_selection == "scorer":  # an encoder scorer (model=minilm-scorer)
+        from rlanything_core.collect.scorer_selection import ScorerSelector
+
+        return ScorerSelector(temperature=temperature, earlier_turns=int(cfg.setting.max_history_turns))
     if cfg.model.action_selection == "boxed":
         return BoxedIndexSelector(SamplingParams(max_new_tokens=int(cfg.model.max_new_tokens), temperature=temperature))
-    raise ConfigError("model.action_selection", f"unknown {cfg.model.action_selection!r}", "use likelihood or boxed")
+    raise ConfigError(
+        "model.action_selection", f"unknown {cfg.model.action_selection!r}", "use likelihood, boxed or scorer"
+    )
 
 
 def _votes(cfg: DictConfig) -> Any:
@@ -63,9 +69,13 @@ def _votes(cfg: DictConfig) -> Any:
     temperature = float(cfg.model.judge_temperature)
     if cfg.model.judge_votes == "scored":
         return ScoredVotes(temperature=temperature)
+    if cfg.model.judge_votes == "encoder":  # the encoder judge (model=minilm-scorer)
+        from rlanything_core.collect.scorer_selection import EncoderVotes
+
+        return EncoderVotes()
     if cfg.model.judge_votes == "generative":
         return GenerativeVotes(SamplingParams(max_new_tokens=int(cfg.model.max_new_tokens), temperature=temperature))
-    raise ConfigError("model.judge_votes", f"unknown {cfg.model.judge_votes!r}", "use scored or generative")
+    raise ConfigError("model.judge_votes", f"unknown {cfg.model.judge_votes!r}", "use scored, generative or encoder")
 
 
 # ---------------------------------------------------------------------------------------------------------- a run
@@ -187,15 +197,14 @@ def _build_agent(cfg: DictConfig) -> Run:
     from rlanything_core.collect.agent import AgentCollector, SequentialRunner
     from rlanything_core.collect.judge import JudgeCollector
     from rlanything_core.environment.rewriters.protocol import TaskSpec
-    from rlanything_core.generation.transformers_backend import TransformersBackend
     from rlanything_core.lightning import ALFWorldModule, RolloutDataModule, TextWorldModule
     from rlanything_core.loop.adaptation import EnvironmentAdaptation
     from rlanything_core.loop.driver import AgentLoopDriver
     from rlanything_core.loop.evaluation import AgentEvaluator, EvalSplit
 
     run_dir, policy, judge, tokenizer, pad_id = _prepare(cfg)
-    policy_backend = TransformersBackend(policy, tokenizer, batch_size=int(cfg.model.batch_size))
-    judge_backend = TransformersBackend(judge, tokenizer, batch_size=int(cfg.model.batch_size)) if judge else None
+    policy_backend = _agent_backend(cfg, policy, tokenizer)
+    judge_backend = _agent_backend(cfg, judge, tokenizer) if judge else None
 
     if cfg.setting.name == "alfworld":
         from rlanything_core.envs.alfworld.env import AlfworldEnvFactory
@@ -315,6 +324,15 @@ def _build_agent(cfg: DictConfig) -> Run:
     )
     module = _module(cfg, module_cls, policy, judge, judge_loss, evaluator)
     return _run(cfg, run_dir, module, RolloutDataModule(driver, iterations=int(cfg.iterations)))
+
+
+def _agent_backend(cfg: DictConfig, model: Any, tokenizer: Any) -> Any:
+    """What the selector / vote sampler calls: an encoder scorer is its own backend; a causal LM gets transformers'."""
+    if callable(getattr(model, "row_logprobs", None)):
+        return model
+    from rlanything_core.generation.transformers_backend import TransformersBackend
+
+    return TransformersBackend(model, tokenizer, batch_size=int(cfg.model.batch_size))
 
 
 def _pool(cfg: DictConfig, run_dir: Path, roots: list[Any]) -> Any:

@@ -72,6 +72,8 @@ class RolloutStats:
     action_parse_failures: int = 0
     env_failures: int = 0
     failure_reasons: dict[str, int] = field(default_factory=dict)
+    model: dict[str, float] = field(default_factory=dict)
+    """The policy backend's own counters of the collection (an encoder scorer: truncated states, cache hits)."""
 
 
 class AgentCollector:
@@ -155,11 +157,15 @@ class AgentCollector:
             else:
                 episodes[i].failure_reason = "no_admissible_actions"
         bar = tqdm(total=self.max_steps, desc="rollout steps", disable=not self.progress, leave=False)
+        # a selector that reads its own state text (an encoder scorer) renders it; the others get the chat prompt
+        render_state = getattr(self.selector, "render_state", None)
         for t in range(self.max_steps):
             if not live:
                 break
             prompts = [
-                agent_messages(
+                render_state(episodes[i].goal, [(s.observation, s.action) for s in episodes[i].steps], observations[i])
+                if render_state is not None
+                else agent_messages(
                     episodes[i].goal,
                     [(s.observation, s.action) for s in episodes[i].steps],
                     observations[i],
@@ -203,8 +209,15 @@ class AgentCollector:
                 elif not res.done and res.admissible_actions:
                     observations[i], admissible[i] = res.observation, list(res.admissible_actions)
                     still_live.append(i)
+                elif not res.done:  # nothing left to choose from: the episode ends, failed, with its reason
+                    episodes[i].failure_reason = "no_admissible_actions"
+                    stats.failure_reasons["no_admissible_actions"] = (
+                        stats.failure_reasons.get("no_admissible_actions", 0) + 1
+                    )
             live = still_live
             bar.update(1)
         bar.close()
         stats.won = sum(e.won for e in episodes)
+        pop_stats = getattr(self.backend, "pop_stats", None)
+        stats.model = dict(pop_stats()) if callable(pop_stats) else {}
         return episodes, stats

@@ -148,7 +148,10 @@ class JudgeCollector:
         self.progress = progress
 
     def messages(self, episode: Episode, step: AgentStep) -> Messages:
-        """The judge prompt for one step of one episode."""
+        """The judge prompt for one step of one episode (a vote sampler with ``render_step`` renders its own)."""
+        render_step = getattr(self.votes, "render_step", None)
+        if callable(render_step):
+            return list(render_step(episode, step))
         tokenizer = getattr(self.backend, "tokenizer", None)
 
         def sanitize(text: str) -> str:

@@ -98,6 +98,7 @@ class AgentLoopDriver(PoolSnapshots):
             "env_failures": float(stats.env_failures),
             "time/rollout_s": time.perf_counter() - started,
         }
+        metrics.update({f"policy_model/{k}": v for k, v in stats.model.items()})  # e.g. truncated state texts
         if self.judge is not None and episodes:
             started = time.perf_counter()
             jstats = self.judge.judge(episodes, seed=derive_seed(self.seed, iteration, "judge"))

@@ -38,6 +38,10 @@ def sequence_token_logprobs(
 
     Returns:
         ``(N, L)`` float32; unscored positions, position 0 (no context) and padding hold 0.
+
+    A model that is not a language model but scores candidates (an encoder scorer policy or judge,
+    ``rlanything_core.models.scorer``) provides ``row_logprobs(input_ids, attention_mask, score_mask)`` over rows laid
+    out by ``models.scorer_rows``; it is used instead, so the trainer needs no other code path.
     """
     if input_ids.shape != attention_mask.shape:
         raise ValueError(
@@ -45,6 +49,10 @@ def sequence_token_logprobs(
         )
     if score_mask is not None and score_mask.shape != input_ids.shape:
         raise ValueError(f"score_mask: expected shape {tuple(input_ids.shape)}, got {tuple(score_mask.shape)}")
+    row_scorer = getattr(model, "row_logprobs", None)
+    if callable(row_scorer):
+        scored = attention_mask if score_mask is None else score_mask & attention_mask
+        return row_scorer(input_ids, attention_mask, scored)
     wanted = attention_mask[:, 1:] if score_mask is None else (score_mask & attention_mask)[:, 1:]
     out = torch.zeros(input_ids.shape, dtype=torch.float32, device=input_ids.device)
     parts = _split_head(model)

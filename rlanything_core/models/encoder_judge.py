@@ -1,0 +1,127 @@
+"""Encoder judge: a pretrained sentence encoder with a ±1 head over a step's text (CPU-scale reward model).
+
+``P(+1 | step) = sigmoid(w . f(step) + b)`` where ``f`` is all-MiniLM-L6-v2 (bottom layers frozen and cached, top
+layers fine-tuned; :class:`~rlanything_core.models.encoder.SplitEncoder`) over the goal, the step's context, its action
+and the next observation. Each of the ``m`` votes per step is a sample from it; each vote's log-probability is what
+the consistency loss trains (``ConsistencyRewardLoss``). The head starts untrained (seeded small random weights,
+``P(+1)`` near 1/2 everywhere): the judge starts weak and learns from consistency feedback alone.
+
+Votes travel through the loop's token rows like the policy's decisions (``models.scorer_rows``): the response token is
+``choice_base + 1`` for a +1 vote and ``choice_base + 0`` for -1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from rlanything_core.models.encoder import SplitEncoder, load_minilm
+from rlanything_core.models.scorer_rows import ScorerRowLayout
+
+__all__ = ["EncoderJudge", "minilm_judge"]
+
+TokenIds = tuple[int, ...]
+
+
+class EncoderJudge(nn.Module):
+    """The ±1 encoder judge (see the module docstring).
+
+    Args:
+        bert: a transformers ``BertModel``.
+        tokenizer: its tokenizer.
+        trainable_layers: top encoder layers fine-tuned.
+        max_tokens: token budget of the step text, specials included (cut at the end, counted).
+        head_init_std: standard deviation of the head's initial weights (small: votes start near coin flips).
+        seed: seeds the head's initialization.
+        cache_size: frozen-bottom outputs kept (LRU).
+    """
+
+    def __init__(
+        self,
+        bert: Any,
+        tokenizer: Any,
+        *,
+        trainable_layers: int = 2,
+        max_tokens: int = 160,
+        head_init_std: float = 0.02,
+        seed: int = 0,
+        cache_size: int = 2048,
+    ) -> None:
+        super().__init__()
+        if max_tokens < 3:
+            raise ValueError(f"max_tokens: expected >= 3, got {max_tokens}")
+        self.encoder = SplitEncoder(
+            bert,
+            cls_id=tokenizer.cls_token_id,
+            sep_id=tokenizer.sep_token_id,
+            trainable_layers=trainable_layers,
+            cache_size=cache_size,
+        )
+        self.head = nn.Linear(self.encoder.hidden_size, 1)
+        gen = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            self.head.weight.copy_(torch.randn(self.head.weight.shape, generator=gen) * head_init_std)
+            self.head.bias.zero_()
+        self.tokenizer = tokenizer
+        self.layout = ScorerRowLayout(len(tokenizer))
+        self.max_tokens = int(max_tokens)
+        self.stats: dict[str, int] = {"texts": 0, "truncated_texts": 0}
+
+    def text_ids(self, text: str) -> TokenIds:
+        """The step text's ids within the budget (truncation counted)."""
+        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        self.stats["texts"] += 1
+        if len(ids) > self.max_tokens - 2:
+            self.stats["truncated_texts"] += 1
+            ids = ids[: self.max_tokens - 2]
+        return tuple(int(t) for t in ids)
+
+    def vote_log_probs(self, texts: Sequence[TokenIds]) -> Tensor:
+        """``(N, 2)``: ``[log P(-1), log P(+1)]`` of each step text (differentiable in the trainable parts)."""
+        logit = self.head(self.encoder(texts)).squeeze(-1)  # (N,)
+        return torch.stack([nn.functional.logsigmoid(-logit), nn.functional.logsigmoid(logit)], dim=-1)
+
+    def row_logprobs(self, input_ids: Tensor, attention_mask: Tensor, score_mask: Tensor) -> Tensor:
+        """Log-prob of each row's vote (rows laid out by :class:`ScorerRowLayout`): ``(N, L)``, 0 off the vote."""
+        rows = [
+            self.layout.decode(input_ids[n].cpu(), attention_mask[n].cpu(), score_mask[n].cpu())
+            for n in range(input_ids.shape[0])
+        ]
+        out = torch.zeros(input_ids.shape, dtype=torch.float32, device=input_ids.device)
+        scored = [n for n, r in enumerate(rows) if r.position >= 0]
+        if not scored:
+            return out
+        for n in scored:
+            if rows[n].choice not in (0, 1):
+                raise ValueError(f"input_ids: row {n} holds no judge vote (choice {rows[n].choice}, expected 0 or 1)")
+        logp = self.vote_log_probs([rows[n].text for n in scored])
+        picked = logp[torch.arange(len(scored)), torch.tensor([rows[n].choice for n in scored])]
+        cols = torch.tensor([rows[n].position for n in scored])
+        return out.index_put((torch.tensor(scored), cols), picked.float().to(out.device))
+
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any:
+        """``nn.Module.load_state_dict``, with a clear error when the checkpoint's head has another shape."""
+        for key in ("head.weight", "head.bias"):
+            if key in state_dict:
+                want, got = tuple(self.state_dict()[key].shape), tuple(state_dict[key].shape)
+                if want != got:
+                    raise ValueError(
+                        f"state_dict[{key!r}]: the judge checkpoint's ±1 head has shape {got}, this judge's {want} "
+                        "(a checkpoint of another judge family or width)"
+                    )
+        return super().load_state_dict(state_dict, strict=strict, assign=assign)
+
+
+def minilm_judge(
+    *, trainable_layers: int = 2, max_tokens: int = 160, head_init_std: float = 0.02, seed: int = 0
+) -> tuple[EncoderJudge, Any]:
+    """``(judge, tokenizer)``: the all-MiniLM-L6-v2 ±1 judge (Hydra ``model=minilm-scorer``'s judge)."""
+    bert, tokenizer = load_minilm()
+    judge = EncoderJudge(
+        bert, tokenizer, trainable_layers=trainable_layers, max_tokens=max_tokens, head_init_std=head_init_std,
+        seed=seed,
+    )
+    return judge, tokenizer

@@ -1,0 +1,76 @@
+"""The encoder judge: seeded votes from P(+1), their log-probs through token rows, an untrained head, bad input."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from rlanything_core.collect.batching import judge_rows
+from rlanything_core.collect.judge import JudgeCollector
+from rlanything_core.collect.scorer_selection import EncoderVotes
+from rlanything_core.records import AgentStep, Episode
+from rlanything_core.training.logprobs import sequence_token_logprobs
+
+
+def _episode() -> Episode:
+    e = Episode("game", 0, "put a clean mug in coffeemachine.")
+    for action, result in [("go to countertop 1", "On the countertop 1, you see a mug 1."),
+                           ("take mug 1 from countertop 1", "You pick up the mug 1 from the countertop 1.")]:
+        e.steps.append(AgentStep("obs", [action, "look"], [], [], [], action, action, next_observation=result))
+    return e
+
+
+def test_votes_are_seeded_samples_of_p_plus_one(minilm_judge_model: Any) -> None:
+    votes = EncoderVotes()
+    e = _episode()
+    prompt = votes.render_step(e, e.steps[1])
+    assert "previous actions: go to countertop 1" in prompt[-1]["content"]
+    samples = votes.sample(minilm_judge_model, [prompt] * 400, list(range(400)))
+    again = votes.sample(minilm_judge_model, [prompt] * 400, list(range(400)))
+    assert [s.vote for s in samples] == [s.vote for s in again]
+    with torch.no_grad():
+        logp = minilm_judge_model.vote_log_probs([minilm_judge_model.text_ids(prompt[-1]["content"])])[0]
+    p_plus = float(logp[1].exp())
+    share = sum(s.vote == 1 for s in samples) / len(samples)
+    assert abs(share - p_plus) < 0.08  # 400 Bernoulli draws: 3.2 standard deviations at p = 1/2
+    assert {s.vote for s in samples} == {1, -1}
+    for s in samples[:10]:  # each vote carries its own log-prob
+        assert s.logprobs == [pytest.approx(float(logp[1 if s.vote == 1 else 0]), abs=1e-6)]
+
+
+def test_an_untrained_head_starts_near_a_coin_flip_and_depends_on_its_seed(minilm_judge_model: Any) -> None:
+    from rlanything_core.models.encoder_judge import minilm_judge
+
+    texts = [minilm_judge_model.text_ids(t) for t in ("task: a\naction: look", "task: b\naction: go to desk 1")]
+    with torch.no_grad():
+        p = minilm_judge_model.vote_log_probs(texts)[:, 1].exp()
+        other = minilm_judge(max_tokens=64, seed=4)[0]
+        q = other.vote_log_probs(texts)[:, 1].exp()
+    assert ((p - 0.5).abs() < 0.1).all()
+    assert not torch.allclose(p, q)
+
+
+def test_vote_rows_recompute_the_votes_log_probs(minilm_judge_model: Any) -> None:
+    e = _episode()
+    JudgeCollector(minilm_judge_model, num_votes=3, votes=EncoderVotes()).judge([e], seed=5)
+    rows = judge_rows([e], pad_id=0)
+    assert rows.num_rows == 6
+    lp = sequence_token_logprobs(minilm_judge_model, rows.input_ids, rows.attention_mask,
+                                 score_mask=rows.response_mask)
+    assert torch.allclose(lp[rows.response_mask], rows.old_logprobs[rows.response_mask], atol=1e-5)
+
+
+def test_a_checkpoint_with_another_head_shape_is_a_clear_error(minilm_judge_model: Any) -> None:
+    state = dict(minilm_judge_model.state_dict())
+    state["head.weight"] = torch.zeros(2, state["head.weight"].shape[1])
+    with pytest.raises(ValueError, match=r"head\.weight.*\(2, 384\).*\(1, 384\)"):
+        minilm_judge_model.load_state_dict(state)
+
+
+def test_a_judge_text_over_the_budget_is_cut_and_counted(minilm_judge_model: Any) -> None:
+    before = minilm_judge_model.stats["truncated_texts"]
+    ids = minilm_judge_model.text_ids("result: " + "you see a mug 1, " * 100)
+    assert len(ids) == minilm_judge_model.max_tokens - 2
+    assert minilm_judge_model.stats["truncated_texts"] == before + 1
