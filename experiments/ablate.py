@@ -190,5 +190,6 @@ def main(cfg: DictConfig) -> None:
 
 if __name__ == "__main__":
     if not any(a.startswith(("+setting=", "setting=")) for a in sys.argv[1:]):
-        sys.argv.append("+setting=alfworld")  # the embedded default
+        # the embedded default, first: a profile given after it (+profile=smoke) overrides the setting's values
+        sys.argv.insert(1, "+setting=alfworld")
     main()

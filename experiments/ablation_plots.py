@@ -63,6 +63,10 @@ def _curves(ax: Any, results: Mapping[str, Sequence[ArmRun]]) -> None:
     ax.legend(fontsize=7)
 
 
+# Arms whose judge starts as the "before" row's judge (step-only starts from the full arm's optimized judge).
+_STARTS_FROM_BEFORE = ("policy", "policy_judge", "full")
+
+
 def _judge(axes: Any, results: Mapping[str, Sequence[ArmRun]], split: str) -> None:
     before = {r.seed: r for r in results.get("before", [])}
     panels = [("judge_process", "process accuracy vs the planner"), ("judge_outcome", "outcome accuracy")]
@@ -72,8 +76,9 @@ def _judge(axes: Any, results: Mapping[str, Sequence[ArmRun]], split: str) -> No
                 continue
             for suffix, style, label in (("bacc", "-", LABELS[arm]), ("acc", ":", None)):
                 key = f"eval/{split}/{metric}_{suffix}"
-                series = [judge_trajectory(before.get(r.seed), r, key) for r in runs]
-                series = [s for s in series if len(s) > 1]  # the "before" point alone: an arm with no judge
+                start = before if arm in _STARTS_FROM_BEFORE else {}
+                series = [judge_trajectory(start.get(r.seed), r, key) for r in runs]
+                series = [s for s in series if s]  # an arm without a judge has no point
                 if not series:
                     continue
                 x, mean, low, high = band_over_seeds(series)

@@ -19,7 +19,6 @@ import ablation_runs  # noqa: E402
 import ablation_table  # noqa: E402
 from ablation_stats import curve  # noqa: E402
 
-
 SUMMARY_KEYS = ("arms", "seeds", "minutes", "full_beats_outcome_only", "sample_efficiency")
 
 
