@@ -52,7 +52,8 @@ def test_two_arms_of_one_seed_play_identical_evaluation_episodes(tmp_path: Path)
         run_dir = tmp_path / arm
         cmd = [sys.executable, "experiments/train.py", "+setting=alfworld", f"arm={arm}", "seed=0",
                f"run_dir={run_dir}", "eval_only=true", "eval.games=2", "eval.runs=2", "eval.oracle_episodes=1",
-               "setting.eval_max_steps=3", "setting.train_games=2", "setting.env_workers=1", "progress=false"]  # fmt: skip
+               "setting.eval_max_steps=3", "setting.train_games=2", "setting.env_workers=1",
+               "progress=false"]  # fmt: skip
         proc = subprocess.run(cmd, cwd=REPO, env=env(), capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
         record = json.loads((run_dir / "eval_outcomes.json").read_text())
