@@ -57,8 +57,21 @@ def test_a_textworld_ablation_writes_the_table_and_resumes(tmp_path: Path) -> No
     ]
     for row in rows:
         assert 0.0 <= float(row["In-Dom mean"]) <= 100.0
+    # paired: every arm and seed played the same evaluation games and runs; each row's difference from outcome-only
+    # pairs them (2 seeds x 1 game here)
+    played = {
+        run.name: sorted((o["split"], o["task_id"], o["run"]) for o in json.loads(
+            (run / "eval_outcomes.json").read_text())["outcomes"])
+        for run in (out / "runs").iterdir()
+    }  # fmt: skip
+    assert len(played) == 8 and len({json.dumps(v) for v in played.values()}) == 1
+    assert rows[1]["In-Dom diff"] == "" and all(r["In-Dom pairs"] == "2" for r in rows if r is not rows[1])
+    for row in rows[2:]:
+        assert float(row["In-Dom diff low"]) <= float(row["In-Dom diff"]) <= float(row["In-Dom diff high"])
     meta = json.loads((out / "meta.json").read_text())
     assert meta["seeds"] == [0, 1] and meta["arms"] == ["outcome_only", "full", "step_only"]
+    assert set(meta["updates"]) == {"outcome_only", "full", "step_only"} and set(meta["updates"]["full"]) == {"0", "1"}
+    assert "In-Dom" in meta["paired_vs_outcome_only"]["full"] and meta["estimated_seconds"]["total"] > 0
     for seed in (0, 1):
         step_only = (out / "runs" / f"step_only_seed{seed}" / "config.yaml").read_text()
         assert f"full_seed{seed}/checkpoints/last.ckpt" in step_only  # the optimized judge of the same seed's full arm
