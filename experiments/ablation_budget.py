@@ -181,3 +181,24 @@ def plan_from_config(cfg: Any, cores: int) -> tuple[AblationPlan, StepCosts]:
     known = {f.name for f in fields(StepCosts)}
     costs = StepCosts(**{k: float(v) for k, v in (cfg.get("budget") or {}).items() if k in known})
     return plan, costs
+
+
+def main(argv: list[str]) -> None:
+    """Print the estimate of ``python experiments/ablate.py <argv>`` (minutes by part) without running anything."""
+    import os
+    from pathlib import Path
+
+    from hydra import compose, initialize_config_dir
+
+    setting = [] if any(a.lstrip("+").startswith("setting=") for a in argv) else ["+setting=alfworld"]
+    with initialize_config_dir(config_dir=str(Path(__file__).resolve().parent / "conf"), version_base=None):
+        cfg = compose("ablate", overrides=[*setting, *argv])
+    parts = estimate_seconds(*plan_from_config(cfg, os.cpu_count() or 1))
+    shown = " ".join(f"{k}={v / 60:.1f}" for k, v in parts.items())
+    print(f"{shown} budget={float(cfg.budget.minutes):g} (minutes; evaluation, training, probes, overhead per seed)")
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])

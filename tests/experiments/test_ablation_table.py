@@ -124,3 +124,11 @@ def test_the_default_profile_is_estimated_within_its_budget() -> None:
             cfg = compose("ablate", overrides=["+setting=alfworld", *profile])
             total = estimate_seconds(*plan_from_config(cfg, cores=2))["total"]
             assert total <= 60 * float(cfg.budget.minutes), (profile, total / 60)
+
+
+def test_the_estimate_prints_for_a_profile_without_running_it(capsys: pytest.CaptureFixture[str]) -> None:
+    from ablation_budget import main
+
+    main(["+profile=smoke"])
+    parts = dict(item.split("=") for item in capsys.readouterr().out.split(" (")[0].split())
+    assert float(parts["total"]) <= float(parts["budget"]) == 3.0
