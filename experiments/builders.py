@@ -169,10 +169,17 @@ def _alfworld_tasks(cfg: DictConfig) -> tuple[list[Any], dict[str, list[Any]], A
     train = list_games(cfg.setting.train_split, root, task_types=types)
     if cfg.setting.train_games is not None:
         train = train[: int(cfg.setting.train_games)]
-    evals = {
-        k: list_games(v, root, task_types=types)[: int(cfg.eval.games)] for k, v in cfg.setting.eval_splits.items()
-    }
+    evals = {k: _eval_games(cfg, list_games(v, root, task_types=types)) for k, v in cfg.setting.eval_splits.items()}
     return train, evals, root
+
+
+def _eval_games(cfg: DictConfig, games: list[Any]) -> list[Any]:
+    """``eval.games`` of a split's games, every task type in proportion, drawn by ``eval.sample_seed`` (the same
+    games for every arm and training seed: the ablation's statistics are paired by game)."""
+    from rlanything_core.envs.alfworld.sampling import stratified_sample
+
+    n = min(int(cfg.eval.games), len(games))
+    return stratified_sample(games, n, stratum=lambda g: g.task_type, seed=int(cfg.eval.sample_seed))
 
 
 def _game_id(game_file: Path) -> str:
@@ -320,7 +327,8 @@ def _build_agent(cfg: DictConfig) -> Run:
         judge=judge_collector,
         oracle=oracle,
         oracle_episodes=int(cfg.eval.oracle_episodes),
-        seed=int(cfg.seed) + 4242,
+        seed=int(cfg.eval.seed),  # not the training seed: every arm and seed plays the same evaluation episodes
+        judge_episodes=None if cfg.eval.judge_episodes is None else int(cfg.eval.judge_episodes),
     )
     module = _module(cfg, module_cls, policy, judge, judge_loss, evaluator)
     return _run(cfg, run_dir, module, RolloutDataModule(driver, iterations=int(cfg.iterations)))
@@ -382,6 +390,8 @@ def _module(cfg: DictConfig, module_cls: Any, policy: Any, judge: Any, judge_los
         evaluator=evaluator,
         eval_every=int(cfg.eval.every),
         eval_at_start=bool(cfg.eval.at_start),
+        # the judge's process accuracy between full evaluations: only where the judge learns (elsewhere it is fixed)
+        judge_eval_every=int(cfg.eval.judge_every) if cfg.arm.train_judge else 0,
     )
 
 

@@ -71,8 +71,15 @@ def validate(cfg: DictConfig) -> None:
         "optim.policy_updates",
         "optim.judge_updates",
         "optim.micro_batch_tokens",
+        "eval.games",
+        "eval.runs",
     ):
         _positive(cfg, key)
+    judge_every = OmegaConf.select(cfg, "eval.judge_every", default=0)
+    if not isinstance(judge_every, int) or isinstance(judge_every, bool) or judge_every < 0:
+        raise ConfigError(
+            "eval.judge_every", f"expected an integer >= 0, got {judge_every!r}", "set eval.judge_every=0"
+        )
     band(cfg, "policy_band")
     band(cfg, "judge_band")
     band(cfg, "env_band", strict=True)

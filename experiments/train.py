@@ -16,6 +16,8 @@ from omegaconf import DictConfig, OmegaConf
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
+from eval_record import write_eval_outcomes  # noqa: E402
+
 from builders import build  # noqa: E402
 from config_checks import ConfigError  # noqa: E402
 from rlanything_core.environment._io import atomic_write_json  # noqa: E402
@@ -39,8 +41,11 @@ def run_training(cfg: DictConfig):  # type: ignore[no-untyped-def]
     if cfg.get("eval_only", False):  # the models as they are, no update ("before optimization")
         metrics = run.module.evaluator() if run.module.evaluator is not None else {}
         atomic_write_json(run.run_dir / "eval.json", metrics)
+        write_eval_outcomes(run.run_dir, run.module.evaluator, 0)
         return run
     run.trainer.fit(run.module, datamodule=run.datamodule, ckpt_path=str(run.resume_from) if run.resume_from else None)
+    if run.module.evaluations and run.trainer.is_global_zero:  # the final evaluation's episodes (paired statistics)
+        write_eval_outcomes(run.run_dir, run.module.evaluator, int(run.datamodule.completed))
     return run
 
 

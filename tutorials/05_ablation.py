@@ -60,8 +60,9 @@ assert proc.returncode == 0, proc.stderr[-3000:]
 # %% [markdown]
 # ## The summary line
 #
-# The last line is for machines: the number of table rows (arms plus "before"), seeds, minutes, whether the full
-# arm's mean in-distribution success beat outcome-only, and the sample efficiency (environment steps the full arm needs
+# The first line is the run's cost estimate against its budget (`experiments/ablation_budget.py`). The last line is
+# for machines: the number of table rows (arms plus "before"), seeds, minutes, whether the full arm beat outcome-only
+# (`true` only when its paired interval below lies wholly above 0), and the sample efficiency (environment steps the full arm needs
 # to reach outcome-only's final training success, over outcome-only's steps; `na` when it never does, which is expected
 # at this size).
 
@@ -79,18 +80,25 @@ print(sorted(p.name for p in out.iterdir()))
 # In-distribution (`valid_seen`) and out-of-distribution (`valid_unseen`) success of the policy, and the judge's process
 # accuracy (its votes against the planner's step labels) and outcome accuracy, in %, as mean ± 95% CI half-width over
 # seeds (with one seed the half-width is 0).
+#
+# Every arm and seed plays the same evaluation games with the same episode seeds, so each row also gets its paired
+# difference from outcome-only: the mean over (seed, game) pairs of its success minus outcome-only's, with a 95%
+# bootstrap interval resampling those pairs. An interval wholly above 0 says the arm won more of the same games; one
+# containing 0 says these games cannot tell the two apart. The last column counts each seed's policy / judge updates.
 
 # %%
 display(Markdown((out / "table.md").read_text()))
 with open(out / "table.csv") as fh:
     table = list(csv.DictReader(fh))
 assert [r["row"] for r in table][:2] == ["Before Optimization", "Outcome Only (GRPO)"] and len(table) == 6
+print({r["row"]: (r["In-Dom diff"], r["In-Dom diff low"], r["In-Dom diff high"]) for r in table})
 
 # %% [markdown]
 # ## Learning curves and the judge
 #
-# `curves.png` plots training success against environment steps per arm (mean over seeds, band over seeds);
-# `judge.png` the judge's accuracies at each evaluation; `accepted.png` how many rewritten tasks the full arm's pool
+# `curves.png` plots training success per iteration and arm (mean over seeds, band from the lowest to the highest
+# seed); `judge.png` the judge's balanced process accuracy at every evaluated iteration (arms that train the judge score
+# it every `eval.judge_every` iterations between the full evaluations); `accepted.png` how many rewritten tasks the full arm's pool
 # accepted. Every run keeps its own `metrics.csv`, so any other view is a few lines away: here the training success
 # of each arm, per iteration.
 

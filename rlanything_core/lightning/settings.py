@@ -24,6 +24,8 @@ class AgentModule(RLAnythingModule):
         evaluator: ``() -> dict of metrics`` (e.g. ``AgentEvaluator``); ``None`` disables evaluation.
         eval_every: evaluate after every this many iterations (0: only at the end).
         eval_at_start: also evaluate before the first update (the "before optimization" row).
+        judge_eval_every: between full evaluations, every this many iterations score only the judge's process
+            accuracy (the evaluator's ``judge_accuracy()``, far cheaper than a full evaluation; 0: never).
         *args, **kwargs: see ``RLAnythingModule``.
     """
 
@@ -33,22 +35,30 @@ class AgentModule(RLAnythingModule):
         evaluator: Callable[[], dict[str, float]] | None = None,
         eval_every: int = 0,
         eval_at_start: bool = False,
+        judge_eval_every: int = 0,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         if eval_every < 0:
             raise ValueError(f"eval_every: expected >= 0, got {eval_every}")
+        if judge_eval_every < 0:
+            raise ValueError(f"judge_eval_every: expected >= 0, got {judge_eval_every}")
+        self.judge_eval_every = judge_eval_every
         self.evaluator = evaluator
         self.eval_every = eval_every
         self.eval_at_start = eval_at_start
         self.evaluations: list[dict[str, float]] = []
 
-    def _evaluate(self, completed: int) -> None:
+    def _evaluate(self, completed: int, *, judge_only: bool = False) -> None:
         if self.evaluator is None or not self.trainer.is_global_zero:
             return
-        metrics = {f"eval/{k}": v for k, v in self.evaluator().items()}
+        scores = self.evaluator.judge_accuracy() if judge_only else self.evaluator()  # type: ignore[attr-defined]
+        if judge_only and not scores:
+            return
+        metrics = {f"eval/{k}": v for k, v in scores.items()}
         metrics["eval/iteration"] = float(completed)
-        self.evaluations.append(metrics)
+        if not judge_only:
+            self.evaluations.append(metrics)
         for logger in self.loggers:
             logger.log_metrics(metrics, step=completed)
 
@@ -63,6 +73,13 @@ class AgentModule(RLAnythingModule):
         completed = int(batch.iteration) + 1
         if self.eval_every and completed % self.eval_every == 0:
             self._evaluate(completed)
+        elif (
+            self.judge_eval_every
+            and completed % self.judge_eval_every == 0
+            and completed < int(self.trainer.max_epochs or 0)  # the last iteration gets the full evaluation
+            and hasattr(self.evaluator, "judge_accuracy")
+        ):
+            self._evaluate(completed, judge_only=True)
 
     def on_train_end(self) -> None:
         """Final evaluation, unless the last iteration was just evaluated."""

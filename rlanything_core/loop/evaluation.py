@@ -10,6 +10,11 @@ authors' code which used the training limit). Judge (when given):
   steps with a stronger model's majority vote; the planner is exact. It is used for evaluation only, never for
   training.
 
+Pairing: the evaluator plays the same tasks with the same episode seeds at every call (``seed`` does not depend on
+the training seed when the caller passes the same one), so two models evaluated by evaluators built alike are
+compared game by game. Each call keeps one :class:`EpisodeOutcome` per episode in ``last_outcomes``: the paired
+statistics of ``experiments/ablation_stats.py`` resample them.
+
 Both also come as **balanced accuracy** (``..._bacc``: the mean of the recalls of the classes present). Plain accuracy
 flatters a judge that always says the majority label: most steps are not progress and most episodes fail, so a judge
 voting ``-1`` everywhere scores well above chance in accuracy and exactly 0.5 in balanced accuracy.
@@ -17,6 +22,7 @@ voting ``-1`` everywhere scores well above chance in accuracy and exactly 0.5 in
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +35,14 @@ from rlanything_core.collect.judge import JudgeCollector
 from rlanything_core.records import Episode
 from rlanything_core.seeding import derive_seed
 
-__all__ = ["AgentEvaluator", "EvalSplit", "balanced_accuracy", "judge_outcome_predictions", "step_majority_votes"]
+__all__ = [
+    "AgentEvaluator",
+    "EpisodeOutcome",
+    "EvalSplit",
+    "balanced_accuracy",
+    "judge_outcome_predictions",
+    "step_majority_votes",
+]
 
 
 def balanced_accuracy(predicted: torch.Tensor, actual: torch.Tensor) -> float:
@@ -82,6 +95,25 @@ class EvalSplit:
     task_ids: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class EpisodeOutcome:
+    """One evaluation episode's result, the unit of the paired statistics.
+
+    Attributes:
+        split: the split's name (metric prefix).
+        task_id: the task it played.
+        run: which of the task's evaluation rollouts (``0 .. runs - 1``; its episode seeds depend on it).
+        won: whether the task was solved.
+        steps: steps taken.
+    """
+
+    split: str
+    task_id: str
+    run: int
+    won: bool
+    steps: int
+
+
 class AgentEvaluator:
     """Roll out the policy on each split and score the judge.
 
@@ -92,6 +124,12 @@ class AgentEvaluator:
         oracle: ``(task, actions) -> list of +1/-1 step labels`` (ALFWorld's planner), or ``None``.
         oracle_episodes: label at most this many episodes per split (the planner costs ~0.2 s a step).
         seed: evaluation seed (the same tasks and seeds at every evaluation, so curves compare like with like).
+        judge_episodes: the judge votes on the first this many episodes of each split only (``None``: all); its
+            outcome accuracy is over them and its process accuracy over the first ``oracle_episodes`` of them. A
+            judge's vote costs about a policy step, so this keeps a large policy evaluation affordable.
+
+    Raises:
+        ValueError: ``oracle_episodes < 0`` or ``judge_episodes < 1``.
     """
 
     def __init__(
@@ -103,21 +141,77 @@ class AgentEvaluator:
         oracle: Callable[[Any, list[str]], list[int]] | None = None,
         oracle_episodes: int = 8,
         seed: int = 1234,
+        judge_episodes: int | None = None,
     ) -> None:
+        if oracle_episodes < 0:
+            raise ValueError(f"oracle_episodes: expected >= 0, got {oracle_episodes}")
+        if judge_episodes is not None and judge_episodes < 1:
+            raise ValueError(f"judge_episodes: expected >= 1 or None, got {judge_episodes}")
+        self.judge_episodes = judge_episodes
         self.collector = collector
         self.splits = list(splits)
         self.judge = judge
         self.oracle = oracle
         self.oracle_episodes = oracle_episodes
         self.seed = seed
+        self.last_outcomes: list[EpisodeOutcome] = []
+
+    def _process_accuracy(self, split: EvalSplit, episodes: Sequence[Episode]) -> dict[str, float]:
+        """The judge's process accuracy on the first ``oracle_episodes`` (judged) episodes, against the planner."""
+        if self.oracle is None:
+            return {}
+        by_id = dict(zip(split.task_ids, split.tasks))
+        votes, labels = [], []
+        for e in episodes[: self.oracle_episodes]:
+            if not e.steps:
+                continue
+            labels.extend(self.oracle(by_id[e.task_id], [s.action for s in e.steps]))
+            votes.extend(step_majority_votes(e))
+        if not labels:
+            return {}
+        good_vote, good_step = torch.tensor(votes) > 0, torch.tensor(labels) > 0
+        return {
+            f"{split.name}/judge_process_acc": float(BinaryAccuracy()(good_vote.long(), good_step.long())),
+            f"{split.name}/judge_process_bacc": balanced_accuracy(good_vote, good_step),
+            f"{split.name}/oracle_progress_rate": sum(x > 0 for x in labels) / len(labels),
+        }
+
+    @torch.no_grad()
+    def judge_accuracy(self) -> dict[str, float]:
+        """Only the judge's process accuracy on the first split, at a fraction of a full evaluation's cost.
+
+        Plays just the games whose episodes the full evaluation labels (the first ``oracle_episodes`` episodes), with
+        the same episode and vote seeds, so the numbers are the full evaluation's process accuracy at this point
+        (exactly so for judges that seed each vote on its own, as the scored judge does); empty without a judge or
+        an oracle.
+        """
+        if self.judge is None or self.oracle is None or not self.splits:
+            return {}
+        split = self.splits[0]
+        labelled = min(self.oracle_episodes, self.judge_episodes or self.oracle_episodes)
+        games = min(len(split.tasks), math.ceil(labelled / self.collector.group_size))
+        if games == 0:
+            return {}
+        episodes, _ = self.collector.collect(
+            list(split.tasks[:games]), seed=derive_seed(self.seed, split.name), task_ids=list(split.task_ids[:games])
+        )
+        self.judge.judge(episodes[:labelled], seed=derive_seed(self.seed, split.name, "judge"))
+        return self._process_accuracy(split, episodes[:labelled])
 
     @torch.no_grad()
     def __call__(self) -> dict[str, float]:
         """Metrics ``<split>/success_rate``, ``<split>/avg_steps``, ``<split>/judge_outcome_acc``, ... ."""
         metrics: dict[str, float] = {}
+        outcomes: list[EpisodeOutcome] = []
+        runs = self.collector.group_size
         for split in self.splits:
             episodes, _ = self.collector.collect(
                 list(split.tasks), seed=derive_seed(self.seed, split.name), task_ids=list(split.task_ids)
+            )
+            # the collector returns each task's runs together, in task order
+            outcomes.extend(
+                EpisodeOutcome(split.name, e.task_id, i % runs, bool(e.won), len(e.steps))
+                for i, e in enumerate(episodes)
             )
             limit = self.collector.max_steps
             metrics[f"{split.name}/success_rate"] = sum(e.won for e in episodes) / max(1, len(episodes))
@@ -126,23 +220,12 @@ class AgentEvaluator:
             )
             if self.judge is None:
                 continue
-            self.judge.judge(episodes, seed=derive_seed(self.seed, split.name, "judge"))
-            predicted, actual = judge_outcome_predictions(episodes)
+            judged = episodes[: self.judge_episodes]  # a prefix: the same episodes and vote seeds at every call
+            self.judge.judge(judged, seed=derive_seed(self.seed, split.name, "judge"))
+            predicted, actual = judge_outcome_predictions(judged)
             if predicted.numel():
                 metrics[f"{split.name}/judge_outcome_acc"] = float(BinaryAccuracy()(predicted.long(), actual.long()))
                 metrics[f"{split.name}/judge_outcome_bacc"] = balanced_accuracy(predicted, actual)
-            if self.oracle is not None:
-                by_id = dict(zip(split.task_ids, split.tasks))
-                votes, labels = [], []
-                for e in episodes[: self.oracle_episodes]:
-                    if not e.steps:
-                        continue
-                    labels.extend(self.oracle(by_id[e.task_id], [s.action for s in e.steps]))
-                    votes.extend(step_majority_votes(e))
-                if labels:
-                    good_vote, good_step = torch.tensor(votes) > 0, torch.tensor(labels) > 0
-                    metrics[f"{split.name}/judge_process_acc"] = float(BinaryAccuracy()(good_vote.long(),
-                                                                                          good_step.long()))
-                    metrics[f"{split.name}/judge_process_bacc"] = balanced_accuracy(good_vote, good_step)
-                    metrics[f"{split.name}/oracle_progress_rate"] = sum(x > 0 for x in labels) / len(labels)
+            metrics.update(self._process_accuracy(split, judged))
+        self.last_outcomes = outcomes
         return metrics

@@ -1,10 +1,12 @@
-"""experiments/ablate.py: its statistics, and a small TextWorld ablation end to end (in-process arms, resume)."""
+"""experiments/ablate.py: a small TextWorld ablation end to end (in-process arms, resume), its tables and workers.
+
+The statistics themselves are tested in test_ablation_stats.py.
+"""
 
 from __future__ import annotations
 
 import csv
 import json
-import math
 import subprocess
 import sys
 from pathlib import Path
@@ -13,33 +15,9 @@ import pytest
 from _runs import FAST, REPO, env
 
 sys.path.insert(0, str(REPO / "experiments"))
-import ablate  # noqa: E402
-
-Curve = tuple[list[float], list[float]]
-
-
-def test_mean_ci_is_a_t_interval() -> None:
-    assert ablate._mean_ci([0.5]) == (0.5, 0.0)
-    mean, half = ablate._mean_ci([1.0, 3.0])
-    assert mean == 2.0 and math.isclose(half, 12.71 * math.sqrt(2.0) / math.sqrt(2))
-    mean, half = ablate._mean_ci([2.0, 2.0, 2.0])
-    assert mean == 2.0 and half == 0.0
-
-
-def test_sample_efficiency_is_the_step_ratio_at_which_full_reaches_outcome_only() -> None:
-    outcome: list[Curve] = [([10, 20, 30, 40], [0.1, 0.2, 0.3, 0.3])]  # target: mean of the last two = 0.3
-    fast: list[Curve] = [([10, 20, 30, 40], [0.3, 0.3, 0.4, 0.5])]  # smoothed over two points: 0.3 at 20 steps
-    assert ablate.sample_efficiency(fast, outcome) == pytest.approx(20 / 40)
-    same = ablate.sample_efficiency(outcome, outcome)
-    assert same is not None and same <= 1.0
-    never: list[Curve] = [([10, 20, 30, 40], [0.0, 0.0, 0.1, 0.1])]
-    assert ablate.sample_efficiency(never, outcome) is None
-    assert ablate.sample_efficiency([], outcome) is None
-    assert ablate.sample_efficiency(fast, [([10, 20], [0.0, 0.0])]) is None  # nothing to reach
-    # seeds are averaged before the comparison
-    two = [([10, 20, 30, 40], [0.6, 0.6, 0.6, 0.6]), ([10, 20, 30, 40], [0.0, 0.0, 0.0, 0.0])]
-    assert ablate.sample_efficiency(two, outcome) == pytest.approx(20 / 40)
-
+import ablation_runs  # noqa: E402
+import ablation_table  # noqa: E402
+from ablation_stats import curve  # noqa: E402
 
 SUMMARY_KEYS = ("arms", "seeds", "minutes", "full_beats_outcome_only", "sample_efficiency")
 
@@ -79,8 +57,21 @@ def test_a_textworld_ablation_writes_the_table_and_resumes(tmp_path: Path) -> No
     ]
     for row in rows:
         assert 0.0 <= float(row["In-Dom mean"]) <= 100.0
+    # paired: every arm and seed played the same evaluation games and runs; each row's difference from outcome-only
+    # pairs them (2 seeds x 1 game here)
+    played = {
+        run.name: sorted((o["split"], o["task_id"], o["run"]) for o in json.loads(
+            (run / "eval_outcomes.json").read_text())["outcomes"])
+        for run in (out / "runs").iterdir()
+    }  # fmt: skip
+    assert len(played) == 8 and len({json.dumps(v) for v in played.values()}) == 1
+    assert rows[1]["In-Dom diff"] == "" and all(r["In-Dom pairs"] == "2" for r in rows if r is not rows[1])
+    for row in rows[2:]:
+        assert float(row["In-Dom diff low"]) <= float(row["In-Dom diff"]) <= float(row["In-Dom diff high"])
     meta = json.loads((out / "meta.json").read_text())
     assert meta["seeds"] == [0, 1] and meta["arms"] == ["outcome_only", "full", "step_only"]
+    assert set(meta["updates"]) == {"outcome_only", "full", "step_only"} and set(meta["updates"]["full"]) == {"0", "1"}
+    assert "In-Dom" in meta["paired_vs_outcome_only"]["full"] and meta["estimated_seconds"]["total"] > 0
     for seed in (0, 1):
         step_only = (out / "runs" / f"step_only_seed{seed}" / "config.yaml").read_text()
         assert f"full_seed{seed}/checkpoints/last.ckpt" in step_only  # the optimized judge of the same seed's full arm
@@ -113,7 +104,7 @@ def test_seed_workers_get_their_seed_and_the_shared_warm_start_seed(monkeypatch:
     from omegaconf import OmegaConf
 
     monkeypatch.setattr(sys, "argv", ["ablate.py", "+setting=alfworld", "seeds=[3,5]", "jobs=2", "iterations=2"])
-    cmd = ablate._seed_worker_command(OmegaConf.create({"seeds": [3, 5]}), 5)
+    cmd = ablation_runs.seed_worker_command(OmegaConf.create({"seeds": [3, 5]}), 5)
     assert "seeds=[5]" in cmd and "++warm_start_seed=3" in cmd and "++seed_worker=true" in cmd
     assert "seeds=[3,5]" not in cmd and "jobs=2" not in cmd and "iterations=2" in cmd and "+setting=alfworld" in cmd
 
@@ -122,17 +113,17 @@ def test_coding_tables_report_pass_at_1_and_the_unit_test_rewards() -> None:
     from omegaconf import OmegaConf
 
     coding = OmegaConf.create({"setting": {"name": "livebench", "eval_set": "livebench"}})
-    assert ablate._columns(coding) == [("pass@1", "eval/livebench/pass@1"), ("RM UT", "eval/livebench/ut"),
+    assert ablation_table.columns(coding) == [("pass@1", "eval/livebench/pass@1"), ("RM UT", "eval/livebench/ut"),
                                        ("RM Detect", "eval/livebench/detect")]  # fmt: skip
     splits = {"in_distribution": "valid_seen", "out_of_distribution": "valid_unseen"}
     alfworld = OmegaConf.create({"setting": {"name": "alfworld", "eval_splits": splits}})
-    columns = ablate._columns(alfworld)
+    columns = ablation_table.columns(alfworld)
     assert columns[0] == ("In-Dom", "eval/in_distribution/success_rate")
     assert columns[1] == ("OOD", "eval/out_of_distribution/success_rate")
     # coding runs count programs as environment steps, so their learning curves are not empty
     rows = [{"rollout/success_rate": 0.5, "rollout/rollouts": 8.0},
             {"rollout/success_rate": 0.25, "rollout/rollouts": 8.0}]
-    assert ablate._curve(rows) == ([8.0, 16.0], [0.5, 0.25])
+    assert curve(rows) == ([8.0, 16.0], [0.5, 0.25])
 
 
 def test_a_pretrained_policy_is_not_warm_started(tmp_path: Path) -> None:
@@ -142,6 +133,6 @@ def test_a_pretrained_policy_is_not_warm_started(tmp_path: Path) -> None:
         pretrained = compose("ablate", overrides=["+setting=alfworld", "model=smollm2-135m"])
         tiny = compose("ablate", overrides=["+setting=alfworld", "warm_start.enabled=false"])
     assert pretrained.warm_start.enabled  # the default is on; the pretrained model skips it rather than failing
-    assert ablate._warm_start(pretrained, 0, tmp_path) is None
-    assert ablate._warm_start(tiny, 0, tmp_path) is None
+    assert ablation_runs.warm_start_policy(pretrained, 0, tmp_path) is None
+    assert ablation_runs.warm_start_policy(tiny, 0, tmp_path) is None
     assert not any(tmp_path.iterdir())

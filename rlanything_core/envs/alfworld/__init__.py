@@ -24,6 +24,7 @@ from rlanything_core.envs.alfworld.oracle import (
     optimal_plan,
     plan_cost,
 )
+from rlanything_core.envs.alfworld.sampling import proportional_allocation, stratified_sample
 
 __all__ = [
     "TASK_TYPES",
@@ -44,7 +45,9 @@ __all__ = [
     "optimal_plan",
     "parse_goal",
     "plan_cost",
+    "proportional_allocation",
     "resolve_data_root",
     "split_dir",
     "start_engine",
+    "stratified_sample",
 ]

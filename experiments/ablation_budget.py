@@ -1,0 +1,204 @@
+"""What an ablation config will cost, added up from per-step costs (printed by ``ablate.py`` before it starts).
+
+A step of an episode costs the policy's scoring of the admissible commands plus the engine's step, and, where the
+judge votes, one judge pass; a planner-labelled step (the judge's process accuracy) costs a planner search; a
+trained-on step costs its share of the update (old log-probs, forward and backward). An episode of ``limit`` steps
+is won after ``won_steps`` steps on average with probability ``success``, else runs to the limit. Seeds run in
+``jobs`` parallel workers, one core each; the warm start runs once before them. The defaults of :class:`StepCosts`
+are this project's figures for the encoder policy on one core of the 2-core CPU machine (the ``budget`` section of
+``conf/ablate.yaml`` overrides them); the result is an estimate to plan with, not a measurement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+__all__ = ["AblationPlan", "StepCosts", "estimate_seconds", "plan_from_config"]
+
+
+@dataclass(frozen=True)
+class StepCosts:
+    """Seconds per unit of work, and the episode-length model.
+
+    Attributes:
+        policy_s: the policy's scoring of one step (state embedding, command scores).
+        engine_s: ALFWorld's engine step.
+        judge_s: one step's judge pass (its m votes come from one pass).
+        planner_s: one planner label (the process accuracy's oracle).
+        update_s: one trained-on step's update work (old log-probs, forward, backward).
+        run_overhead_s: starting one run (building the models, loading games).
+        warm_start_s: the supervised warm start, cold (made once, shared by the seeds).
+        success: the probability an episode is won.
+        won_steps: the mean length of a won episode.
+    """
+
+    policy_s: float = 0.050
+    engine_s: float = 0.025
+    judge_s: float = 0.050
+    planner_s: float = 0.2
+    update_s: float = 0.1
+    run_overhead_s: float = 20.0
+    warm_start_s: float = 600.0
+    success: float = 0.35
+    won_steps: float = 12.0
+
+    def episode_steps(self, limit: int) -> float:
+        """Expected steps of one episode with step limit ``limit``."""
+        return self.success * min(self.won_steps, limit) + (1.0 - self.success) * limit
+
+
+@dataclass(frozen=True)
+class AblationPlan:
+    """The parts of an ablation config that set its cost.
+
+    Attributes:
+        seeds: how many seeds.
+        jobs: seeds run at once (one core each).
+        arms: the trained arms (without "before").
+        iterations: iterations per arm.
+        episodes_per_iteration: training episodes per iteration (tasks x group size).
+        rewrite_episodes: extra episodes per iteration of the full arm (rewritten tasks x group size).
+        max_steps: the training step limit.
+        eval_max_steps: the evaluation step limit.
+        eval_episodes: evaluation episodes per split (games x runs).
+        eval_splits: evaluation splits.
+        judge_episodes: episodes the judge votes on per split (None: all).
+        oracle_episodes: planner-labelled episodes per split.
+        judge_every: the judge-only evaluation period in iterations (0: none).
+        warm_start: whether a warm start is made.
+        cores: CPU cores (seeds beyond them share cores).
+    """
+
+    seeds: int
+    jobs: int
+    arms: tuple[str, ...]
+    iterations: int
+    episodes_per_iteration: int
+    rewrite_episodes: int
+    max_steps: int
+    eval_max_steps: int
+    eval_episodes: int
+    eval_splits: int = 2
+    judge_episodes: int | None = None
+    oracle_episodes: int = 4
+    judge_every: int = 0
+    warm_start: bool = True
+    cores: int = 2
+
+
+_JUDGED = {"policy", "policy_judge", "full", "step_only"}  # arms whose judge votes during training and evaluation
+_JUDGE_TRAINED = {"policy_judge", "full"}
+
+
+def _evaluation(plan: AblationPlan, c: StepCosts, *, judged: bool) -> float:
+    steps = c.episode_steps(plan.eval_max_steps)
+    per_split = plan.eval_episodes * steps * (c.policy_s + c.engine_s)
+    if judged:
+        voted = plan.eval_episodes if plan.judge_episodes is None else min(plan.judge_episodes, plan.eval_episodes)
+        labelled = min(plan.oracle_episodes, voted)
+        per_split += voted * steps * c.judge_s + labelled * steps * c.planner_s
+    return plan.eval_splits * per_split
+
+
+def estimate_seconds(plan: AblationPlan, costs: StepCosts | None = None) -> dict[str, float]:
+    """The estimated wall-clock seconds of an ablation, by part.
+
+    Args:
+        plan: what the config runs.
+        costs: per-step costs (default :class:`StepCosts`).
+
+    Returns:
+        ``warm_start``, ``evaluation`` (per seed: "before" and every arm's final evaluation), ``training`` (per
+        seed), ``judge_probes`` (per seed), ``overhead`` (per seed) and ``total`` (the warm start plus the seeds'
+        work spread over ``min(jobs, cores, seeds)`` parallel workers).
+
+    Raises:
+        ValueError: a non-positive count.
+    """
+    c = costs or StepCosts()
+    counts = (
+        plan.seeds,
+        plan.jobs,
+        plan.cores,
+        plan.iterations,
+        plan.eval_episodes,
+        plan.max_steps,
+        plan.eval_max_steps,
+    )
+    if min(counts) < 1:
+        raise ValueError(f"plan: expected positive counts, got {plan}")
+    evaluation = _evaluation(plan, c, judged=True)  # "before" evaluates the starting judge too
+    training = probes = 0.0
+    train_steps = c.episode_steps(plan.max_steps)
+    for arm in plan.arms:
+        evaluation += _evaluation(plan, c, judged=arm in _JUDGED)
+        episodes = plan.episodes_per_iteration + (plan.rewrite_episodes if arm == "full" else 0)
+        per_step = c.policy_s + c.engine_s + c.update_s + (c.judge_s if arm in _JUDGED else 0.0)
+        training += plan.iterations * episodes * train_steps * per_step
+        if arm in _JUDGE_TRAINED and plan.judge_every:
+            count = (plan.iterations - 1) // plan.judge_every  # the last iteration has the full evaluation
+            labelled = min(plan.oracle_episodes, plan.judge_episodes or plan.oracle_episodes)
+            probes += (
+                count
+                * labelled
+                * c.episode_steps(plan.eval_max_steps)
+                * (c.policy_s + c.engine_s + c.judge_s + c.planner_s)
+            )
+    overhead = (len(plan.arms) + 1) * c.run_overhead_s
+    per_seed = evaluation + training + probes + overhead
+    warm = c.warm_start_s if plan.warm_start else 0.0
+    return {
+        "warm_start": warm,
+        "evaluation": evaluation,
+        "training": training,
+        "judge_probes": probes,
+        "overhead": overhead,
+        "total": warm + per_seed * plan.seeds / min(plan.jobs, plan.cores, plan.seeds),
+    }
+
+
+def plan_from_config(cfg: Any, cores: int) -> tuple[AblationPlan, StepCosts]:
+    """The plan and the costs (``cfg.budget``) of an ablation config (an ``ablate.yaml`` composition)."""
+    judge_episodes = cfg.eval.get("judge_episodes")
+    plan = AblationPlan(
+        seeds=len(cfg.seeds),
+        jobs=int(cfg.jobs),
+        arms=tuple(str(a) for a in cfg.arms),
+        iterations=int(cfg.iterations),
+        episodes_per_iteration=int(cfg.tasks_per_iteration) * int(cfg.group_size),
+        rewrite_episodes=int(cfg.max_rewrites_per_iteration) * int(cfg.group_size),
+        max_steps=int(cfg.setting.get("max_steps", 20)),
+        eval_max_steps=int(cfg.setting.get("eval_max_steps", 30)),
+        eval_episodes=int(cfg.eval.games) * int(cfg.eval.runs),
+        eval_splits=len(cfg.setting.get("eval_splits", None) or cfg.setting.get("eval_quest_lengths", None) or [0]),
+        judge_episodes=None if judge_episodes is None else int(judge_episodes),
+        oracle_episodes=int(cfg.eval.oracle_episodes),
+        judge_every=int(cfg.eval.get("judge_every", 0)),
+        warm_start=bool(cfg.warm_start.enabled) and cfg.setting.name == "alfworld",
+        cores=max(1, cores),
+    )
+    known = {f.name for f in fields(StepCosts)}
+    costs = StepCosts(**{k: float(v) for k, v in (cfg.get("budget") or {}).items() if k in known})
+    return plan, costs
+
+
+def main(argv: list[str]) -> None:
+    """Print the estimate of ``python experiments/ablate.py <argv>`` (minutes by part) without running anything."""
+    import os
+    from pathlib import Path
+
+    from hydra import compose, initialize_config_dir
+
+    setting = [] if any(a.lstrip("+").startswith("setting=") for a in argv) else ["+setting=alfworld"]
+    with initialize_config_dir(config_dir=str(Path(__file__).resolve().parent / "conf"), version_base=None):
+        cfg = compose("ablate", overrides=[*setting, *argv])
+    parts = estimate_seconds(*plan_from_config(cfg, os.cpu_count() or 1))
+    shown = " ".join(f"{k}={v / 60:.1f}" for k, v in parts.items())
+    print(f"{shown} budget={float(cfg.budget.minutes):g} (minutes; evaluation, training, probes, overhead per seed)")
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])

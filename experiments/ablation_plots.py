@@ -1,0 +1,131 @@
+"""The ablation's figures: learning curves, the judge's accuracy at every evaluation, accepted rewrites.
+
+Each figure draws the mean over seeds with a band from the lowest to the highest seed (with two or three seeds a
+t-interval would be wider than the axis). Figures are written atomically (a crash never leaves a truncated PNG).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ablation_results import ArmRun
+from ablation_table import LABELS
+
+from rlanything_core.environment._io import atomic_write_bytes
+
+__all__ = ["band_over_seeds", "judge_trajectory", "write_plots"]
+
+
+def band_over_seeds(
+    series: Sequence[Mapping[float, float]],
+) -> tuple[list[float], list[float], list[float], list[float]]:
+    """``(x, mean, low, high)`` over the x values any seed has (each seed's value where it has one).
+
+    Args:
+        series: per seed, x -> value.
+    """
+    xs = sorted({x for s in series for x in s})
+    mean, low, high = [], [], []
+    for x in xs:
+        values = [s[x] for s in series if x in s]
+        mean.append(sum(values) / len(values))
+        low.append(min(values))
+        high.append(max(values))
+    return xs, mean, low, high
+
+
+def judge_trajectory(before: ArmRun | None, run: ArmRun, key: str) -> dict[float, float]:
+    """Iteration -> ``key`` over every evaluation of ``run`` (the seed's "before" evaluation is iteration 0)."""
+    rows = ([*before.evaluations] if before is not None else []) + run.evaluations
+    return {r["eval/iteration"]: r[key] for r in rows if key in r}
+
+
+def _save(fig: Any, path: Path) -> None:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=120)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def _curves(ax: Any, results: Mapping[str, Sequence[ArmRun]]) -> None:
+    for k, (arm, runs) in enumerate(results.items()):
+        series = [{float(i + 1): s for i, s in enumerate(r.curve[1])} for r in runs if r.curve[1]]
+        if arm == "before" or not series:
+            continue
+        x, mean, low, high = band_over_seeds(series)
+        ax.plot(x, mean, marker="o", color=f"C{k}", label=LABELS[arm])
+        ax.fill_between(x, low, high, color=f"C{k}", alpha=0.15)
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("training success rate")
+    ax.set_title("Training success per arm (mean over seeds, band: min-max)", fontsize=9)
+    ax.legend(fontsize=7)
+
+
+# Arms whose judge starts as the "before" row's judge (step-only starts from the full arm's optimized judge).
+_STARTS_FROM_BEFORE = ("policy", "policy_judge", "full")
+
+
+def _judge(axes: Any, results: Mapping[str, Sequence[ArmRun]], split: str) -> None:
+    before = {r.seed: r for r in results.get("before", [])}
+    panels = [("judge_process", "process accuracy vs the planner"), ("judge_outcome", "outcome accuracy")]
+    for col, (metric, title) in enumerate(panels):
+        for k, (arm, runs) in enumerate(results.items()):
+            if arm == "before":
+                continue
+            for suffix, style, label in (("bacc", "-", LABELS[arm]), ("acc", ":", None)):
+                key = f"eval/{split}/{metric}_{suffix}"
+                start = before if arm in _STARTS_FROM_BEFORE else {}
+                series = [judge_trajectory(start.get(r.seed), r, key) for r in runs]
+                series = [s for s in series if s]  # an arm without a judge has no point
+                if not series:
+                    continue
+                x, mean, low, high = band_over_seeds(series)
+                axes[col].plot(x, mean, style, color=f"C{k}", marker="o" if suffix == "bacc" else None, label=label)
+                if suffix == "bacc":
+                    axes[col].fill_between(x, low, high, color=f"C{k}", alpha=0.12)
+        axes[col].axhline(0.5, color="grey", lw=0.8)
+        axes[col].set_title(f"Judge {title}, {split}\n(solid: balanced accuracy, band min-max over seeds; "
+                            "dotted: accuracy)", fontsize=8)  # fmt: skip
+        axes[col].set_xlabel("iteration")
+        axes[col].legend(fontsize=7)
+
+
+def write_plots(out: Path, results: Mapping[str, Sequence[ArmRun]], split: str) -> None:
+    """Write ``curves.png``, ``judge.png`` and ``accepted.png`` into ``out``.
+
+    Args:
+        out: the results folder.
+        results: arm -> its runs, one per seed (``"before"`` included).
+        split: the split whose judge accuracies are drawn (the in-distribution one).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    _curves(ax, results)
+    fig.tight_layout()
+    _save(fig, out / "curves.png")
+    plt.close(fig)
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    _judge(axes, results, split)
+    fig.tight_layout()
+    _save(fig, out / "judge.png")
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    full = results.get("full", [])
+    for run in full:
+        ax.plot(range(1, len(run.accepted) + 1), run.accepted, marker="o", label=f"seed {run.seed}")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("accepted tasks (cumulative)")
+    ax.set_title("Environment adaptation: accepted rewrites")
+    if full:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    _save(fig, out / "accepted.png")
+    plt.close(fig)

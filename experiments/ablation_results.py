@@ -1,0 +1,114 @@
+"""What one arm's run (one seed) left behind, read back for the table and the plots.
+
+A run folder holds ``logs/metrics.csv`` (training rows and evaluation rows, the latter with ``eval/iteration``),
+``eval_outcomes.json`` (the last evaluation episode by episode, :mod:`eval_record`) and, for the "before" row,
+``eval.json``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ablation_stats import Curve, curve
+from eval_record import read_eval_outcomes
+
+__all__ = ["ArmRun", "eval_rows", "final_eval", "game_success", "read_arm_run", "read_before_run", "read_metrics"]
+
+
+@dataclass
+class ArmRun:
+    """One arm's run for one seed.
+
+    Attributes:
+        arm: the arm (``"before"`` for the evaluation of the starting models).
+        seed: the training seed.
+        final: the last full evaluation's metrics (``eval/<split>/<metric>``); empty when none.
+        curve: training success per iteration (:func:`ablation_stats.curve`).
+        evaluations: every evaluation row in order (full ones and the judge-only ones), ``eval/iteration`` included.
+        outcomes: the last evaluation's episodes (dicts with ``split, task_id, run, won, steps``), or None.
+        policy_updates: optimizer steps taken on the policy over the run.
+        judge_updates: optimizer steps taken on the judge.
+        accepted: the cumulative accepted rewrites after each iteration (environment adaptation).
+    """
+
+    arm: str
+    seed: int
+    final: dict[str, float]
+    curve: Curve = field(default_factory=lambda: ([], []))
+    evaluations: list[dict[str, float]] = field(default_factory=list)
+    outcomes: list[dict[str, Any]] | None = None
+    policy_updates: int = 0
+    judge_updates: int = 0
+    accepted: list[float] = field(default_factory=list)
+
+
+def read_metrics(run_dir: Path) -> list[dict[str, float]]:
+    """The rows of ``run_dir/logs/metrics.csv`` (empty cells dropped); [] when absent."""
+    path = run_dir / "logs" / "metrics.csv"
+    if not path.is_file():
+        return []
+    with open(path) as fh:
+        return [{k: float(v) for k, v in row.items() if v not in ("", None)} for row in csv.DictReader(fh)]
+
+
+def eval_rows(rows: Sequence[Mapping[str, float]]) -> list[dict[str, float]]:
+    """The evaluation rows (full and judge-only), in order."""
+    return [dict(r) for r in rows if "eval/iteration" in r]
+
+
+def final_eval(rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    """The last full evaluation (a row with a success or pass rate; judge-only rows have neither)."""
+    full = [r for r in eval_rows(rows) if any(k.endswith(("/success_rate", "/pass@1")) for k in r)]
+    return full[-1] if full else {}
+
+
+def read_arm_run(arm: str, seed: int, run_dir: Path) -> ArmRun:
+    """Read a training run's folder."""
+    rows = read_metrics(run_dir)
+    key = "rollout/env/accepted_total"
+    return ArmRun(
+        arm=arm,
+        seed=seed,
+        final=final_eval(rows),
+        curve=curve(rows),
+        evaluations=eval_rows(rows),
+        outcomes=read_eval_outcomes(run_dir),
+        policy_updates=int(sum(r.get("policy/updates", 0.0) for r in rows)),
+        judge_updates=int(sum(r.get("judge/updates", 0.0) for r in rows)),
+        accepted=[r[key] for r in rows if key in r],
+    )
+
+
+def read_before_run(seed: int, run_dir: Path) -> ArmRun:
+    """Read the "before optimization" evaluation (``eval.json``, no training)."""
+    metrics = {f"eval/{k}": v for k, v in json.loads((run_dir / "eval.json").read_text()).items()}
+    return ArmRun(
+        arm="before",
+        seed=seed,
+        final=metrics,
+        evaluations=[{"eval/iteration": 0.0, **metrics}],
+        outcomes=read_eval_outcomes(run_dir),
+    )
+
+
+def game_success(runs: Sequence[ArmRun], split: str) -> dict[tuple[int, str], float] | None:
+    """Per ``(seed, game)`` of ``split``, the fraction of its evaluation runs won; None if a run kept no outcomes.
+
+    Raises:
+        ValueError: a seed's outcomes hold no episode of ``split``.
+    """
+    units: dict[tuple[int, str], list[bool]] = {}
+    for run in runs:
+        if run.outcomes is None:
+            return None
+        mine = [o for o in run.outcomes if o["split"] == split]
+        if not mine:
+            raise ValueError(f"arm {run.arm}, seed {run.seed}: no evaluation episode of split {split!r}")
+        for o in mine:
+            units.setdefault((run.seed, str(o["task_id"])), []).append(bool(o["won"]))
+    return {u: sum(w) / len(w) for u, w in units.items()}

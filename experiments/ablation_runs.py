@@ -1,0 +1,287 @@
+"""Running the ablation's arms: warm start, the "before" evaluation, each arm's training run, seed workers.
+
+Every run lives in its own folder under ``<results>/runs/`` and is resumable: a finished run is skipped, an
+unfinished one continues from its checkpoint, and a run of another results folder with the same resolved config is
+copied (``reuse_from``, :mod:`reuse`). Seeds run in ``jobs`` worker processes (this script's parent, ``ablate.py``,
+started again with one seed each); the parent only aggregates.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ablation_table import LABELS
+from hydra import compose
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+import warm_start
+import warm_start_encoder
+from builders import close_shared_env_pools
+from reuse import reuse_file, reuse_run
+from rlanything_core.environment._io import atomic_write_text
+from train import run_training
+
+__all__ = ["FORWARDED", "REPO", "log", "run_seed", "run_seeds_in_parallel", "seed_worker_command", "warm_start_policy"]
+
+REPO = Path(__file__).resolve().parents[1]
+ABLATE = REPO / "experiments" / "ablate.py"
+
+# Overrides of train.py that ablate.py forwards (everything else comes from the arm and the seed).
+FORWARDED = (
+    "iterations",
+    "tasks_per_iteration",
+    "group_size",
+    "num_votes",
+    "lam",
+    "policy_band",
+    "judge_band",
+    "env_band",
+    "max_rewrites_per_iteration",
+    "optim",
+    "eval",
+    "setting",
+    "model",
+    "trainer",
+    "progress",
+)
+
+
+def _overrides(cfg: DictConfig) -> list[str]:
+    """The resolved settings every arm shares, as dotted overrides for train.py."""
+    flat: list[str] = []
+
+    def walk(prefix: str, node: Any) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(f"{prefix}.{key}" if prefix else str(key), value)
+        else:
+            flat.append(f"++{prefix}={json.dumps(node) if not isinstance(node, str) else node}")
+
+    container = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(container, dict)
+    for key in FORWARDED:
+        if key == "model":
+            walk("model", {k: v for k, v in container["model"].items() if k not in ("policy", "judge")})
+        elif key in container:
+            walk(key, container[key])
+    return flat
+
+
+def _setting_override(cfg: DictConfig) -> str:
+    return f"+setting={cfg.setting.name}"
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def _completed(run_dir: Path) -> int:
+    """Iterations a run's last checkpoint has completed (the data module's state in the checkpoint)."""
+    import torch
+
+    ckpt = torch.load(run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)
+    return int(ckpt.get("RolloutDataModule", {}).get("completed", 0))
+
+
+def _finished(run_dir: Path, iterations: int) -> bool:
+    """Whether a training run has a checkpoint that completed ``iterations``."""
+    return (run_dir / "checkpoints" / "last.ckpt").is_file() and _completed(run_dir) >= iterations
+
+
+def _warm_start_recipe(cfg: DictConfig, seed: int) -> tuple[str, list[str]] | None:
+    """The warm-start script for the configured policy family and its arguments, or None where there is none.
+
+    The encoder scorer (``model=minilm-scorer``, the ALFWorld default) is fitted by ``warm_start_encoder.py`` and the
+    tiny policy by ``warm_start.py``; a pretrained LM starts from its own weights, as the paper's base models do.
+    """
+    family = str(cfg.model.policy.get("_target_", ""))
+    m = cfg.model.policy
+    if family.endswith(".minilm_scorer"):
+        return "warm_start_encoder", [
+            "--seed", str(seed),
+            "--trainable-layers", str(m.trainable_layers),
+            "--max-state-tokens", str(m.max_state_tokens),
+            "--history", str(cfg.setting.max_history_turns),  # state texts exactly as the loop renders them
+            *[str(a) for a in cfg.warm_start.encoder_args],
+        ]  # fmt: skip
+    if family.endswith(".tiny_model_and_tokenizer"):
+        return "warm_start", [
+            "--seed", str(seed),
+            "--hidden", str(m.hidden),
+            "--layers", str(m.layers),
+            "--history", str(cfg.setting.max_history_turns),  # prompts exactly as the loop renders them
+            *[str(a) for a in cfg.warm_start.args],
+        ]  # fmt: skip
+    return None
+
+
+def warm_start_policy(cfg: DictConfig, seed: int, out: Path) -> Path | None:
+    """The warm-started policy of ``seed`` (cached in the results folder), or None where there is none.
+
+    In the ALFWorld setting the encoder scorer and the tiny policy are warm-started on the hand-coded expert
+    (``_warm_start_recipe``); a pretrained LM starts from its own weights.
+
+    With ``warm_start.per_seed: false`` every seed starts from seed 0's warm start (the seeds then vary the RL runs
+    only), which halves the set-up time of the CPU default.
+    """
+    if cfg.setting.name != "alfworld" or not cfg.warm_start.enabled:
+        return None
+    # a seed worker's cfg.seeds is its own seed only: its parent passes the shared seed
+    seed = seed if cfg.warm_start.per_seed else int(cfg.get("warm_start_seed", cfg.seeds[0]))
+    recipe = _warm_start_recipe(cfg, seed)
+    if recipe is None:
+        log(f"warm start: skipped (model={cfg.model.name} is a pretrained LM; warm starts are for the scorer/tiny)")
+        return None
+    script, argv = recipe
+    target = out / "init" / f"policy_seed{seed}.pt"
+    if target.is_file():
+        return target
+    record = target.with_suffix(".json")  # how the policy was made: what a later profile's reuse compares
+    source = _reuse_root(cfg, out)
+    if source is not None:
+        made = source / "init" / target.name
+        made_record = made.with_suffix(".json")
+        if reuse_file(made, target, made_record.read_text() if made_record.is_file() else "", json.dumps(argv)):
+            atomic_write_text(record, json.dumps(argv))
+            log(f"warm start (seed {seed}): reused {_shown(made)} (same recipe)")
+            return target
+    log(f"warm start (seed {seed}): experiments/{script}.py {' '.join(argv)}")
+    fit = warm_start_encoder.main if script == "warm_start_encoder" else warm_start.main
+    fit([*argv, "--save", str(target)])
+    atomic_write_text(record, json.dumps(argv))
+    return target
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    return a.is_file() and b.is_file() and filecmp.cmp(a, b, shallow=False)
+
+
+def _reuse_root(cfg: DictConfig, out: Path) -> Path | None:
+    """The results folder whose identical finished runs this one reuses (``reuse_from``), if any."""
+    name = cfg.get("reuse_from")
+    if not name:
+        return None
+    root = out.parent / str(name)
+    return root if root.is_dir() and root != out else None
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the repository when inside it (shorter logs), else absolute."""
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+
+
+def _arm_config(cfg: DictConfig, arm: str, seed: int, run_dir: Path, init: Path | None, extra: list[str]) -> DictConfig:
+    """The train.py config of one arm and seed: exactly what `python experiments/train.py <overrides>` would use."""
+    choices = HydraConfig.get().runtime.choices
+    groups = [f"{g}={choices[g]}" for g in ("model", "scale") if g in choices]
+    overrides = [
+        _setting_override(cfg),
+        *groups,
+        f"arm={arm}",
+        f"seed={seed}",
+        f"run_dir={run_dir}",
+        *_overrides(cfg),
+        *extra,
+    ]
+    if init is not None:
+        overrides.append(f"++model.policy_init={init}")
+    return compose(config_name="train", overrides=overrides)
+
+
+def _train(
+    cfg: DictConfig, arm: str, seed: int, out: Path, init: Path | None, *, extra: list[str], name: str | None = None
+) -> Path:
+    """Fit one arm for one seed in this process (resuming its checkpoint), or evaluate only (``name="before"``)."""
+    run_dir = out / "runs" / f"{name or arm}_seed{seed}"
+    if name is None and _finished(run_dir, int(cfg.iterations)):
+        return run_dir  # finished earlier: a rerun of ablate.py resumes where it stopped
+    if name is not None and (run_dir / "eval.json").is_file():
+        return run_dir
+    arm_cfg = _arm_config(cfg, arm, seed, run_dir, init, extra)
+    source = _reuse_root(cfg, out)
+    if source is not None:
+        other = source / "runs" / run_dir.name
+        finished = (other / "eval.json").is_file() if name else _finished(other, int(cfg.iterations))
+        # the config names the warm start by path: the two files must also hold the same weights
+        same_init = init is None or _same_file(source / "init" / init.name, init)
+        if finished and same_init and reuse_run(other, run_dir, OmegaConf.to_yaml(arm_cfg, resolve=True), source, out):
+            log(f"{LABELS[name or arm]}, seed {seed}: reused {_shown(other)} (identical resolved config)")
+            return run_dir
+    started = time.monotonic()
+    log(f"{LABELS[name or arm]}, seed {seed}: {'evaluating' if name else 'training'} in {_shown(run_dir)}")
+    run_training(arm_cfg)
+    log(f"{LABELS[name or arm]}, seed {seed}: done in {(time.monotonic() - started) / 60:.1f} min")
+    return run_dir
+
+
+def run_seed(cfg: DictConfig, seed: int, out: Path, arms: list[str]) -> dict[str, Path]:
+    """Warm start, "before" evaluation and every arm of one seed (each skipped when already complete).
+
+    Returns:
+        The run folder of "before" and of each arm, in order.
+    """
+    try:
+        init = warm_start_policy(cfg, seed, out)
+        dirs = {"before": _train(cfg, "policy", seed, out, init, extra=["++eval_only=true"], name="before")}
+        for arm in arms:
+            extra = ["++eval.at_start=false"]
+            if arm == "step_only":  # the step-wise rewards of the judge that the full arm optimized
+                judge = out / "runs" / f"full_seed{seed}" / "checkpoints" / "last.ckpt"
+                extra.append(f"++arm.judge_checkpoint={judge}")
+            dirs[arm] = _train(cfg, arm, seed, out, init, extra=extra)
+        return dirs
+    finally:
+        close_shared_env_pools()
+
+
+def seed_worker_command(cfg: DictConfig, seed: int) -> list[str]:
+    """This script's command line for one seed, as a worker that only runs (or resumes) that seed's runs."""
+    replaced = ("seeds=", "jobs=", "setting.env_workers=", "seed_worker=", "warm_start_seed=")
+    kept = [a for a in sys.argv[1:] if not a.lstrip("+").startswith(replaced)]
+    # Each worker steps its games in its own process: the workers already fill the cores, and the games a worker
+    # has loaded stay cached for all its arms.
+    return [sys.executable, str(ABLATE), *kept, f"seeds=[{seed}]", "setting.env_workers=1",
+            "++seed_worker=true", f"++warm_start_seed={int(cfg.seeds[0])}"]  # fmt: skip
+
+
+def run_seeds_in_parallel(cfg: DictConfig, out: Path) -> None:
+    """Run the seeds in ``cfg.jobs`` worker processes at a time, echoing their progress lines; raise if one fails.
+
+    The parent then finds every run complete and only aggregates. On 2 cores, two single-threaded seed workers keep
+    both cores busy, where one process alternates between the model (one core) and the environment workers.
+    """
+    seeds = [int(s) for s in cfg.seeds]
+    waiting = list(seeds)
+    running: dict[int, tuple[subprocess.Popen[bytes], Path, int]] = {}
+    (out / "logs").mkdir(parents=True, exist_ok=True)
+    while waiting or running:
+        while waiting and len(running) < int(cfg.jobs):
+            seed = waiting.pop(0)
+            log = out / "logs" / f"seed{seed}.log"
+            with open(log, "ab") as fh:
+                proc = subprocess.Popen(seed_worker_command(cfg, seed), cwd=REPO, stdout=fh, stderr=subprocess.STDOUT,
+                                        env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
+            running[seed] = (proc, log, log.stat().st_size)
+        time.sleep(2.0)
+        for seed, (proc, log, offset) in list(running.items()):
+            with open(log, "rb") as fh:
+                fh.seek(offset)
+                new = fh.read()
+            running[seed] = (proc, log, offset + len(new))
+            for line in new.decode(errors="replace").splitlines():
+                if line.startswith("[") and "] " in line[:12]:  # the workers' progress lines (see log)
+                    print(f"seed {seed} {line}", flush=True)
+            if proc.poll() is not None:
+                del running[seed]
+                if proc.returncode != 0:
+                    for other, _, _ in running.values():
+                        other.terminate()
+                    raise RuntimeError(f"the worker of seed {seed} failed (exit {proc.returncode}); see {log}")

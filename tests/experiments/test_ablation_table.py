@@ -1,0 +1,134 @@
+"""experiments/ablation_table.py and ablation_budget.py: the table from runs, the summary's verdict, the estimate."""
+
+from __future__ import annotations
+
+import csv
+import io
+import sys
+
+import pytest
+from _runs import REPO
+from omegaconf import OmegaConf
+
+sys.path.insert(0, str(REPO / "experiments"))
+from ablation_budget import AblationPlan, StepCosts, estimate_seconds  # noqa: E402
+from ablation_results import ArmRun, game_success  # noqa: E402
+from ablation_table import build_table, full_beats_outcome_only, render_csv, render_markdown  # noqa: E402
+
+SPLITS = {"in_distribution": "valid_seen", "out_of_distribution": "valid_unseen"}
+CFG = OmegaConf.create({"setting": {"name": "alfworld", "eval_splits": SPLITS}})
+
+
+def run(arm: str, seed: int, wins: list[bool], *, games: list[str] | None = None) -> ArmRun:
+    """An arm's run whose In-Dom and OOD games are won as ``wins`` says (one run per game)."""
+    names = games or [f"g{k}" for k in range(len(wins))]
+    outcomes = [
+        {"split": split, "task_id": g, "run": 0, "won": w, "steps": 5} for split in SPLITS for g, w in zip(names, wins)
+    ]
+    rate = sum(wins) / len(wins)
+    final = {"eval/in_distribution/success_rate": rate, "eval/out_of_distribution/success_rate": rate}
+    return ArmRun(arm, seed, final, outcomes=outcomes, policy_updates=4, judge_updates=4 if arm == "full" else 0)
+
+
+def results(full_wins: list[bool], outcome_wins: list[bool]) -> dict[str, list[ArmRun]]:
+    return {
+        "before": [run("before", s, outcome_wins) for s in (0, 1)],
+        "outcome_only": [run("outcome_only", s, outcome_wins) for s in (0, 1)],
+        "full": [run("full", s, full_wins) for s in (0, 1)],
+    }
+
+
+def test_a_clear_paired_gain_makes_full_beat_outcome_only() -> None:
+    base = [k % 4 == 0 for k in range(32)]  # 8 of 32 games won
+    better = [w or k % 4 == 1 for k, w in enumerate(base)]  # the same 8 and 8 more
+    table = build_table(CFG, results(better, base), samples=2000, seed=0)
+    d = table.paired["full"][0]
+    assert d is not None and d.estimate == pytest.approx(25.0) and d.low > 0 and d.units == 64  # 2 seeds x 32
+    assert table.paired["outcome_only"] == [None, None]  # the reference row
+    assert full_beats_outcome_only(table) == "true"
+    assert table.updates["full"] == [(0, 4, 4), (1, 4, 4)]
+    text = render_markdown(table, "caption")
+    assert "| Policy + Reward + Env |" in text and "+25.0 [" in text and "| ref |" in text and "4/4, 4/4" in text
+    rows = {r["row"]: r for r in csv.DictReader(io.StringIO(render_csv(table)))}
+    assert float(rows["Policy + Reward + Env"]["In-Dom diff"]) == pytest.approx(25.0)
+    assert rows["Policy + Reward + Env"]["In-Dom pairs"] == "64" and rows["Outcome Only (GRPO)"]["In-Dom diff"] == ""
+    assert rows["Policy + Reward + Env"]["policy_updates"] == "4;4" and rows["Before Optimization"]["seeds"] == "2"
+
+
+def test_equal_or_worse_arms_never_beat_outcome_only_even_with_a_higher_mean() -> None:
+    base = [k % 4 == 0 for k in range(32)]
+    assert full_beats_outcome_only(build_table(CFG, results(base, base), samples=500)) == "false"
+    one_more = list(base)
+    one_more[1] = True  # a higher mean by one game: the old mean comparison said "true"
+    table = build_table(CFG, results(one_more, base), samples=2000)
+    d = table.paired["full"][0]
+    assert d is not None and d.estimate > 0 and d.low <= 0
+    assert full_beats_outcome_only(table) == "false"
+
+
+def test_runs_without_outcomes_give_na_and_unpaired_games_are_refused() -> None:
+    base = [True, False, False, True]
+    no_outcomes = results(base, base)
+    for r in no_outcomes["full"]:
+        r.outcomes = None
+    table = build_table(CFG, no_outcomes, samples=100)
+    assert table.paired["full"] == [None, None] and full_beats_outcome_only(table) == "na"
+    assert "–" in render_markdown(table, "c")
+    mismatched = results(base, base)
+    mismatched["full"][0] = run("full", 0, base, games=["a", "b", "c", "d"])
+    with pytest.raises(ValueError, match="not paired"):
+        build_table(CFG, mismatched, samples=100)
+    with pytest.raises(ValueError, match="no evaluation episode"):
+        game_success([run("full", 0, base)], "nonexistent_split")
+
+
+def test_game_success_averages_each_games_runs() -> None:
+    r = ArmRun("full", 3, {}, outcomes=[{"split": "s", "task_id": "g", "run": k, "won": k == 0, "steps": 1}
+                                        for k in range(4)])  # fmt: skip
+    assert game_success([r], "s") == {(3, "g"): 0.25}
+
+
+def plan(**changes: object) -> AblationPlan:
+    base = dict(seeds=2, jobs=2, arms=("outcome_only", "full"), iterations=2, episodes_per_iteration=4,
+                rewrite_episodes=4, max_steps=10, eval_max_steps=10, eval_episodes=8, judge_episodes=None,
+                oracle_episodes=2, judge_every=1)  # fmt: skip
+    return AblationPlan(**{**base, **changes})  # type: ignore[arg-type]
+
+
+def test_the_estimate_adds_up_the_costs() -> None:
+    c = StepCosts(policy_s=1, engine_s=0, judge_s=1, planner_s=10, update_s=1, run_overhead_s=100, warm_start_s=1000,
+                  success=0.0, won_steps=5)  # fmt: skip
+    parts = estimate_seconds(plan(), c)
+    # every episode runs to its limit of 10 steps; evaluation: 2 splits x 8 episodes x 10 steps x 1 s, plus the judge
+    # on all 8 and the planner on 2 where a judge votes ("before" and full, not outcome-only)
+    judged_eval = 2 * (8 * 10 * 1 + 8 * 10 * 1 + 2 * 10 * 10)
+    assert parts["evaluation"] == 2 * judged_eval + 2 * 8 * 10
+    # training: outcome-only 2 x 4 episodes x 10 steps x (policy + update); full adds rewrites and the judge
+    assert parts["training"] == 2 * 4 * 10 * 2 + 2 * 8 * 10 * 3
+    assert parts["judge_probes"] == 1 * 2 * 10 * (1 + 1 + 10)  # after iteration 1 only (2 is the full evaluation)
+    assert parts["overhead"] == 3 * 100
+    per_seed = parts["evaluation"] + parts["training"] + parts["judge_probes"] + parts["overhead"]
+    assert parts["total"] == 1000 + per_seed  # two seeds on two cores in parallel
+    assert estimate_seconds(plan(jobs=1), c)["total"] == 1000 + 2 * per_seed
+    assert estimate_seconds(plan(judge_episodes=1), c)["evaluation"] < parts["evaluation"]
+    with pytest.raises(ValueError, match="positive"):
+        estimate_seconds(plan(eval_episodes=0), c)
+
+
+def test_the_default_profile_is_estimated_within_its_budget() -> None:
+    from ablation_budget import plan_from_config
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base=None):
+        for profile in ([], ["+profile=smoke"]):
+            cfg = compose("ablate", overrides=["+setting=alfworld", *profile])
+            total = estimate_seconds(*plan_from_config(cfg, cores=2))["total"]
+            assert total <= 60 * float(cfg.budget.minutes), (profile, total / 60)
+
+
+def test_the_estimate_prints_for_a_profile_without_running_it(capsys: pytest.CaptureFixture[str]) -> None:
+    from ablation_budget import main
+
+    main(["+profile=smoke"])
+    parts = dict(item.split("=") for item in capsys.readouterr().out.split(" (")[0].split())
+    assert float(parts["total"]) <= float(parts["budget"]) == 3.0

@@ -1,0 +1,71 @@
+"""AgentEvaluator on the real ALFWorld engine and planner with the tiny models: per-episode outcomes for the paired
+statistics, the judge-only probe equal to a full evaluation's process accuracy, and a judge limited to a prefix."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "experiments"))
+
+pytestmark = [pytest.mark.alfworld, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def evaluated(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """The evaluator of a small ALFWorld run, its metrics and its episodes (one full evaluation, shared)."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from builders import build, close_shared_env_pools
+
+    OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
+    run_dir = tmp_path_factory.mktemp("eval")
+    overrides = ["+setting=alfworld", "arm=full", f"run_dir={run_dir}", "eval.games=2", "eval.runs=2",
+                 "eval.oracle_episodes=3", "setting.eval_max_steps=3", "setting.train_games=2",
+                 "setting.env_workers=1", "progress=false"]  # fmt: skip
+    with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base=None):
+        cfg = compose("train", overrides=overrides)
+    evaluator = build(cfg).module.evaluator
+    metrics = evaluator()
+    yield evaluator, metrics, list(evaluator.last_outcomes)
+    close_shared_env_pools()
+
+
+def _process_key(key: str) -> bool:
+    return key.startswith("in_distribution/") and ("process" in key or "oracle" in key)
+
+
+def test_every_episode_is_kept_by_split_game_and_run(evaluated) -> None:  # type: ignore[no-untyped-def]
+    evaluator, metrics, outcomes = evaluated
+    assert [(o.split, o.run) for o in outcomes] == [(s, r) for s in ("in_distribution", "out_of_distribution")
+                                                     for _ in range(2) for r in range(2)]  # fmt: skip
+    for split in evaluator.splits:
+        mine = [o for o in outcomes if o.split == split.name]
+        assert [o.task_id for o in mine] == [t for t in split.task_ids for _ in range(2)]
+        assert metrics[f"{split.name}/success_rate"] == sum(o.won for o in mine) / len(mine)
+        assert all(1 <= o.steps <= 3 for o in mine)
+
+
+def test_the_judge_probe_equals_the_full_evaluations_process_accuracy(evaluated) -> None:  # type: ignore[no-untyped-def]
+    evaluator, metrics, _ = evaluated
+    keys = [k for k in metrics if _process_key(k)]
+    assert keys and evaluator.judge_accuracy() == {k: metrics[k] for k in keys}  # same episodes, same votes
+
+
+def test_a_judge_limited_to_a_prefix_leaves_the_policy_metrics_alone(evaluated) -> None:  # type: ignore[no-untyped-def]
+    evaluator, metrics, outcomes = evaluated
+    evaluator.judge_episodes = 1
+    try:
+        limited = evaluator()
+    finally:
+        evaluator.judge_episodes = None
+    assert evaluator.last_outcomes == outcomes  # the same episodes at every call
+    for key in ("in_distribution/success_rate", "out_of_distribution/avg_steps"):
+        assert limited[key] == metrics[key]
+    assert limited["in_distribution/judge_outcome_bacc"] in (0.0, 1.0)  # one judged episode: right or wrong
+    with pytest.raises(ValueError, match="judge_episodes"):
+        type(evaluator)(evaluator.collector, evaluator.splits, judge_episodes=0)
