@@ -1,6 +1,7 @@
 """The curated MiniWoB++ task list (easy to hard), their families, their hints, and the task spec an episode plays.
 
-The list is chosen so that a DOM-level agent (click an element, type a field value, press a key) can solve every task:
+The list runs from easy to hard (within a level, the trivial one-button ``click-test`` comes after the other easy
+clicks). It is chosen so that a DOM-level agent (click an element, type a field value, press a key) can solve every task:
 no drag, draw or canvas tasks. Families group tasks that exercise the same skill; a setting trains on some families
 and evaluates out of domain on the others (``experiments/conf/setting/miniwob.yaml``).
 
@@ -73,13 +74,13 @@ E, M, H = Level.EASY, Level.MEDIUM, Level.HARD
 CURATED_TASKS: dict[str, MiniwobTask] = {
     t.name: t
     for t in (
-        _t("click-test", "click", E, "Click the element whose tag is button.", "There is only one button: click it."),
         _t("click-button", "click", E, "The answer is a button element.",
            "Click the button whose text is the word in quotes; ignore the other buttons."),
         _t("click-link", "click", E, "Links are span elements with class alink.",
            "Click the link whose text is the word in quotes; nothing else is needed."),
         _t("click-dialog", "click", E, "The dialog's close button is the button element in its title bar.",
            "Click that button element (its icon reads Close); nothing else is needed."),
+        _t("click-test", "click", E, "Click the element whose tag is button.", "There is only one button: click it."),
         _t("focus-text", "text-entry", E, "The text box is the element with tag 'input_text'.",
            "Click the input_text element; nothing needs typing."),
         _t("enter-text", "text-entry", E, "The text box is the element with tag 'input_text'.",
