@@ -20,13 +20,18 @@ from typing import Any
 __all__ = [
     "CHROME_ENV",
     "DRIVER_ENV",
+    "TAG_ENV",
     "Browser",
     "BrowserStartError",
     "browser_binaries",
     "own_pages_url",
     "page_url",
+    "tagged_browser_pids",
 ]
 
+TAG_ENV = "RLANYTHING_BROWSER_TAG"
+"""Every driver and browser process carries this variable in its environment (default ``rlanything``), so a process
+scan can find any browser this library left behind (see :func:`tagged_browser_pids`)."""
 CHROME_ENV = "MINIWOB_CHROME_BINARY"
 DRIVER_ENV = "MINIWOB_CHROMEDRIVER"
 _DEFAULT_CHROME = "/usr/bin/chromium"
@@ -55,6 +60,27 @@ def browser_binaries() -> tuple[str, str]:
                 f"(now: {CHROME_ENV}={os.environ.get(CHROME_ENV)!r}, {DRIVER_ENV}={os.environ.get(DRIVER_ENV)!r})"
             )
     return chrome, driver
+
+
+def tagged_browser_pids(tag: str | None = None) -> list[int]:
+    """Live processes (drivers, browsers) whose environment holds ``RLANYTHING_BROWSER_TAG=tag``.
+
+    Args:
+        tag: the tag to look for (default: this process's ``RLANYTHING_BROWSER_TAG``, else ``rlanything``).
+    """
+    import psutil
+
+    tag = tag or os.environ.get(TAG_ENV, "rlanything")
+    found = []
+    for proc in psutil.process_iter(["name", "status"]):
+        if proc.info["status"] == psutil.STATUS_ZOMBIE or "chrom" not in (proc.info["name"] or ""):
+            continue
+        try:
+            if proc.environ().get(TAG_ENV) == tag:
+                found.append(proc.pid)
+        except psutil.Error:
+            continue
+    return found
 
 
 def _wheel_html() -> Path:
@@ -113,7 +139,8 @@ class Browser:
                     "window-size=800,600"):  # fmt: skip
             options.add_argument(arg)
         options.binary_location = chrome
-        self.service = Service(executable_path=driver)
+        tag = os.environ.get(TAG_ENV, "rlanything")
+        self.service = Service(executable_path=driver, env={**os.environ, TAG_ENV: tag})
         try:
             self.driver: Any = webdriver.Chrome(service=self.service, options=options)
         except WebDriverException as err:

@@ -106,9 +106,12 @@ def _short(text: str, limit: int) -> str:
 
 
 def _label(e: ElementView, limit: int) -> str:
+    """``[ref] tag "text" #id``: how both the page view and the actions name an element."""
     label = f"[{e.ref}] {e.tag}"
     if e.text:
         label += f' "{_short(e.text, limit)}"'
+    if e.id:
+        label += f" #{e.id}"
     return label
 
 
@@ -123,8 +126,6 @@ def render_dom(elements: Sequence[ElementView], *, text_limit: int = 40, max_ele
     lines = []
     for e in elements[:max_elements]:
         line = _label(e, text_limit)
-        if e.id:
-            line += f" #{e.id}"
         if e.classes:
             line += " ." + ".".join(e.classes.split()[:2])
         if isinstance(e.value, bool):
@@ -155,7 +156,7 @@ def candidate_actions(
         max_clicks: click actions kept (in document order).
 
     Returns:
-        ``click [ref] ...`` per element, ``type "value" into [ref] ...`` per text box and distinct field value,
+        ``click [ref] tag "text" #id`` per element, ``type "value" into [ref] ...`` per text box and distinct field value,
         ``press <Enter>`` when a text box exists, and ``DONE`` last. No duplicates.
     """
     values = list(dict.fromkeys(v for _, v in fields if str(v).strip()))
@@ -193,8 +194,8 @@ class ParsedAction:
     key: str | None = None
 
 
-_CLICK = re.compile(r"^\s*click\s*\[(\d+)\]", re.IGNORECASE)
-_TYPE = re.compile(r'^\s*type\s+"(.*)"\s+into\s*\[(\d+)\]', re.IGNORECASE | re.DOTALL)
+_CLICK = re.compile(r"^\s*click\s*\[(-?\d+)\]", re.IGNORECASE)
+_TYPE = re.compile(r'^\s*type\s+"(.*)"\s+into\s*\[(-?\d+)\]', re.IGNORECASE | re.DOTALL)
 _PRESS = re.compile(r"^\s*press\s+(\S+)\s*$", re.IGNORECASE)
 _END = re.compile(r"^\s*(DONE|FAIL)\s*\.?\s*$", re.IGNORECASE)
 
