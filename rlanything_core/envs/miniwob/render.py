@@ -156,8 +156,8 @@ def candidate_actions(
         max_clicks: click actions kept (in document order).
 
     Returns:
-        ``click [ref] tag "text" #id`` per element, ``type "value" into [ref] ...`` per text box and distinct field value,
-        ``press <Enter>`` when a text box exists, and ``DONE`` last. No duplicates.
+        ``click [ref] tag "text" #id`` per element, ``type "value" into [ref] ...`` per text box and distinct field
+        value, ``press <Enter>`` when a text box exists, and ``DONE`` last. No duplicates.
     """
     values = list(dict.fromkeys(v for _, v in fields if str(v).strip()))
     clicks = [f"click {_label(e, text_limit)}" for e in elements][:max_clicks]
