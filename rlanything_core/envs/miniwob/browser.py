@@ -63,7 +63,8 @@ def browser_binaries() -> tuple[str, str]:
 
 
 def tagged_browser_pids(tag: str | None = None) -> list[int]:
-    """Live processes (drivers, browsers) whose environment holds ``RLANYTHING_BROWSER_TAG=tag``.
+    """Live processes of the browsers tagged ``tag``: drivers (``RLANYTHING_BROWSER_TAG=tag`` in their environment)
+    and every Chromium process (their ``--user-data-dir`` is named after the tag).
 
     Args:
         tag: the tag to look for (default: this process's ``RLANYTHING_BROWSER_TAG``, else ``rlanything``).
@@ -71,12 +72,13 @@ def tagged_browser_pids(tag: str | None = None) -> list[int]:
     import psutil
 
     tag = tag or os.environ.get(TAG_ENV, "rlanything")
+    marker = f"rlanything-browser-{tag}-"
     found = []
-    for proc in psutil.process_iter(["name", "status"]):
+    for proc in psutil.process_iter(["name", "status", "cmdline"]):
         if proc.info["status"] == psutil.STATUS_ZOMBIE or "chrom" not in (proc.info["name"] or ""):
             continue
         try:
-            if proc.environ().get(TAG_ENV) == tag:
+            if any(marker in arg for arg in proc.info["cmdline"] or ()) or proc.environ().get(TAG_ENV) == tag:
                 found.append(proc.pid)
         except psutil.Error:
             continue
@@ -141,10 +143,15 @@ class Browser:
         options.binary_location = chrome
         tag = os.environ.get(TAG_ENV, "rlanything")
         self.service = Service(executable_path=driver, env={**os.environ, TAG_ENV: tag})
+        # Every Chromium process repeats --user-data-dir on its command line (its environment is overwritten by the
+        # process titles of the zygotes): the folder's name carries the tag for tagged_browser_pids.
+        self.profile_dir = tempfile.mkdtemp(prefix=f"rlanything-browser-{tag}-")
+        options.add_argument(f"user-data-dir={self.profile_dir}")
         try:
             self.driver: Any = webdriver.Chrome(service=self.service, options=options)
         except WebDriverException as err:
             self._kill_service()
+            shutil.rmtree(self.profile_dir, ignore_errors=True)
             raise BrowserStartError(
                 f"Chromium did not start (browser {chrome!r}, driver {driver!r}; set {CHROME_ENV} / {DRIVER_ENV} to "
                 f"change them): {str(err).strip()[:300]}"
@@ -270,3 +277,4 @@ class Browser:
                 psutil.Process(pid).kill()
             except psutil.Error:
                 pass
+        shutil.rmtree(self.profile_dir, ignore_errors=True)
