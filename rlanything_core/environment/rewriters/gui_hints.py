@@ -185,7 +185,8 @@ class GuiLLMRewriter:
                 out.append(_rejected(None, task, d, self.name, RejectReason.EMPTY_INSTRUCTION,
                                      "the rewritten instruction is empty", prompt=prompt, raw_output=text))
                 continue
-            data = {**task.data, **{key: parsed[key] for key in ("task", "seed", "hints", "settings") if key in parsed}}
+            proposed: dict[str, Any] = {k: parsed[k] for k in ("task", "seed", "hints", "settings") if k in parsed}
+            data = {**task.data, **proposed}
             cand = _candidate(task, d, self.name, data, f"llm{k}")
             cand.prompt, cand.raw_output = prompt, text
             out.append(cand)

@@ -63,8 +63,10 @@ def browser_binaries() -> tuple[str, str]:
 
 
 def tagged_browser_pids(tag: str | None = None) -> list[int]:
-    """Live processes of the browsers tagged ``tag``: drivers (``RLANYTHING_BROWSER_TAG=tag`` in their environment)
-    and every Chromium process (their ``--user-data-dir`` is named after the tag).
+    """Live processes of the browsers tagged ``tag`` (drivers, Chromium processes, crash handlers).
+
+    Drivers and crash handlers carry ``RLANYTHING_BROWSER_TAG=tag`` in their environment; every Chromium process
+    carries its ``--user-data-dir``, whose name holds the tag.
 
     Args:
         tag: the tag to look for (default: this process's ``RLANYTHING_BROWSER_TAG``, else ``rlanything``).
