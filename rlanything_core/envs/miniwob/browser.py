@@ -26,6 +26,7 @@ __all__ = [
     "browser_binaries",
     "own_pages_url",
     "page_url",
+    "remove_profiles_of",
     "tagged_browser_pids",
 ]
 
@@ -85,6 +86,12 @@ def tagged_browser_pids(tag: str | None = None) -> list[int]:
         except psutil.Error:
             continue
     return found
+
+
+def remove_profiles_of(pid: int) -> None:
+    """Delete the profile folders of browsers that process ``pid`` started (after it was killed with them)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"rlanything-browser-*-{int(pid)}-*"):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _wheel_html() -> Path:
@@ -147,7 +154,7 @@ class Browser:
         self.service = Service(executable_path=driver, env={**os.environ, TAG_ENV: tag})
         # Every Chromium process repeats --user-data-dir on its command line (its environment is overwritten by the
         # process titles of the zygotes): the folder's name carries the tag for tagged_browser_pids.
-        self.profile_dir = tempfile.mkdtemp(prefix=f"rlanything-browser-{tag}-")
+        self.profile_dir = tempfile.mkdtemp(prefix=f"rlanything-browser-{tag}-{os.getpid()}-")
         options.add_argument(f"user-data-dir={self.profile_dir}")
         try:
             self.driver: Any = webdriver.Chrome(service=self.service, options=options)

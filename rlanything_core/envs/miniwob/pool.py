@@ -72,3 +72,6 @@ class BrowserEnvPool(EnvPool):
             os.killpg(pid, signal.SIGKILL)  # its session: the driver and every browser process it started
         except (ProcessLookupError, PermissionError):
             pass
+        from rlanything_core.envs.miniwob.browser import remove_profiles_of
+
+        remove_profiles_of(pid)

@@ -20,8 +20,13 @@ def pool(browser_tag: str) -> Iterator[object]:
 
     p = BrowserEnvPool(MiniwobEnvFactory(max_steps=5), num_workers=2, step_timeout_s=10, reset_timeout_s=120)
     yield p
+    workers = p.worker_pids()
     p.close()
     assert tagged_browser_pids(browser_tag) == [], "the pool left browsers behind"
+    import tempfile
+    from pathlib import Path
+
+    assert not [f for w in workers for f in Path(tempfile.gettempdir()).glob(f"rlanything-browser-*-{w}-*")]
 
 
 def browsers_of(worker_pid: int) -> list[psutil.Process]:
