@@ -29,7 +29,9 @@ __all__ = [
     "render_dom",
 ]
 
-_CLICKABLE = frozenset({"button", "a", "label", "select", "option", "li", "td", "span", "img", "h3"})
+# Containers shown although they have children (their own click does something); a table cell is not among them:
+# a datepicker's 35 empty cells would push the day links past the candidate cap.
+_CLICKABLE = frozenset({"button", "a", "label", "select", "option", "li", "span", "img", "h3"})
 _NOT_TEXT_INPUTS = frozenset({"input_checkbox", "input_radio", "input_button", "input_submit", "input_range"})
 _CONTAINERS = frozenset({"body", "html"})
 
@@ -145,7 +147,7 @@ def candidate_actions(
     fields: Iterable[tuple[str, str]],
     *,
     text_limit: int = 30,
-    max_clicks: int = 40,
+    max_clicks: int = 60,
 ) -> list[str]:
     """The action strings a scoring policy chooses from, derived from the page.
 

@@ -107,10 +107,10 @@ CURATED_TASKS: dict[str, MiniwobTask] = {
         _t("click-tab-2-hard", "tabs", H, "Tabs are the a elements at the top; "
            "links are span elements with class alink.",
            "Click each tab in turn until the exact quoted link shows up, then click it; or click no link if none."),
-        _t("choose-date-easy", "dates", M, "The date goes into the input_text element with id 'datepicker'.",
-           "Type the date (MM/DD/YYYY) into the datepicker box, then click Submit."),
-        _t("choose-date-medium", "dates", H, "The date goes into the input_text element with id 'datepicker'.",
-           "Type the date (MM/DD/YYYY) into the datepicker box, then click Submit."),
+        _t("choose-date-easy", "dates", M, "The box with id datepicker is read-only: clicking it opens a calendar.",
+           "Order: click the datepicker box, click the a element whose text is the day, then click Submit."),
+        _t("choose-date-medium", "dates", H, "The box with id datepicker is read-only: clicking it opens a calendar.",
+           "Order: click the datepicker box, click Prev or Next until the month shows, click the day, then Submit."),
         _t("email-inbox", "email", H, "Emails are rows: a div with class email-sender, then the row's "
            "span.trash and span.star icons.",
            "Open the email from the named sender, then use the action the instruction asks for (reply, forward, "
