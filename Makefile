@@ -2,7 +2,7 @@
 PY      := .venv/bin/python
 PIP     := .venv/bin/pip
 STAMP   := .venv/.setup-stamp
-EXTRAS  := llm,alfworld,coding,loop,fast,dev,docs
+EXTRAS  := llm,alfworld,coding,loop,fast,dev,docs,gui
 
 .PHONY: setup system-deps main test lint unit docs docs-assets tutorials vllm-env vllm-test clean-venv
 
@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml Makefile
 	touch $(STAMP)
 
 # Debian packages that the tests drive for real: bubblewrap (the code sandbox; without it the sandbox falls back
-# loudly to rlimits + uid), chromium and its driver (the documentation site's browser test). Installed as root;
+# loudly to rlimits + uid), chromium and its driver (MiniWoB++ pages, the documentation site's browser test). Installed as root;
 # elsewhere a warning names what is missing, and the tests that need it fail saying so.
 APT_PACKAGES := bubblewrap chromium chromium-driver
 system-deps:

@@ -50,6 +50,8 @@ def split_names(cfg: DictConfig) -> tuple[str, str]:
         return names[0], names[-1]
     if cfg.setting.name == "textworld":
         return f"quest_{cfg.setting.eval_quest_lengths[0]}", f"quest_{cfg.setting.eval_quest_lengths[-1]}"
+    if cfg.setting.name == "miniwob":  # training task families / held-out families (experiments/miniwob_setting.py)
+        return "in_domain", "out_of_domain"
     return str(cfg.setting.eval_set), str(cfg.setting.eval_set)  # coding: one evaluation set
 
 

@@ -95,18 +95,24 @@ _SHARED_POOLS: dict[tuple[Any, int], Any] = {}
 atexit.register(lambda: close_shared_env_pools())
 
 
-def shared_env_pool(factory: Any, workers: int) -> Any:
+def shared_env_pool(factory: Any, workers: int, *, kind: str = "text") -> Any:
     """One :class:`EnvPool` per ``(factory, workers)`` in this process, reused by every run built here.
 
     ``ablate.py`` runs all arms and seeds in one process: sharing the pools spares a worker start per run, and each
     worker keeps its loaded games (ALFWorld's idle-engine cache), so a game is parsed once for the whole ablation.
     Runs are sequential, and every collection starts a new batch, so sharing does not couple them.
+    ``kind="browser"``: workers that own browsers (MiniWoB++), killed with their whole process group.
     """
     from rlanything_core.envs.parallel import EnvPool
 
     key = (factory, workers)
     if key not in _SHARED_POOLS:
-        _SHARED_POOLS[key] = EnvPool(factory, num_workers=workers)
+        if kind == "browser":
+            from rlanything_core.envs.miniwob.pool import BrowserEnvPool
+
+            _SHARED_POOLS[key] = BrowserEnvPool(factory, num_workers=workers)
+        else:
+            _SHARED_POOLS[key] = EnvPool(factory, num_workers=workers)
     return _SHARED_POOLS[key]
 
 
@@ -125,8 +131,14 @@ def build(cfg: DictConfig) -> Run:
         return _build_agent(cfg)
     if name in ("coding", "livebench"):
         return _build_coding(cfg)
+    if name == "miniwob":  # the GUI setting lives in its own module
+        from miniwob_setting import build_miniwob
+
+        return build_miniwob(cfg)  # type: ignore[no-any-return]
     raise ConfigError(
-        "setting", f"setting {name!r} has no loop builder yet", "use +setting=alfworld, textworld, coding or livebench"
+        "setting",
+        f"setting {name!r} has no loop builder yet",
+        "use +setting=alfworld, textworld, coding, livebench or miniwob",
     )
 
 

@@ -124,6 +124,10 @@ def validate(cfg: DictConfig) -> None:
         _validate_alfworld(cfg)
     if cfg.setting.name in ("coding", "livebench"):
         _validate_coding(cfg)
+    if cfg.setting.name == "miniwob":  # the GUI setting checks its own keys (experiments/miniwob_setting.py)
+        from miniwob_setting import validate_miniwob
+
+        validate_miniwob(cfg)
 
 
 def coding_dir(cfg: DictConfig) -> Path:

@@ -97,14 +97,19 @@ class LikelihoodSelector:
 
     Args:
         temperature: softmax temperature over the commands' summed log-likelihoods (``>= 0``).
+        length_normalized: score each command by its mean log-likelihood per token (command + EOS) instead of the
+            sum. Candidates of very different lengths (a web page's ``DONE`` against ``type "keneth" into [7]
+            input_text``) otherwise differ by ~11 nats per extra token under a fresh model, which then always picks
+            the shortest one.
     """
 
     boxed_answer = False
 
-    def __init__(self, *, temperature: float = 1.0) -> None:
+    def __init__(self, *, temperature: float = 1.0, length_normalized: bool = False) -> None:
         if not temperature >= 0:
             raise ValueError(f"temperature: expected >= 0, got {temperature!r}")
         self.temperature = float(temperature)
+        self.length_normalized = bool(length_normalized)
 
     def select(
         self, backend: Any, prompts: Sequence[Messages], actions: Sequence[Sequence[str]], *, seeds: Sequence[int]
@@ -119,6 +124,9 @@ class LikelihoodSelector:
             prompt_ids = render_prompt(backend.tokenizer, prompt)
             try:
                 scores = torch.tensor(backend.score_continuations(prompt_ids, list(cands)), dtype=torch.float64)
+                if self.length_normalized:
+                    counts = [len(backend.tokenizer(c, add_special_tokens=False)["input_ids"]) + 1 for c in cands]
+                    scores = scores / torch.tensor(counts, dtype=torch.float64)
             except ValueError:  # the prompt does not fit the context: uniform fallback, counted as a parse failure
                 action = cands[int(torch.randint(len(cands), (1,), generator=gen))]
                 out.append(Selection(prompt_ids, [], [], "", action, True))

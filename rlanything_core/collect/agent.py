@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from tqdm.auto import tqdm
 
 from rlanything_core.collect.action_selection import ActionSelector
-from rlanything_core.collect.prompts import agent_messages
+from rlanything_core.collect.prompts import Messages, agent_messages
 from rlanything_core.envs.protocols import AgentEnv, AgentObservation, StepResult
 from rlanything_core.records import AgentStep, Episode
 from rlanything_core.seeding import derive_seed
@@ -87,6 +87,8 @@ class AgentCollector:
         max_steps: step limit per episode (training 40, evaluation 60 in the paper).
         max_history_turns: turns of history rendered into each prompt.
         progress: show a progress bar over steps.
+        prompt_builder: renders a step's prompt, with :func:`~rlanything_core.collect.prompts.agent_messages`'s
+            signature (text games by default; ``gui_agent_messages`` for web pages).
     """
 
     def __init__(
@@ -99,6 +101,7 @@ class AgentCollector:
         max_steps: int = 40,
         max_history_turns: int | None = 10,
         progress: bool = False,
+        prompt_builder: Callable[..., Messages] = agent_messages,
     ) -> None:
         if group_size < 1:
             raise ValueError(f"group_size: expected >= 1, got {group_size}")
@@ -111,6 +114,7 @@ class AgentCollector:
         self.max_steps = max_steps
         self.max_history_turns = max_history_turns
         self.progress = progress
+        self.prompt_builder = prompt_builder
 
     def collect(
         self,
@@ -165,7 +169,7 @@ class AgentCollector:
             prompts = [
                 render_state(episodes[i].goal, [(s.observation, s.action) for s in episodes[i].steps], observations[i])
                 if render_state is not None
-                else agent_messages(
+                else self.prompt_builder(
                     episodes[i].goal,
                     [(s.observation, s.action) for s in episodes[i].steps],
                     observations[i],

@@ -8,7 +8,7 @@ kept with vote ``0`` (counted, and penalized in the judge's own reward), never d
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -128,6 +128,8 @@ class JudgeCollector:
         votes: how outputs are produced (``GenerativeVotes`` as in the paper, or ``ScoredVotes`` for small models).
         chunk_size: prompts per backend call (bounds memory; progress is reported per chunk).
         progress: show a progress bar.
+        prompt_builder: renders a step's judge prompt, with :func:`~rlanything_core.collect.prompts.judge_messages`'s
+            signature (the text-game rubric by default; ``gui_judge_messages`` for the paper's GUI rubric).
     """
 
     def __init__(
@@ -138,6 +140,7 @@ class JudgeCollector:
         votes: VoteSampler | None = None,
         chunk_size: int = 256,
         progress: bool = False,
+        prompt_builder: Callable[..., Messages] = judge_messages,
     ) -> None:
         if isinstance(num_votes, bool) or not isinstance(num_votes, int) or num_votes < 1:
             raise ValueError(f"num_votes: expected an integer >= 1 (m), got {num_votes!r}")
@@ -146,6 +149,7 @@ class JudgeCollector:
         self.votes = votes or GenerativeVotes()
         self.chunk_size = chunk_size
         self.progress = progress
+        self.prompt_builder = prompt_builder
 
     def messages(self, episode: Episode, step: AgentStep) -> Messages:
         """The judge prompt for one step of one episode (a vote sampler with ``render_step`` renders its own)."""
@@ -157,7 +161,9 @@ class JudgeCollector:
         def sanitize(text: str) -> str:
             return sanitize_untrusted(text, tokenizer) if tokenizer is not None else text
 
-        return judge_messages(episode.goal, step_context(step), step.response, step.next_observation, sanitize=sanitize)
+        return self.prompt_builder(
+            episode.goal, step_context(step), step.response, step.next_observation, sanitize=sanitize
+        )
 
     def judge(self, episodes: Sequence[Episode], *, seed: int) -> JudgeStats:
         """Fill ``step.judge`` with ``num_votes`` samples for every step (replacing earlier ones).

@@ -2,15 +2,34 @@
 
 A multi-turn environment object plays one episode of one game: ``reset()`` gives the goal, the first observation and
 the admissible actions; ``step(action)`` gives the next observation. A single-turn task (coding) is a prompt plus an
-``evaluate(program)`` that runs the task's tests. Collectors are written against these protocols only.
+``evaluate(program)`` that runs the task's tests. A GUI environment (``GuiEnv``: MiniWoB++ pages in a real browser)
+is reset with a task, stepped with action strings until it is done or the agent says ``DONE``/``FAIL``, and its own
+checker gives the outcome (``verify``); :class:`rlanything_core.envs.gui.GuiEpisode` turns it into an ``AgentEnv``.
+Collectors are written against these protocols only.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["AgentEnv", "AgentObservation", "EvaluationResult", "SingleTurnTask", "StepResult"]
+__all__ = [
+    "GUI_MAX_STEPS",
+    "AgentEnv",
+    "AgentObservation",
+    "EvaluationResult",
+    "GuiEnv",
+    "GuiObservation",
+    "GuiOutcome",
+    "GuiStep",
+    "GuiTerminal",
+    "SingleTurnTask",
+    "StepResult",
+]
+
+GUI_MAX_STEPS = 50
+"""The step limit of a GUI episode (the paper's OSWorld setting)."""
 
 
 @dataclass(frozen=True)
@@ -97,4 +116,92 @@ class SingleTurnTask(Protocol):
 
     def evaluate(self, program: str) -> Any:
         """Run the task's tests on ``program``; the result has ``.verdicts`` and ``.pass_fraction``."""
+        ...
+
+
+class GuiTerminal(str, Enum):
+    """The actions that end a GUI episode from the agent's side (the paper's ``DONE`` / ``FAIL``)."""
+
+    DONE = "DONE"
+    """The agent believes the task is complete: the task's checker decides."""
+    FAIL = "FAIL"
+    """The agent gives up: the episode fails whatever the page says."""
+
+
+@dataclass(frozen=True)
+class GuiObservation:
+    """What a GUI agent sees at one step.
+
+    Attributes:
+        instruction: the task in words (the page's utterance, plus any hints of the task's current version).
+        dom_text: a compact text rendering of the page's elements, one ``[ref] tag "text"`` line each.
+        candidates: action strings derived from the page (click / type / press / ``DONE``), for a scoring policy;
+            a generative policy may write any action string.
+        screenshot: the rendered page as a ``(H, W, 3)`` ``uint8`` array (for vision-language policies and judges),
+            or ``None`` when screenshots are switched off.
+        fields: the task's key-value fields parsed from the instruction (``(("username", "keneth"), ...)``).
+        invalid_action: why the last action could not be applied (unparseable, an element that is gone), else
+            ``None``; an invalid action is counted and the episode goes on.
+    """
+
+    instruction: str
+    dom_text: str
+    candidates: tuple[str, ...]
+    screenshot: Any = None
+    fields: tuple[tuple[str, str], ...] = ()
+    invalid_action: str | None = None
+
+
+@dataclass(frozen=True)
+class GuiStep:
+    """The environment's answer to one GUI action.
+
+    Attributes:
+        observation: the page after the action (its candidates are empty once ``done``).
+        done: the page ended the episode (its checker fired) or the agent sent ``DONE`` / ``FAIL``.
+    """
+
+    observation: GuiObservation
+    done: bool
+
+
+@dataclass(frozen=True)
+class GuiOutcome:
+    """The final verification of a GUI episode, by the task's own checker (never by a model).
+
+    Attributes:
+        reward: the checker's raw reward in ``[-1, 1]`` (not discounted by time); ``0`` when it never fired.
+        won: ``reward > 0``.
+        reason: the checker's explanation, or why there is no verdict (``"not finished"``, ``"agent gave up"``).
+    """
+
+    reward: float
+    won: bool
+    reason: str = ""
+
+
+@runtime_checkable
+class GuiEnv(Protocol):
+    """A GUI environment: one episode at a time in a real application (a browser page).
+
+    Attributes:
+        max_steps: the step limit of an episode (:data:`GUI_MAX_STEPS` by default).
+    """
+
+    max_steps: int
+
+    def reset(self, task: Any) -> GuiObservation:
+        """Start an episode of ``task`` (a task spec; the same spec and seed give the same page)."""
+        ...
+
+    def step(self, action: str) -> GuiStep:
+        """Apply one action string; an invalid one is data (``invalid_action``), the episode goes on."""
+        ...
+
+    def verify(self) -> GuiOutcome:
+        """The outcome of the episode so far, from the task's checker."""
+        ...
+
+    def close(self) -> None:
+        """Release the application (or hand it back to the process's cache)."""
         ...

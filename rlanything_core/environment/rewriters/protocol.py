@@ -50,6 +50,10 @@ class RejectReason(str, Enum):
     """A parametric rewrite would leave the allowed range (TextWorld level/size limits)."""
     DUPLICATE = "duplicate"
     """Another candidate of the same request already proposes this task."""
+    VERIFIER_CHANGED = "verifier_changed"
+    """The rewrite would change how success is checked (GUI: another page, seed or checker)."""
+    EMPTY_INSTRUCTION = "empty_instruction"
+    """The rewrite leaves an empty instruction or an empty hint."""
 
 
 @dataclass
