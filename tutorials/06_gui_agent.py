@@ -62,7 +62,10 @@ print("instruction:", obs.instruction)
 print("fields:", obs.fields)
 print(obs.dom_text)
 print("candidates:", *obs.candidates, sep="\n  ")
-plt.figure(figsize=(2.4, 3.2)); plt.imshow(obs.screenshot); plt.axis("off"); plt.title("login-user, seed 1")
+plt.figure(figsize=(2.4, 3.2))
+plt.imshow(obs.screenshot)
+plt.axis("off")
+plt.title("login-user, seed 1")
 
 # %% [markdown]
 # Actions are strings: `click [ref] ...`, `type "value" into [ref] ...`, `press <Key>`, `DONE`, `FAIL`. An action on
@@ -79,7 +82,7 @@ print("invalid:", step.observation.invalid_action, "| invalid actions so far:", 
 for action in [pick(step.observation, f'type "{fields["username"]}"', "#username"),
                pick(step.observation, f'type "{fields["password"]}"', "#password")]:
     step = env.step(action)
-    print(action, "->", [l for l in step.observation.dom_text.splitlines() if "value=" in l])
+    print(action, "->", [line for line in step.observation.dom_text.splitlines() if "value=" in line])
 step = env.step(pick(step.observation, "Login"))
 print("done:", step.done, "| outcome:", env.verify())
 env.close()
@@ -198,5 +201,7 @@ for ax, names, title in [
 ]:
     for name in names:
         ax.plot(its, [r.get(name, 0.0) for r in train], marker="o", label=name.split("/")[-1])
-    ax.set_title(title); ax.set_xlabel("iteration"); ax.legend(fontsize=8)
+    ax.set_title(title)
+    ax.set_xlabel("iteration")
+    ax.legend(fontsize=8)
 fig.tight_layout()
