@@ -1,0 +1,214 @@
+"""Harness side of a functional test (stdlib only; runs in the sandbox under its own uid, apart from the program).
+
+Run as ``python -I -S -c <_wire.py + this file> REQUEST_FD REPLY_FD`` with ``{"setup", "code", "program_names"}``
+as JSON on stdin. The harness executes the trusted ``setup`` (for example LeetCode's ``ListNode`` helpers), binds
+the program's top-level names as remote proxies (only names that neither the setup nor the builtins define, plus
+``program_names``, which always come from the program), executes the test ``code`` and writes one JSON report,
+``{"outcome": "passed" | "failed" | "error" | "program_gone" | "protocol", "detail": str}``, on the file descriptor
+that was its stdout. The program never holds that descriptor, never sees the test code (it comes on stdin, not in
+argv) and cannot signal or trace this process (another uid, not dumpable): the verdict is this process's alone.
+
+Values returned by the program are rebuilt here from plain data (``_wire.py``); anything else stays a ``Remote``
+handle that equals only itself and has no truth value, so an "always equal" object is simply a wrong answer.
+"""
+
+import builtins
+import importlib
+import json
+import os
+import sys
+
+try:  # for linters and unit tests; inside the sandbox the wire source is concatenated in front of this file
+    from rlanything_core.sandbox._wire import ProtocolError, decode_value, encode_value, read_frame, write_frame
+except ImportError:  # pragma: no cover
+    pass
+
+__all__ = ["ProgramGone", "Remote", "run_harness"]
+
+_NS_NAME = "__rla_tests__"
+
+
+class ProgramGone(BaseException):  # noqa: N818 - not an Exception: test code's `except Exception` must not swallow it
+    """The program exited, closed its channel or broke the protocol: no later check can pass."""
+
+
+class ProgramError(Exception):
+    """An exception raised by the program whose type is not a builtin exception."""
+
+
+def _not_dumpable() -> None:
+    """``prctl(PR_SET_DUMPABLE, 0)``: no ptrace and no /proc/<pid>/mem for a same-uid process (defence in depth)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)
+    except Exception:  # noqa: S110 - best effort; the distinct uid already protects this process
+        pass
+
+
+def run_harness(request_fd, reply_fd, spec, report):  # noqa: ANN001, ANN201, C901 - plain script text
+    """Run the tests of ``spec`` against the program behind the two pipes; ``report(outcome, detail)`` ends it."""
+    gone = []
+    ns = {"__name__": _NS_NAME, "__builtins__": builtins}
+    try:
+        exec(compile(spec["setup"], "<setup>", "exec"), ns)
+    except BaseException as exc:  # noqa: BLE001
+        return report("error", f"test setup failed: {type(exc).__name__}: {exc}")
+    data_classes = sorted(k for k, v in ns.items() if isinstance(v, type) and v.__module__ == _NS_NAME)
+    remotes = {}
+
+    class Remote:
+        """A value that stays in the program's process: callable, attributes readable, equal only to itself."""
+
+        __slots__ = ("_rla_id",)
+
+        def __init__(self, i):  # noqa: ANN001
+            object.__setattr__(self, "_rla_id", i)
+
+        def __call__(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN204
+            objects = []
+            enc_args = [encode_value(a, data_classes, objects, _handle_of) for a in args]
+            enc_kwargs = [[k, encode_value(v, data_classes, objects, _handle_of)] for k, v in kwargs.items()]
+            msg = {"op": "call", "ref": self._rla_id, "args": enc_args, "kwargs": enc_kwargs, "objects": objects}
+            return rpc(msg)
+
+        def __getattr__(self, name):  # noqa: ANN001, ANN204
+            if name.startswith("__"):
+                raise AttributeError(name)
+            return rpc({"op": "getattr", "ref": self._rla_id, "name": name})
+
+        def __setattr__(self, name, value):  # noqa: ANN001, ANN204
+            raise TypeError("attributes of the program's objects cannot be set from the tests")
+
+        def __eq__(self, other):  # noqa: ANN001, ANN204
+            return self is other
+
+        def __ne__(self, other):  # noqa: ANN001, ANN204
+            return self is not other
+
+        def __hash__(self):  # noqa: ANN204
+            return id(self)
+
+        def __bool__(self):  # noqa: ANN204
+            raise TypeError("a value of the program's own type has no truth value in the tests; return plain data")
+
+        def __repr__(self):  # noqa: ANN204
+            return f"<program object #{self._rla_id}>"
+
+    def _handle_of(value):  # noqa: ANN001, ANN202
+        if type(value) is Remote:
+            return value._rla_id
+        raise TypeError(f"a {type(value).__name__} cannot be passed to the program (plain data only)")
+
+    def handle(i):  # noqa: ANN001, ANN202
+        if i not in remotes:
+            remotes[i] = Remote(i)
+        return remotes[i]
+
+    def make_object(name):  # noqa: ANN001, ANN202
+        cls = ns.get(name)
+        if name not in data_classes or not isinstance(cls, type) or cls.__module__ != _NS_NAME:
+            raise ProtocolError(f"{name!r} is not a data class of the tests")
+        return object.__new__(cls)
+
+    def module(name):  # noqa: ANN001, ANN202
+        if name.startswith("_"):  # __main__ would be this harness itself
+            return None
+        try:
+            return importlib.import_module(name)  # the harness's own copy: the program's monkeypatches stay there
+        except ImportError:
+            return None
+
+    def decode(value, objects):  # noqa: ANN001, ANN202
+        return decode_value(value, objects, make_object, handle, module)
+
+    def fail(outcome, detail):  # noqa: ANN001, ANN202
+        gone.append((outcome, detail))
+        raise ProgramGone(detail)
+
+    def exchange(msg):  # noqa: ANN001, ANN202
+        if gone:
+            raise ProgramGone(gone[0][1])
+        try:
+            write_frame(request_fd, msg)
+            reply = read_frame(reply_fd)
+        except (EOFError, OSError):
+            return fail("program_gone", "the program exited or closed its channel before the tests ended")
+        except ProtocolError as exc:
+            return fail("protocol", f"the program broke the harness protocol: {exc}")
+        if type(reply) is not dict:
+            return fail("protocol", "the program broke the harness protocol: reply is not an object")
+        return reply
+
+    def rpc(msg):  # noqa: ANN001, ANN202
+        reply = exchange(msg)
+        if "exc" in reply:
+            exc = reply["exc"]
+            if type(exc) is not list or len(exc) != 2 or not all(type(x) is str for x in exc):
+                return fail("protocol", "the program broke the harness protocol: bad exception record")
+            cls = getattr(builtins, exc[0], None)
+            if isinstance(cls, type) and issubclass(cls, Exception) and cls is not ProgramError:
+                raise cls(exc[1])
+            raise ProgramError(f"{exc[0]}: {exc[1]}")
+        try:
+            objects = reply["objects"]
+            if type(objects) is not list:
+                raise ProtocolError("bad object table")
+            return decode(reply["ok"], objects)
+        except (KeyError, ProtocolError) as exc:
+            return fail("protocol", f"the program broke the harness protocol: {exc}")
+
+    try:
+        write_frame(request_fd, {"op": "hello", "data_classes": data_classes})
+        names_msg = read_frame(reply_fd)
+        if type(names_msg) is not dict or type(names_msg.get("names")) is not dict:
+            raise ProtocolError("bad names message")
+        objects = names_msg.get("objects", [])
+        if type(objects) is not list:
+            raise ProtocolError("bad object table")
+        names = {str(k): decode(v, objects) for k, v in names_msg["names"].items()}
+    except (EOFError, OSError):
+        return report("program_gone", "the program exited before the tests ran")
+    except ProtocolError as exc:
+        return report("protocol", f"the program broke the harness protocol: {exc}")
+    program_names = set(spec.get("program_names", ()))
+    for name in program_names:
+        ns.pop(name, None)
+    for name, value in names.items():
+        if name.startswith("__") or hasattr(builtins, name):
+            continue  # the program cannot replace a builtin the tests use (abs, len, sorted, ...)
+        if name in ns and name not in program_names:
+            continue  # the trusted setup's definition wins (ListNode, is_same_tree, ...)
+        ns[name] = value
+    try:
+        exec(compile(spec["code"], "<tests>", "exec"), ns)
+    except ProgramGone:
+        pass
+    except AssertionError as exc:
+        if not gone:
+            return report("failed", f"AssertionError: {exc}"[:2000])
+    except BaseException as exc:  # noqa: BLE001
+        if not gone:
+            return report("error", f"{type(exc).__name__}: {exc}"[:2000])
+    if gone:
+        return report(*gone[0])
+    return report("passed", "")
+
+
+def main() -> None:
+    """Entry point inside the sandbox."""
+    request_fd, reply_fd = int(sys.argv[1]), int(sys.argv[2])
+    report_fd = os.dup(1)
+    os.dup2(2, 1)  # whatever the test code prints goes to stderr, never onto the report channel
+    _not_dumpable()
+    spec = json.loads(sys.stdin.read())
+
+    def report(outcome, detail):  # noqa: ANN001, ANN202
+        os.write(report_fd, json.dumps({"outcome": outcome, "detail": detail}).encode("utf-8"))
+        os._exit(0)
+
+    run_harness(request_fd, reply_fd, spec, report)
+
+
+if __name__ == "__main__":
+    main()
