@@ -17,13 +17,15 @@ import importlib
 import json
 import os
 import sys
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 try:  # for linters and unit tests; inside the sandbox the wire source is concatenated in front of this file
     from rlanything_core.sandbox._wire import ProtocolError, decode_value, encode_value, read_frame, write_frame
 except ImportError:  # pragma: no cover
     pass
 
-__all__ = ["ProgramGone", "Remote", "run_harness"]
+__all__ = ["ProgramError", "ProgramGone", "run_harness"]
 
 _NS_NAME = "__rla_tests__"
 
@@ -46,72 +48,74 @@ def _not_dumpable() -> None:
         pass
 
 
-def run_harness(request_fd, reply_fd, spec, report):  # noqa: ANN001, ANN201, C901 - plain script text
+def run_harness(  # noqa: C901 - one closure-sharing procedure
+    request_fd: int, reply_fd: int, spec: dict[str, Any], report: Callable[[str, str], NoReturn]
+) -> NoReturn:
     """Run the tests of ``spec`` against the program behind the two pipes; ``report(outcome, detail)`` ends it."""
-    gone = []
-    ns = {"__name__": _NS_NAME, "__builtins__": builtins}
+    gone: list[tuple[str, str]] = []
+    ns: dict[str, Any] = {"__name__": _NS_NAME, "__builtins__": builtins}
     try:
         exec(compile(spec["setup"], "<setup>", "exec"), ns)
     except BaseException as exc:  # noqa: BLE001
-        return report("error", f"test setup failed: {type(exc).__name__}: {exc}")
+        report("error", f"test setup failed: {type(exc).__name__}: {exc}")
     data_classes = sorted(k for k, v in ns.items() if isinstance(v, type) and v.__module__ == _NS_NAME)
-    remotes = {}
+    remotes: dict[int, Any] = {}
 
     class Remote:
         """A value that stays in the program's process: callable, attributes readable, equal only to itself."""
 
         __slots__ = ("_rla_id",)
 
-        def __init__(self, i):  # noqa: ANN001
+        def __init__(self, i: int) -> None:
             object.__setattr__(self, "_rla_id", i)
 
-        def __call__(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN204
-            objects = []
+        def __call__(self, *args: Any, **kwargs: Any) -> Any:
+            objects: list[Any] = []
             enc_args = [encode_value(a, data_classes, objects, _handle_of) for a in args]
             enc_kwargs = [[k, encode_value(v, data_classes, objects, _handle_of)] for k, v in kwargs.items()]
             msg = {"op": "call", "ref": self._rla_id, "args": enc_args, "kwargs": enc_kwargs, "objects": objects}
             return rpc(msg)
 
-        def __getattr__(self, name):  # noqa: ANN001, ANN204
+        def __getattr__(self, name: str) -> Any:
             if name.startswith("__"):
                 raise AttributeError(name)
             return rpc({"op": "getattr", "ref": self._rla_id, "name": name})
 
-        def __setattr__(self, name, value):  # noqa: ANN001, ANN204
+        def __setattr__(self, name: str, value: Any) -> None:
             raise TypeError("attributes of the program's objects cannot be set from the tests")
 
-        def __eq__(self, other):  # noqa: ANN001, ANN204
+        def __eq__(self, other: object) -> bool:
             return self is other
 
-        def __ne__(self, other):  # noqa: ANN001, ANN204
+        def __ne__(self, other: object) -> bool:
             return self is not other
 
-        def __hash__(self):  # noqa: ANN204
+        def __hash__(self) -> int:
             return id(self)
 
-        def __bool__(self):  # noqa: ANN204
+        def __bool__(self) -> bool:
             raise TypeError("a value of the program's own type has no truth value in the tests; return plain data")
 
-        def __repr__(self):  # noqa: ANN204
+        def __repr__(self) -> str:
             return f"<program object #{self._rla_id}>"
 
-    def _handle_of(value):  # noqa: ANN001, ANN202
+    def _handle_of(value: Any) -> int:
         if type(value) is Remote:
-            return value._rla_id
+            return int(value._rla_id)
         raise TypeError(f"a {type(value).__name__} cannot be passed to the program (plain data only)")
 
-    def handle(i):  # noqa: ANN001, ANN202
+    def handle(i: int) -> Any:
         if i not in remotes:
             remotes[i] = Remote(i)
         return remotes[i]
 
-    def make_object(name):  # noqa: ANN001, ANN202
+    def make_object(name: str) -> Any:
         cls = ns.get(name)
         if name not in data_classes or not isinstance(cls, type) or cls.__module__ != _NS_NAME:
             raise ProtocolError(f"{name!r} is not a data class of the tests")
         return object.__new__(cls)
 
-    def module(name):  # noqa: ANN001, ANN202
+    def module(name: str) -> Any:
         if name.startswith("_"):  # __main__ would be this harness itself
             return None
         try:
@@ -119,33 +123,33 @@ def run_harness(request_fd, reply_fd, spec, report):  # noqa: ANN001, ANN201, C9
         except ImportError:
             return None
 
-    def decode(value, objects):  # noqa: ANN001, ANN202
+    def decode(value: Any, objects: list[Any]) -> Any:
         return decode_value(value, objects, make_object, handle, module)
 
-    def fail(outcome, detail):  # noqa: ANN001, ANN202
+    def fail(outcome: str, detail: str) -> NoReturn:
         gone.append((outcome, detail))
         raise ProgramGone(detail)
 
-    def exchange(msg):  # noqa: ANN001, ANN202
+    def exchange(msg: dict[str, Any]) -> dict[str, Any]:
         if gone:
             raise ProgramGone(gone[0][1])
         try:
             write_frame(request_fd, msg)
-            reply = read_frame(reply_fd)
+            reply: Any = read_frame(reply_fd)
         except (EOFError, OSError):
-            return fail("program_gone", "the program exited or closed its channel before the tests ended")
+            fail("program_gone", "the program exited or closed its channel before the tests ended")
         except ProtocolError as exc:
-            return fail("protocol", f"the program broke the harness protocol: {exc}")
+            fail("protocol", f"the program broke the harness protocol: {exc}")
         if type(reply) is not dict:
-            return fail("protocol", "the program broke the harness protocol: reply is not an object")
+            fail("protocol", "the program broke the harness protocol: reply is not an object")
         return reply
 
-    def rpc(msg):  # noqa: ANN001, ANN202
+    def rpc(msg: dict[str, Any]) -> Any:
         reply = exchange(msg)
         if "exc" in reply:
             exc = reply["exc"]
             if type(exc) is not list or len(exc) != 2 or not all(type(x) is str for x in exc):
-                return fail("protocol", "the program broke the harness protocol: bad exception record")
+                fail("protocol", "the program broke the harness protocol: bad exception record")
             cls = getattr(builtins, exc[0], None)
             if isinstance(cls, type) and issubclass(cls, Exception) and cls is not ProgramError:
                 raise cls(exc[1])
@@ -156,11 +160,11 @@ def run_harness(request_fd, reply_fd, spec, report):  # noqa: ANN001, ANN201, C9
                 raise ProtocolError("bad object table")
             return decode(reply["ok"], objects)
         except (KeyError, ProtocolError) as exc:
-            return fail("protocol", f"the program broke the harness protocol: {exc}")
+            fail("protocol", f"the program broke the harness protocol: {exc}")
 
     try:
         write_frame(request_fd, {"op": "hello", "data_classes": data_classes})
-        names_msg = read_frame(reply_fd)
+        names_msg: Any = read_frame(reply_fd)
         if type(names_msg) is not dict or type(names_msg.get("names")) is not dict:
             raise ProtocolError("bad names message")
         objects = names_msg.get("objects", [])
@@ -168,9 +172,9 @@ def run_harness(request_fd, reply_fd, spec, report):  # noqa: ANN001, ANN201, C9
             raise ProtocolError("bad object table")
         names = {str(k): decode(v, objects) for k, v in names_msg["names"].items()}
     except (EOFError, OSError):
-        return report("program_gone", "the program exited before the tests ran")
+        report("program_gone", "the program exited before the tests ran")
     except ProtocolError as exc:
-        return report("protocol", f"the program broke the harness protocol: {exc}")
+        report("protocol", f"the program broke the harness protocol: {exc}")
     program_names = set(spec.get("program_names", ()))
     for name in program_names:
         ns.pop(name, None)
@@ -186,13 +190,13 @@ def run_harness(request_fd, reply_fd, spec, report):  # noqa: ANN001, ANN201, C9
         pass
     except AssertionError as exc:
         if not gone:
-            return report("failed", f"AssertionError: {exc}"[:2000])
+            report("failed", f"AssertionError: {exc}"[:2000])
     except BaseException as exc:  # noqa: BLE001
         if not gone:
-            return report("error", f"{type(exc).__name__}: {exc}"[:2000])
+            report("error", f"{type(exc).__name__}: {exc}"[:2000])
     if gone:
-        return report(*gone[0])
-    return report("passed", "")
+        report(*gone[0])
+    report("passed", "")
 
 
 def main() -> None:
@@ -203,7 +207,7 @@ def main() -> None:
     _not_dumpable()
     spec = json.loads(sys.stdin.read())
 
-    def report(outcome, detail):  # noqa: ANN001, ANN202
+    def report(outcome: str, detail: str) -> NoReturn:
         os.write(report_fd, json.dumps({"outcome": outcome, "detail": detail}).encode("utf-8"))
         os._exit(0)
 

@@ -11,6 +11,7 @@ import importlib
 import os
 import sys
 import types
+from typing import Any
 
 try:  # for linters and unit tests; inside the sandbox the wire source is concatenated in front of this file
     from rlanything_core.sandbox._wire import ProtocolError, decode_value, encode_value, read_frame, write_frame
@@ -20,7 +21,7 @@ except ImportError:  # pragma: no cover
 __all__ = ["serve"]
 
 
-def serve(path, request_fd, reply_fd):  # noqa: ANN001, ANN201 - plain script text
+def serve(path: str, request_fd: int, reply_fd: int) -> None:
     """Run the program at ``path`` and answer requests until the harness hangs up."""
     with open(path, encoding="utf-8") as f:
         src = f.read()
@@ -28,15 +29,15 @@ def serve(path, request_fd, reply_fd):  # noqa: ANN001, ANN201 - plain script te
     g = {"__name__": "__main__", "__file__": path, "__builtins__": __builtins__}
     exec(compile(src, path, "exec"), g)
     sys.stdout.flush()
-    hello = read_frame(request_fd)
-    data_classes = frozenset(str(n) for n in hello.get("data_classes", ()))  # type: ignore[union-attr]
-    handles = []
+    hello: Any = read_frame(request_fd)
+    data_classes = frozenset(str(n) for n in hello.get("data_classes", ()))
+    handles: list[Any] = []
 
-    def ref(value):  # noqa: ANN001, ANN202
+    def ref(value: Any) -> int:
         handles.append(value)
         return len(handles) - 1
 
-    def make_object(name):  # noqa: ANN001, ANN202
+    def make_object(name: str) -> Any:
         cls = g.get(name)
         if isinstance(cls, type):
             try:
@@ -45,17 +46,18 @@ def serve(path, request_fd, reply_fd):  # noqa: ANN001, ANN201 - plain script te
                 pass
         return types.SimpleNamespace()
 
-    def handle(i):  # noqa: ANN001, ANN202
+    def handle(i: int) -> Any:
         if not 0 <= i < len(handles):
             raise ProtocolError(f"unknown handle {i}")
         return handles[i]
 
-    def reply(value):  # noqa: ANN001, ANN202
-        objects = []
+    def reply(value: Any) -> None:
+        objects: list[Any] = []
         encoded = encode_value(value, data_classes, objects, ref)
         write_frame(reply_fd, {"ok": encoded, "objects": objects})
 
-    names, name_objects = {}, []
+    names: dict[str, Any] = {}
+    name_objects: list[Any] = []
     for key, value in list(g.items()):
         if key.startswith("__"):
             continue
@@ -66,22 +68,22 @@ def serve(path, request_fd, reply_fd):  # noqa: ANN001, ANN201 - plain script te
     write_frame(reply_fd, {"names": names, "objects": name_objects})
     while True:
         try:
-            msg = read_frame(request_fd)
+            msg: Any = read_frame(request_fd)
         except EOFError:
             return
         try:
-            objects = msg.get("objects", [])  # type: ignore[union-attr]
+            objects = msg.get("objects", [])
 
-            def dec(v, objects=objects):  # noqa: ANN001, ANN202
+            def dec(v: Any, objects: list[Any] = objects) -> Any:
                 return decode_value(v, objects, make_object, handle, importlib.import_module)
 
-            target = handle(msg["ref"])  # type: ignore[index]
-            if msg["op"] == "call":  # type: ignore[index]
-                args = [dec(a) for a in msg["args"]]  # type: ignore[index]
-                kwargs = {str(k): dec(v) for k, v in msg["kwargs"]}  # type: ignore[index]
+            target = handle(msg["ref"])
+            if msg["op"] == "call":
+                args = [dec(a) for a in msg["args"]]
+                kwargs = {str(k): dec(v) for k, v in msg["kwargs"]}
                 result = target(*args, **kwargs)
             else:
-                result = getattr(target, str(msg["name"]))  # type: ignore[index]
+                result = getattr(target, str(msg["name"]))
             sys.stdout.flush()
             reply(result)
         except Exception as exc:  # the program's own failure, reported to the harness as an exception

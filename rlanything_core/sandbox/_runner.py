@@ -35,6 +35,7 @@ import struct
 import subprocess
 import sys
 import time
+from typing import Any
 
 __all__ = ["main", "seccomp_filter"]
 
@@ -43,9 +44,11 @@ _CLONE_NEWUSER = 0x10000000
 _ARCHES = {"x86_64": (0xC000003E, 272, 56, 435), "aarch64": (0xC00000B7, 97, 220, 435)}
 
 
-def seccomp_filter(machine=None):  # noqa: ANN001, ANN201 - plain script text
-    """Classic BPF program for seccomp: ``unshare``/``clone`` with CLONE_NEWUSER -> EPERM, ``clone3`` -> ENOSYS
-    (glibc then falls back to ``clone``, whose flags can be inspected), foreign-ABI syscalls -> ENOSYS.
+def seccomp_filter(machine: str | None = None) -> bytes | None:
+    """Classic BPF program for seccomp that refuses new user namespaces.
+
+    ``unshare``/``clone`` with CLONE_NEWUSER -> EPERM, ``clone3`` -> ENOSYS (glibc then falls back to ``clone``,
+    whose flags can be inspected), foreign-ABI syscalls -> ENOSYS.
 
     Returns:
         The filter as bytes (8 bytes per instruction), or None on an unsupported machine.
@@ -99,6 +102,7 @@ class _Seccomp:
             self.ok = False
 
     def apply(self) -> None:
+        """Enter no_new_privs and install the filter (in the forked child)."""
         if not self.ok:
             return
         if self._prctl(38, 1, None, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
@@ -107,7 +111,7 @@ class _Seccomp:
             raise OSError("prctl(PR_SET_SECCOMP) failed")
 
 
-def _child_setup(limits, cpu_s, seccomp, nproc):  # noqa: ANN001, ANN202 - forked child, after the uid drop
+def _child_setup(limits: dict[str, int], cpu_s: int, seccomp: _Seccomp, nproc: int) -> None:  # after the uid drop
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
     resource.setrlimit(resource.RLIMIT_AS, (limits["memory_bytes"], limits["memory_bytes"]))
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_size_bytes"], limits["file_size_bytes"]))
@@ -117,14 +121,14 @@ def _child_setup(limits, cpu_s, seccomp, nproc):  # noqa: ANN001, ANN202 - forke
     seccomp.apply()
 
 
-def _kill_group(pgid):  # noqa: ANN001, ANN202
+def _kill_group(pgid: int) -> None:
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
 
 
-def _kill_all_as(uid):  # noqa: ANN001, ANN202
+def _kill_all_as(uid: int) -> None:
     """Fork a helper that becomes ``uid`` and sends SIGKILL to every process of that uid (not itself)."""
     pid = os.fork()
     if pid == 0:  # pragma: no cover - child
@@ -142,7 +146,7 @@ def _kill_all_as(uid):  # noqa: ANN001, ANN202
     os.waitpid(pid, 0)
 
 
-def _reap_orphans():  # noqa: ANN202
+def _reap_orphans() -> None:
     try:
         while os.waitpid(-1, os.WNOHANG)[0] > 0:
             pass
@@ -150,7 +154,16 @@ def _reap_orphans():  # noqa: ANN202
         pass
 
 
-def _spawn(spec, argv, uid, cwd, time_limit, seccomp, pass_fds=(), stdin=subprocess.PIPE):  # noqa: ANN001, ANN202
+def _spawn(
+    spec: dict[str, Any],
+    argv: list[str],
+    uid: int | None,
+    cwd: str,
+    time_limit: float,
+    seccomp: _Seccomp,
+    pass_fds: tuple[int, ...] = (),
+    stdin: int = subprocess.PIPE,
+) -> subprocess.Popen[bytes]:
     drop = uid is not None and os.getuid() == 0
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": cwd, "TMPDIR": cwd, "LANG": "C.UTF-8"}
     limits = spec["limits"]
@@ -171,7 +184,13 @@ def _spawn(spec, argv, uid, cwd, time_limit, seccomp, pass_fds=(), stdin=subproc
     )
 
 
-def _supervise(main, readers, writers, deadline, out_limit):  # noqa: ANN001, ANN202, C901
+def _supervise(  # noqa: C901 - one pump loop
+    main: subprocess.Popen[bytes],
+    readers: dict[Any, tuple[bytearray, int, bool]],
+    writers: dict[Any, bytes],
+    deadline: float,
+    out_limit: int,
+) -> str:
     """Pump the pipes until ``main`` has exited and its streams are drained, the deadline passes or stdout overflows.
 
     Args:
@@ -185,10 +204,11 @@ def _supervise(main, readers, writers, deadline, out_limit):  # noqa: ANN001, AN
         ``exited``, ``timeout`` or ``output_limit``.
     """
     sel = selectors.DefaultSelector()
+    stream: Any
     for stream in readers:
         os.set_blocking(stream.fileno(), False)
         sel.register(stream, selectors.EVENT_READ)
-    views = {}
+    views: dict[Any, memoryview] = {}
     for stream, data in writers.items():
         if data:
             os.set_blocking(stream.fileno(), False)
@@ -197,6 +217,7 @@ def _supervise(main, readers, writers, deadline, out_limit):  # noqa: ANN001, AN
         else:
             stream.close()
     status, exited_at = "exited", None
+    now = time.monotonic()
     while sel.get_map() and status == "exited":
         now = time.monotonic()
         if now >= deadline:
@@ -242,7 +263,9 @@ def _supervise(main, readers, writers, deadline, out_limit):  # noqa: ANN001, AN
     return status
 
 
-def _run_one(spec, test, index, prog_path, seccomp):  # noqa: ANN001, ANN202
+def _run_one(
+    spec: dict[str, Any], test: dict[str, Any], index: int, prog_path: str, seccomp: _Seccomp
+) -> dict[str, Any]:
     workdir = os.path.join(spec["workdir"], f"t{index}")
     os.mkdir(workdir, 0o700)
     uid, harness_uid = spec["uid"], spec["harness_uid"]
@@ -255,7 +278,7 @@ def _run_one(spec, test, index, prog_path, seccomp):  # noqa: ANN001, ANN202
     python = spec["python"]
     out, err, report = bytearray(), bytearray(), bytearray()
     start = time.monotonic()
-    procs = []
+    procs: list[subprocess.Popen[bytes]] = []
     try:
         if test["kind"] == "functional":
             req_r, req_w = os.pipe()
@@ -289,8 +312,15 @@ def _run_one(spec, test, index, prog_path, seccomp):  # noqa: ANN001, ANN202
         for p in procs:
             _kill_group(p.pid)
             p.wait()
-        return {"status": "spawn_error", "exit_code": None, "stdout_b64": "", "stderr_b64": "", "wall_s": 0.0,
-                "error": f"{type(exc).__name__}: {exc}", "report": None}
+        return {
+            "status": "spawn_error",
+            "exit_code": None,
+            "stdout_b64": "",
+            "stderr_b64": "",
+            "wall_s": 0.0,
+            "error": f"{type(exc).__name__}: {exc}",
+            "report": None,
+        }
     status = _supervise(main, readers, writers, start + time_limit, int(spec["output_limit"]))
     wall = time.monotonic() - start
     for p in procs:
@@ -318,7 +348,7 @@ def _run_one(spec, test, index, prog_path, seccomp):  # noqa: ANN001, ANN202
     }
 
 
-def main():  # noqa: ANN201
+def main() -> int:
     """Read the spec from stdin, run every test, write the results to stdout."""
     spec = json.loads(sys.stdin.buffer.read())
     base = spec["workdir"]
@@ -329,13 +359,22 @@ def main():  # noqa: ANN201
         f.write(spec["program"])
     os.chmod(prog_path, 0o444)
     seccomp = _Seccomp()
-    results = []
+    results: list[dict[str, Any]] = []
     for i, test in enumerate(spec["tests"]):
         try:
             results.append(_run_one(spec, test, i, prog_path, seccomp))
         except Exception as exc:  # noqa: BLE001 - one test's failure must not lose the others' results
-            results.append({"status": "spawn_error", "exit_code": None, "stdout_b64": "", "stderr_b64": "",
-                            "wall_s": 0.0, "error": f"runner: {type(exc).__name__}: {exc}", "report": None})
+            results.append(
+                {
+                    "status": "spawn_error",
+                    "exit_code": None,
+                    "stdout_b64": "",
+                    "stderr_b64": "",
+                    "wall_s": 0.0,
+                    "error": f"runner: {type(exc).__name__}: {exc}",
+                    "report": None,
+                }
+            )
         finally:
             shutil.rmtree(os.path.join(base, f"t{i}"), ignore_errors=True)
     sys.stdout.write(json.dumps({"tests": results, "seccomp": seccomp.ok}))

@@ -18,6 +18,8 @@ import base64
 import json
 import os
 import struct
+from collections.abc import Callable, Collection
+from typing import Any
 
 __all__ = ["MAX_FRAME", "ProtocolError", "decode_value", "encode_value", "read_frame", "write_frame"]
 
@@ -59,7 +61,7 @@ def read_frame(fd: int) -> object:
         raise ProtocolError(f"malformed frame: {exc}") from None
 
 
-def encode_value(value, data_classes, objects, ref):  # noqa: ANN001, ANN201 - runs as plain script text
+def encode_value(value: object, data_classes: Collection[str], objects: list[Any], ref: Callable[[Any], int]) -> Any:
     """Encode ``value`` as tagged JSON.
 
     Args:
@@ -68,9 +70,9 @@ def encode_value(value, data_classes, objects, ref):  # noqa: ANN001, ANN201 - r
         objects: the frame's object table (filled here): ``[class name, [[attr, value], ...]]`` per object.
         ref: called with any other value; returns its handle number (or raises TypeError).
     """
-    memo = {}
+    memo: dict[int, int] = {}
 
-    def enc(v):  # noqa: ANN001, ANN202
+    def enc(v: Any) -> Any:
         t = type(v)
         if t in _SCALARS:
             return v
@@ -90,7 +92,7 @@ def encode_value(value, data_classes, objects, ref):  # noqa: ANN001, ANN201 - r
             if id(v) in memo:
                 return ["O", memo[id(v)]]
             memo[id(v)] = len(objects)
-            slot = [t.__name__, []]
+            slot: list[Any] = [t.__name__, []]
             objects.append(slot)
             slot[1] = [[str(k), enc(x)] for k, x in list(v.__dict__.items())]
             return ["O", memo[id(v)]]
@@ -99,7 +101,13 @@ def encode_value(value, data_classes, objects, ref):  # noqa: ANN001, ANN201 - r
     return enc(value)
 
 
-def decode_value(value, objects, make_object, handle, module):  # noqa: ANN001, ANN201
+def decode_value(
+    value: Any,
+    objects: list[Any],
+    make_object: Callable[[str], Any],
+    handle: Callable[[int], Any],
+    module: Callable[[str], Any],
+) -> Any:
     """Rebuild a value from its tagged JSON (strict: anything outside the format raises ProtocolError).
 
     Args:
@@ -109,9 +117,9 @@ def decode_value(value, objects, make_object, handle, module):  # noqa: ANN001, 
         handle: ``(number) -> object`` standing for a remote value.
         module: ``(name) -> object`` for a module name.
     """
-    built = {}
+    built: dict[int, Any] = {}
 
-    def obj(i):  # noqa: ANN001, ANN202
+    def obj(i: Any) -> Any:
         if type(i) is not int or not 0 <= i < len(objects):
             raise ProtocolError(f"bad object index {i!r}")
         if i not in built:
@@ -126,7 +134,7 @@ def decode_value(value, objects, make_object, handle, module):  # noqa: ANN001, 
                 inst.__dict__[pair[0]] = dec(pair[1])
         return built[i]
 
-    def dec(v):  # noqa: ANN001, ANN202
+    def dec(v: Any) -> Any:
         t = type(v)
         if t in _SCALARS:
             return v
@@ -141,7 +149,7 @@ def decode_value(value, objects, make_object, handle, module):  # noqa: ANN001, 
             values = [dec(x) for x in items]
             return set(values) if tag == "S" else frozenset(values)
         if tag == "D":
-            out = {}
+            out: dict[Any, Any] = {}
             for pair in items:
                 if type(pair) is not list or len(pair) != 2:
                     raise ProtocolError("bad dict item")

@@ -92,7 +92,7 @@ class SandboxConfig:
             if not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         if not isinstance(self.uid, int) or self.uid <= 0 or self.uid + 2 * self.max_slots > 2**31:
-            raise ValueError(f"uid must be an unprivileged uid (> 0) with room for 2 * max_slots uids, got {self.uid!r}")
+            raise ValueError(f"uid must be unprivileged (> 0) with room for 2 * max_slots uids, got {self.uid!r}")
         if not (isinstance(self.runner_slack_s, int | float) and math.isfinite(self.runner_slack_s)) or (
             self.runner_slack_s < 0
         ):

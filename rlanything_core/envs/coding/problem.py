@@ -47,8 +47,9 @@ class CodingProblem:
     r"""A coding problem with its tests.
 
     Functional problems run ``preamble + "\n\n" + program``, then ``check_code`` (which must raise on a failure) in
-    a separate harness process after ``check_setup`` (default: the preamble); LeetCode's scoring is ``prompt + code + test + "check(" + entry_point + ")"``, i.e. ``preamble`` =
-    the dataset's ``prompt`` and ``check_code`` = ``test + "\ncheck(" + entry_point + ")"``. Stdin problems run the
+    a separate harness process after ``check_setup`` (default: the preamble); LeetCode's scoring is
+    ``prompt + code + test + "check(" + entry_point + ")"``, i.e. ``preamble`` = the dataset's ``prompt`` and
+    ``check_code`` = ``test + "\ncheck(" + entry_point + ")"``. Stdin problems run the
     program on each ``tests[i].input`` and compare its stdout with ``tests[i].output``.
 
     Attributes:
