@@ -1,27 +1,32 @@
 """Harness side of a functional test (stdlib only; runs in the sandbox under its own uid, apart from the program).
 
-Run as ``python -I -S -c <_wire.py + this file> REQUEST_FD REPLY_FD`` with ``{"setup", "code", "program_names"}``
-as JSON on stdin. The harness executes the trusted ``setup`` (for example LeetCode's ``ListNode`` helpers), binds
-the program's top-level names as remote proxies (only names that neither the setup nor the builtins define, plus
-``program_names``, which always come from the program), executes the test ``code`` and writes one JSON report,
-``{"outcome": "passed" | "failed" | "error" | "program_gone" | "protocol", "detail": str}``, on the file descriptor
-that was its stdout. The program never holds that descriptor, never sees the test code (it comes on stdin, not in
-argv) and cannot signal or trace this process (another uid, not dumpable): the verdict is this process's alone.
+Run as ``python -I -S -c <_wire.py + this file> REQUEST_FD REPLY_FD DUMPABLE`` with ``{"setup", "code",
+"program_names"}`` on stdin (wire format). The harness executes the trusted ``setup`` (for example LeetCode's
+``ListNode`` helpers), binds the program's top-level names as remote proxies (only names that neither the setup nor
+the builtins define, plus ``program_names``, which always come from the program), executes the test ``code`` and
+writes one report, ``<outcome>\n<detail>`` with ``outcome`` in ``passed | failed | error | program_gone |
+protocol``, on the file descriptor that was its stdout. The program never holds that descriptor, never sees the test
+code (it comes on stdin, not in argv) and cannot signal or trace this process (another uid, or not dumpable): the
+verdict is this process's alone.
 
 Values returned by the program are rebuilt here from plain data (``_wire.py``); anything else stays a ``Remote``
 handle that equals only itself and has no truth value, so an "always equal" object is simply a wrong answer.
 """
 
+from __future__ import annotations  # stripped when concatenated after _wire.py, which has it
+
 import builtins
 import importlib
-import json
 import os
 import sys
-from collections.abc import Callable
-from typing import Any, NoReturn
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, NoReturn
 
 try:  # for linters and unit tests; inside the sandbox the wire source is concatenated in front of this file
-    from rlanything_core.sandbox._wire import ProtocolError, decode_value, encode_value, read_frame, write_frame
+    from rlanything_core.sandbox._wire import ProtocolError, dumps, loads, read_frame, write_frame
 except ImportError:  # pragma: no cover
     pass
 
@@ -70,11 +75,7 @@ def run_harness(  # noqa: C901 - one closure-sharing procedure
             object.__setattr__(self, "_rla_id", i)
 
         def __call__(self, *args: Any, **kwargs: Any) -> Any:
-            objects: list[Any] = []
-            enc_args = [encode_value(a, data_classes, objects, _handle_of) for a in args]
-            enc_kwargs = [[k, encode_value(v, data_classes, objects, _handle_of)] for k, v in kwargs.items()]
-            msg = {"op": "call", "ref": self._rla_id, "args": enc_args, "kwargs": enc_kwargs, "objects": objects}
-            return rpc(msg)
+            return rpc({"op": "call", "ref": self._rla_id, "args": list(args), "kwargs": kwargs})
 
         def __getattr__(self, name: str) -> Any:
             if name.startswith("__"):
@@ -123,8 +124,8 @@ def run_harness(  # noqa: C901 - one closure-sharing procedure
         except ImportError:
             return None
 
-    def decode(value: Any, objects: list[Any]) -> Any:
-        return decode_value(value, objects, make_object, handle, module)
+    def receive() -> Any:
+        return loads(read_frame(reply_fd), make_object, handle, module)
 
     def fail(outcome: str, detail: str) -> NoReturn:
         gone.append((outcome, detail))
@@ -133,9 +134,10 @@ def run_harness(  # noqa: C901 - one closure-sharing procedure
     def exchange(msg: dict[str, Any]) -> dict[str, Any]:
         if gone:
             raise ProgramGone(gone[0][1])
+        payload = dumps(msg, data_classes, _handle_of)  # a TypeError here is the test code's own error
         try:
-            write_frame(request_fd, msg)
-            reply: Any = read_frame(reply_fd)
+            write_frame(request_fd, payload)
+            reply = receive()
         except (EOFError, OSError):
             fail("program_gone", "the program exited or closed its channel before the tests ended")
         except ProtocolError as exc:
@@ -154,23 +156,16 @@ def run_harness(  # noqa: C901 - one closure-sharing procedure
             if isinstance(cls, type) and issubclass(cls, Exception) and cls is not ProgramError:
                 raise cls(exc[1])
             raise ProgramError(f"{exc[0]}: {exc[1]}")
-        try:
-            objects = reply["objects"]
-            if type(objects) is not list:
-                raise ProtocolError("bad object table")
-            return decode(reply["ok"], objects)
-        except (KeyError, ProtocolError) as exc:
-            fail("protocol", f"the program broke the harness protocol: {exc}")
+        if "ok" not in reply:
+            fail("protocol", "the program broke the harness protocol: a reply needs 'ok' or 'exc'")
+        return reply["ok"]
 
     try:
-        write_frame(request_fd, {"op": "hello", "data_classes": data_classes})
-        names_msg: Any = read_frame(reply_fd)
+        write_frame(request_fd, dumps({"op": "hello", "data_classes": data_classes}, (), _handle_of))
+        names_msg = receive()
         if type(names_msg) is not dict or type(names_msg.get("names")) is not dict:
             raise ProtocolError("bad names message")
-        objects = names_msg.get("objects", [])
-        if type(objects) is not list:
-            raise ProtocolError("bad object table")
-        names = {str(k): decode(v, objects) for k, v in names_msg["names"].items()}
+        names = {str(k): v for k, v in names_msg["names"].items()}
     except (EOFError, OSError):
         report("program_gone", "the program exited before the tests ran")
     except ProtocolError as exc:
@@ -199,16 +194,21 @@ def run_harness(  # noqa: C901 - one closure-sharing procedure
     report("passed", "")
 
 
+def _refuse(value: object) -> NoReturn:
+    raise ProtocolError(f"the harness spec holds plain data only, got {value!r}")
+
+
 def main() -> None:
     """Entry point inside the sandbox."""
     request_fd, reply_fd = int(sys.argv[1]), int(sys.argv[2])
     report_fd = os.dup(1)
     os.dup2(2, 1)  # whatever the test code prints goes to stderr, never onto the report channel
-    _not_dumpable()
-    spec = json.loads(sys.stdin.read())
+    if sys.argv[3] == "0":  # same uid as the program (no root to drop to two uids): at least refuse ptrace
+        _not_dumpable()
+    spec = loads(sys.stdin.buffer.read(), _refuse, _refuse, _refuse)
 
     def report(outcome: str, detail: str) -> NoReturn:
-        os.write(report_fd, json.dumps({"outcome": outcome, "detail": detail}).encode("utf-8"))
+        os.write(report_fd, f"{outcome}\n{detail}".encode("utf-8", "replace"))
         os._exit(0)
 
     run_harness(request_fd, reply_fd, spec, report)

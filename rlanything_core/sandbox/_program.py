@@ -7,14 +7,19 @@ here is trusted: the harness decodes every reply strictly (see ``_wire.py``), an
 values, never results.
 """
 
+from __future__ import annotations  # stripped when concatenated after _wire.py, which has it
+
 import importlib
 import os
 import sys
 import types
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 try:  # for linters and unit tests; inside the sandbox the wire source is concatenated in front of this file
-    from rlanything_core.sandbox._wire import ProtocolError, decode_value, encode_value, read_frame, write_frame
+    from rlanything_core.sandbox._wire import ProtocolError, dumps, loads, read_frame, write_frame
 except ImportError:  # pragma: no cover
     pass
 
@@ -29,8 +34,6 @@ def serve(path: str, request_fd: int, reply_fd: int) -> None:
     g = {"__name__": "__main__", "__file__": path, "__builtins__": __builtins__}
     exec(compile(src, path, "exec"), g)
     sys.stdout.flush()
-    hello: Any = read_frame(request_fd)
-    data_classes = frozenset(str(n) for n in hello.get("data_classes", ()))
     handles: list[Any] = []
 
     def ref(value: Any) -> int:
@@ -51,47 +54,35 @@ def serve(path: str, request_fd: int, reply_fd: int) -> None:
             raise ProtocolError(f"unknown handle {i}")
         return handles[i]
 
-    def reply(value: Any) -> None:
-        objects: list[Any] = []
-        encoded = encode_value(value, data_classes, objects, ref)
-        write_frame(reply_fd, {"ok": encoded, "objects": objects})
+    def receive() -> Any:
+        return loads(read_frame(request_fd), make_object, handle, importlib.import_module)
 
-    names: dict[str, Any] = {}
-    name_objects: list[Any] = []
-    for key, value in list(g.items()):
-        if key.startswith("__"):
-            continue
-        if isinstance(value, types.ModuleType):
-            names[key] = ["M", value.__name__]
-        else:
-            names[key] = encode_value(value, data_classes, name_objects, ref)
-    write_frame(reply_fd, {"names": names, "objects": name_objects})
+    hello = receive()
+    data_classes = frozenset(str(n) for n in hello.get("data_classes", ()))
+    names = {k: v for k, v in list(g.items()) if not k.startswith("__")}
+    write_frame(reply_fd, dumps({"names": names}, data_classes, ref))
     while True:
         try:
-            msg: Any = read_frame(request_fd)
+            msg = receive()
         except EOFError:
             return
         try:
-            objects = msg.get("objects", [])
-
-            def dec(v: Any, objects: list[Any] = objects) -> Any:
-                return decode_value(v, objects, make_object, handle, importlib.import_module)
-
+            if type(msg) is not dict:
+                raise ProtocolError("a request must be a dict")
             target = handle(msg["ref"])
             if msg["op"] == "call":
-                args = [dec(a) for a in msg["args"]]
-                kwargs = {str(k): dec(v) for k, v in msg["kwargs"]}
-                result = target(*args, **kwargs)
+                result = target(*msg["args"], **msg["kwargs"])
             else:
                 result = getattr(target, str(msg["name"]))
             sys.stdout.flush()
-            reply(result)
+            payload = dumps({"ok": result}, data_classes, ref)
         except Exception as exc:  # the program's own failure, reported to the harness as an exception
             try:
                 text = str(exc)[:2000]
             except Exception:
                 text = "<unprintable>"
-            write_frame(reply_fd, {"exc": [type(exc).__name__, text]})
+            payload = dumps({"exc": [type(exc).__name__, text]}, (), ref)
+        write_frame(reply_fd, payload)
 
 
 if __name__ == "__main__":

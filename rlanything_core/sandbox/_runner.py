@@ -22,6 +22,8 @@ new user namespaces. After each test its process groups are SIGKILLed and a help
 this sandbox's alone. Then the test's private directory is deleted, so a test that fills the disk costs only itself.
 """
 
+from __future__ import annotations
+
 import base64
 import json
 import math
@@ -35,7 +37,10 @@ import struct
 import subprocess
 import sys
 import time
-from typing import Any
+
+TYPE_CHECKING = False  # typing costs start-up time; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["main", "seccomp_filter"]
 
@@ -263,6 +268,18 @@ def _supervise(  # noqa: C901 - one pump loop
     return status
 
 
+def _wire_str(text: str) -> bytes:
+    data = text.encode("utf-8", "surrogatepass")
+    return b"s%d:" % len(data) + data
+
+
+def _harness_spec(test: dict[str, Any]) -> bytes:
+    """``{"setup", "code", "program_names"}`` in the wire format of ``_wire.py`` (an empty object table first)."""
+    names = b"l%d:" % len(test["program_names"]) + b"".join(_wire_str(n) for n in test["program_names"])
+    fields = [_wire_str("setup"), _wire_str(test["setup"]), _wire_str("code"), _wire_str(test["code"])]
+    return b"l0:d3:" + b"".join(fields) + _wire_str("program_names") + names
+
+
 def _run_one(
     spec: dict[str, Any], test: dict[str, Any], index: int, prog_path: str, seccomp: _Seccomp
 ) -> dict[str, Any]:
@@ -287,20 +304,20 @@ def _run_one(
                 argv = [python, "-I", "-c", spec["program_src"], prog_path, str(req_r), str(rep_w)]
                 prog = _spawn(spec, argv, uid, workdir, time_limit, seccomp, (req_r, rep_w), subprocess.DEVNULL)
                 procs.append(prog)
-                argv = [python, "-I", "-S", "-c", spec["harness_src"], str(req_w), str(rep_r)]
+                dumpable = "1" if drop and harness_uid != uid else "0"
+                argv = [python, "-I", "-S", "-c", spec["harness_src"], str(req_w), str(rep_r), dumpable]
                 harness = _spawn(spec, argv, harness_uid, spec["workdir"], time_limit, seccomp, (req_w, rep_r))
                 procs.append(harness)
             finally:
                 for fd in (req_r, req_w, rep_r, rep_w):
                     os.close(fd)
-            hspec = {k: test[k] for k in ("setup", "code", "program_names")}
             readers = {
                 prog.stdout: (out, 0, True),
                 prog.stderr: (err, int(spec["stderr_limit"]), False),
                 harness.stdout: (report, 1 << 20, False),
                 harness.stderr: (bytearray(), 1 << 16, False),
             }
-            writers = {harness.stdin: json.dumps(hspec).encode("utf-8")}
+            writers = {harness.stdin: _harness_spec(test)}
             main = harness
         else:
             prog = _spawn(spec, [python, "-I", prog_path], uid, workdir, time_limit, seccomp)

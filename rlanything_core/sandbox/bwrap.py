@@ -18,6 +18,7 @@ import functools
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 __all__ = ["ETC_FILES", "bwrap_command", "bwrap_status"]
 
@@ -90,10 +91,20 @@ def bwrap_command(
         cmd += ["--ro-bind", prefix, prefix]
     cmd += ["--dev", "/dev", "--proc", "/proc", "--size", str(tmpfs_mb << 20), "--tmpfs", "/tmp"]
     bound = ["/usr", "/tmp", *prefixes]
+    made: set[str] = set()
     for path in sorted({os.path.abspath(p) for p in (*visible_paths, *binds)}):
-        if os.path.lexists(path):
-            cmd += ["--ro-bind", path, path]
-            bound.append(path)
+        if not os.path.lexists(path):
+            continue
+        # bubblewrap would create the missing parents as 0700 root, which the unprivileged uid cannot traverse
+        for parent in reversed(Path(path).parents):
+            p = str(parent)
+            if p in made or p in ("/", "/tmp") or any(p == b or p.startswith(b + "/") for b in bound[2:]):
+                continue
+            if p not in ("/usr",) and not p.startswith("/usr/"):
+                cmd += ["--perms", "0755", "--dir", p]
+                made.add(p)
+        cmd += ["--ro-bind", path, path]
+        bound.append(path)
     for path in map(os.path.abspath, hidden_paths):
         if os.path.isdir(path) and any(path == b or path.startswith(b.rstrip("/") + "/") for b in bound):
             cmd += ["--tmpfs", path]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import json
 import signal
 
 from rlanything_core.sandbox.compare import OutputJudge
@@ -28,14 +27,13 @@ def _is_memory(text: str) -> bool:
     return "MemoryError" in text or "Cannot allocate memory" in text or "bad_alloc" in text
 
 
+_OUTCOMES = ("passed", "failed", "error", "program_gone", "protocol")
+
+
 def _harness_report(raw: dict[str, object]) -> dict[str, str] | None:
-    try:
-        report = json.loads(str(raw.get("report") or ""))
-    except ValueError:
-        return None
-    if not isinstance(report, dict) or not isinstance(report.get("outcome"), str):
-        return None
-    return {"outcome": report["outcome"], "detail": str(report.get("detail", ""))}
+    """The harness's ``<outcome>\\n<detail>`` report, or None when it gave none."""
+    outcome, _, detail = str(raw.get("report") or "").partition("\n")
+    return {"outcome": outcome, "detail": detail} if outcome in _OUTCOMES else None
 
 
 def classify(raw: dict[str, object], test: SandboxTest, *, judge: OutputJudge) -> TestResult:

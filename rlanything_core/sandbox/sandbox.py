@@ -51,8 +51,17 @@ _HERE = Path(__file__).parent
 # The in-sandbox scripts are passed as ``python -c`` text: nothing of the repository is mounted inside.
 _RUNNER_SRC = (_HERE / "_runner.py").read_text(encoding="utf-8")
 _WIRE_SRC = (_HERE / "_wire.py").read_text(encoding="utf-8")
-_PROGRAM_SRC = _WIRE_SRC + "\n" + (_HERE / "_program.py").read_text(encoding="utf-8")
-_HARNESS_SRC = _WIRE_SRC + "\n" + (_HERE / "_harness.py").read_text(encoding="utf-8")
+_FUTURE = "from __future__ import annotations"
+
+
+def _after_wire(name: str) -> str:
+    """``_wire.py`` + ``name``: one script whose only ``__future__`` import is the wire's, at its top."""
+    text = (_HERE / name).read_text(encoding="utf-8")
+    return _WIRE_SRC + "\n" + "\n".join(ln for ln in text.splitlines() if not ln.startswith(_FUTURE)) + "\n"
+
+
+_PROGRAM_SRC = _after_wire("_program.py")
+_HARNESS_SRC = _after_wire("_harness.py")
 
 
 def _world_executable(path: str) -> bool:

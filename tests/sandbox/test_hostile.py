@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import socket
 import stat
 import subprocess
@@ -514,3 +515,29 @@ def test_fallback_neighbours_cannot_kill_each_other() -> None:
     results = sandbox.run_many([(killer, [StdinTest()]), (normal, [StdinTest("1\n", "2"), StdinTest("5\n", "6")])])
     assert results[1].verdicts == [Verdict.PASSED, Verdict.PASSED]
     assert_no_leftovers()
+
+
+@needs_bwrap
+def test_binds_make_one_socket_reachable_and_nothing_else() -> None:
+    """The documented way to let a sandboxed tool reach one host socket (an X display, for example)."""
+    d = Path(tempfile.mkdtemp(prefix="rla_bind_", dir="/tmp"))
+    os.chmod(d, 0o755)
+    allowed, other = socket.socket(socket.AF_UNIX), socket.socket(socket.AF_UNIX)
+    try:
+        for s, name in ((allowed, "X99"), (other, "X98")):
+            s.bind(str(d / name))
+            os.chmod(d / name, 0o777)
+            s.listen(1)
+        sandbox = Sandbox(SandboxConfig(time_limit_s=3.0, binds=(str(d / "X99"),), use_bwrap=True))
+        prog = (
+            "import os, socket\nout = []\n"
+            f"for p in ({str(d / 'X99')!r}, {str(d / 'X98')!r}):\n"
+            "    s = socket.socket(socket.AF_UNIX)\n"
+            "    try:\n        s.connect(p); out.append('yes')\n    except OSError:\n        out.append('no')\n"
+            f"print(*out, os.path.exists({str(d / 'X98')!r}))\n"
+        )
+        assert run1(sandbox, prog, expected="yes no False").verdict is Verdict.PASSED
+    finally:
+        allowed.close()
+        other.close()
+        shutil.rmtree(d)
