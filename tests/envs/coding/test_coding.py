@@ -284,7 +284,7 @@ def test_leetcode_tree_inputs_cross_to_the_program(sandbox: Sandbox) -> None:
 
 
 def test_humaneval_helpers_come_from_the_prompt(humaneval: list[CodingProblem], sandbox: Sandbox) -> None:
-    """HumanEval/32 checks ``poly(xs, candidate(xs))`` with the prompt's ``poly``: a program's own ``poly`` is ignored."""
+    """HumanEval/32 checks ``poly(xs, candidate(xs))`` with the prompt's ``poly``; the program's own is ignored."""
     prob = next(p for p in humaneval if p.id == "HumanEval/32")
     assert prob.check_program_names == ("find_zero",)
     cheat = prob.prompt + "    return 0.0\n\ndef poly(xs, x):\n    return 0.0\n"
