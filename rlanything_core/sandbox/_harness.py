@@ -1,10 +1,11 @@
 """Harness side of a functional test (stdlib only; runs in the sandbox under its own uid, apart from the program).
 
-Run as ``python -I -S -c <_wire.py + this file> REQUEST_FD REPLY_FD DUMPABLE`` with ``{"setup", "code",
-"program_names"}`` on stdin (wire format). The harness executes the trusted ``setup`` (for example LeetCode's
-``ListNode`` helpers), binds the program's top-level names as remote proxies (only names that neither the setup nor
-the builtins define, plus ``program_names``, which always come from the program), executes the test ``code`` and
-writes one report, ``<outcome>\n<detail>`` with ``outcome`` in ``passed | failed | error | program_gone |
+The runner compiles ``_wire.py`` + this file once and calls ``run_harness`` in a child it forks for each test
+(``main`` runs the same as a script: ``python -I -S -c <source> REQUEST_FD REPLY_FD DUMPABLE`` with ``{"setup",
+"code", "program_names"}`` in the wire format on stdin). The harness executes the trusted ``setup`` (for example
+LeetCode's ``ListNode`` helpers), binds the program's top-level names as remote proxies (only names that neither the
+setup nor the builtins define, plus ``program_names``, which always come from the program), executes the test
+``code`` and writes one report, ``<outcome>\n<detail>`` with ``outcome`` in ``passed | failed | error | program_gone |
 protocol``, on the file descriptor that was its stdout. The program never holds that descriptor, never sees the test
 code (it comes on stdin, not in argv) and cannot signal or trace this process (another uid, or not dumpable): the
 verdict is this process's alone.

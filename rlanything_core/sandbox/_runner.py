@@ -10,16 +10,17 @@ stdlib only. Protocol: the host writes one JSON object on stdin::
                 "program_names": [str], "time_limit_s": float}]}
 
 and reads one JSON object from stdout: ``{"tests": [{"status", "exit_code", "stdout_b64", "stderr_b64", "wall_s",
-"error", "report"}]}`` with ``status`` in ``exited | timeout | output_limit | spawn_error``; ``report`` is the
-functional harness's report (a JSON string) or null. Expected stdin outputs never enter the sandbox, and functional
-test code reaches only the harness process (on its stdin), never the program's.
+"error", "report"}], "seccomp": bool}`` with ``status`` in ``exited | timeout | output_limit | spawn_error``;
+``report`` is the functional harness's report (``<outcome>\n<detail>``) or null. Expected stdin outputs never enter
+the sandbox, and functional test code reaches only the harness, never the program's process.
 
-Every test process runs in a fresh interpreter in its own session, as an unprivileged uid of this sandbox's slot
-when the runner is root (the program and the functional harness under two different uids), with rlimits (CPU seconds,
-address space, processes, file size, open files, no core files), ``no_new_privs`` and a seccomp filter that refuses
-new user namespaces. After each test its process groups are SIGKILLed and a helper running as each test uid sends
-``kill(-1, SIGKILL)``: that reaches daemons and double-forked children, and nothing else, since the slot's uids are
-this sandbox's alone. Then the test's private directory is deleted, so a test that fills the disk costs only itself.
+Every program runs in a fresh interpreter in its own session, as an unprivileged uid of this sandbox's slot when the
+runner is root, with rlimits (CPU seconds, address space, processes, file size, open files, no core files),
+``no_new_privs`` and a seccomp filter that refuses new user namespaces. A functional test's harness is forked from
+this runner (no interpreter start-up) and dropped to the slot's other uid under the same limits. After each test its
+process groups are SIGKILLed and a helper running as each test uid sends ``kill(-1, SIGKILL)``: that reaches daemons
+and double-forked children, and nothing else, since the slot's uids are this sandbox's alone. Then the test's private
+directory is deleted, so a test that fills the disk costs only itself.
 """
 
 from __future__ import annotations
@@ -189,7 +190,7 @@ def _spawn(
 
 
 def _supervise(  # noqa: C901 - one pump loop
-    main: subprocess.Popen[bytes],
+    main: Any,
     readers: dict[Any, tuple[bytearray, int, bool]],
     writers: dict[Any, bytes],
     deadline: float,
@@ -267,16 +268,75 @@ def _supervise(  # noqa: C901 - one pump loop
     return status
 
 
-def _wire_str(text: str) -> bytes:
-    data = text.encode("utf-8", "surrogatepass")
-    return b"s%d:" % len(data) + data
+_HARNESS: dict[str, Any] = {"__name__": "__rla_harness__"}
 
 
-def _harness_spec(test: dict[str, Any]) -> bytes:
-    """``{"setup", "code", "program_names"}`` in the wire format of ``_wire.py`` (an empty object table first)."""
-    names = b"l%d:" % len(test["program_names"]) + b"".join(_wire_str(n) for n in test["program_names"])
-    fields = [_wire_str("setup"), _wire_str(test["setup"]), _wire_str("code"), _wire_str(test["code"])]
-    return b"l0:d3:" + b"".join(fields) + _wire_str("program_names") + names
+class _Forked:
+    """The few ``Popen`` methods the supervision needs, for a forked (not exec'd) child."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+        self.stdin = self.stdout = self.stderr = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        end = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if end is not None and time.monotonic() >= end:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout or 0.0)
+            time.sleep(0.002)
+        return self.returncode  # type: ignore[return-value]
+
+
+def _fork_harness(
+    spec: dict[str, Any], test: dict[str, Any], channel: tuple[int, int], outputs: tuple[int, int], seccomp: _Seccomp
+) -> _Forked:
+    """Fork the harness from this runner and drop it to the harness uid.
+
+    No new interpreter has to start (the runner's is ready). The program never holds any of the harness's
+    descriptors; ``outputs`` are the report and stderr pipes.
+    """
+    uid = spec["harness_uid"] if spec["uid"] is not None and os.getuid() == 0 else None
+    keep = {*channel, outputs[0], 1, 2}
+    pid = os.fork()
+    if pid:
+        return _Forked(pid)
+    try:  # pragma: no cover - child
+        os.setsid()
+        os.dup2(outputs[1], 1)
+        os.dup2(outputs[1], 2)
+        for name in os.listdir("/proc/self/fd"):
+            if int(name) not in keep:
+                try:
+                    os.close(int(name))
+                except OSError:
+                    pass
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        if uid is not None:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)  # a credential change also makes the process non-dumpable
+        else:
+            _HARNESS["_not_dumpable"]()
+        os.chdir(spec["workdir"])
+        _child_setup(spec["limits"], max(1, math.ceil(float(test["time_limit_s"]))), seccomp, spec["limits"]["nproc"])
+        hspec = {"setup": test["setup"], "code": test["code"], "program_names": list(test["program_names"])}
+
+        def report(outcome: str, detail: str) -> None:
+            os.write(outputs[0], f"{outcome}\n{detail}".encode("utf-8", "replace"))
+            os._exit(0)
+
+        _HARNESS["run_harness"](channel[0], channel[1], hspec, report)
+    finally:
+        os._exit(1)
 
 
 def _run_one(
@@ -294,29 +354,31 @@ def _run_one(
     python = spec["python"]
     out, err, report = bytearray(), bytearray(), bytearray()
     start = time.monotonic()
-    procs: list[subprocess.Popen[bytes]] = []
+    procs: list[Any] = []  # Popen or _Forked
+    main: Any
+    extra: list[Any] = []
     try:
         if test["kind"] == "functional":
-            req_r, req_w = os.pipe()
-            rep_r, rep_w = os.pipe()
+            fds = [*os.pipe(), *os.pipe(), *os.pipe(), *os.pipe()]  # request, reply, report, harness stderr
+            req_r, req_w, rep_r, rep_w, report_r, report_w, herr_r, herr_w = fds
             try:
                 argv = [python, "-I", "-c", spec["program_src"], prog_path, str(req_r), str(rep_w)]
                 prog = _spawn(spec, argv, uid, workdir, time_limit, seccomp, (req_r, rep_w), subprocess.DEVNULL)
                 procs.append(prog)
-                dumpable = "1" if drop and harness_uid != uid else "0"
-                argv = [python, "-I", "-S", "-c", spec["harness_src"], str(req_w), str(rep_r), dumpable]
-                harness = _spawn(spec, argv, harness_uid, spec["workdir"], time_limit, seccomp, (req_w, rep_r))
+                harness = _fork_harness(spec, test, (req_w, rep_r), (report_w, herr_w), seccomp)
                 procs.append(harness)
             finally:
-                for fd in (req_r, req_w, rep_r, rep_w):
+                for fd in (req_r, req_w, rep_r, rep_w, report_w, herr_w):
                     os.close(fd)
+            harness_report, harness_err = open(report_r, "rb", buffering=0), open(herr_r, "rb", buffering=0)
+            extra += [harness_report, harness_err]
             readers = {
                 prog.stdout: (out, 0, True),
                 prog.stderr: (err, int(spec["stderr_limit"]), False),
-                harness.stdout: (report, 1 << 20, False),
-                harness.stderr: (bytearray(), 1 << 16, False),
+                harness_report: (report, 1 << 20, False),
+                harness_err: (bytearray(), 1 << 16, False),
             }
-            writers = {harness.stdin: _harness_spec(test)}
+            writers = {}
             main = harness
         else:
             prog = _spawn(spec, [python, "-I", prog_path], uid, workdir, time_limit, seccomp)
@@ -342,7 +404,7 @@ def _run_one(
     for p in procs:
         _kill_group(p.pid)
     for p in procs:
-        for stream in (p.stdin, p.stdout, p.stderr):
+        for stream in (p.stdin, p.stdout, p.stderr, *extra):
             if stream is not None:
                 try:
                     stream.close()
@@ -367,6 +429,8 @@ def _run_one(
 def main() -> int:
     """Read the spec from stdin, run every test, write the results to stdout."""
     spec = json.loads(sys.stdin.buffer.read())
+    if any(t["kind"] == "functional" for t in spec["tests"]):  # compiled once, run in each forked harness
+        exec(compile(spec["harness_src"], "<harness>", "exec"), _HARNESS)
     base = spec["workdir"]
     os.makedirs(base, exist_ok=True)
     os.chmod(base, 0o711)  # tests cannot create files next to their own directory, only inside it
