@@ -10,6 +10,9 @@ PID (and cgroup) namespaces are new, so no host socket, abstract or not, is reac
 Another sandboxed tool can reuse the builder, for example to run GUI automation with only an X display socket
 reachable: ``bwrap_command(tmpfs_mb=64, binds=("/tmp/.X11-unix/X99",), pythons=("/usr/bin/python3",)) + [argv...]``
 (a UNIX socket on a read-only bind is still connectable); or ``SandboxConfig(binds=(...))`` for the code sandbox.
+As root the prefix keeps CAP_SETUID/CAP_SETGID and starts the command as root, to drop to an unprivileged uid inside
+as the code sandbox's runner does; to start the command unprivileged instead, build with ``as_root=False`` and run it
+as that uid (``subprocess.Popen(cmd, user=uid, group=uid, extra_groups=[])``).
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ def bwrap_command(
     visible_paths: tuple[str, ...] = (),
     binds: tuple[str, ...] = (),
     pythons: tuple[str, ...] = (),
+    as_root: bool | None = None,
 ) -> list[str]:
     """The bubblewrap argv prefix (append the command to run).
 
@@ -67,13 +71,15 @@ def bwrap_command(
         binds: extra host paths (files, directories or UNIX sockets) made visible read-only at the same path,
             after ``/tmp`` is mounted (so a socket under ``/tmp`` can be bound). Missing paths are skipped.
         pythons: the interpreters that will run inside; a prefix outside ``/usr`` is bound.
+        as_root: whether bubblewrap itself will run as root (None: whether this process is root). False gives a
+            user namespace with further ones disabled.
 
     Returns:
         The argv prefix, ending with ``--``.
     """
     exe = shutil.which("bwrap") or "bwrap"
     cmd = [exe, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
-    if os.getuid() == 0:
+    if (os.getuid() == 0) if as_root is None else as_root:
         cmd += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     else:
         cmd += ["--unshare-user", "--disable-userns"]

@@ -134,6 +134,7 @@ class Sandbox:
                 "them under their own uids; install bubblewrap (apt-get install -y bubblewrap) or run as root"
             )
         self.fallback_reason = reason
+        self._seccomp_warned = False
         self.python = resolve_python(self.config.python, unprivileged=self._root)
         self.runner_python = resolve_python(None, unprivileged=self._root)
         self._slots = UidSlots(self.config.uid, self.config.max_slots) if self._root else None
@@ -260,7 +261,16 @@ class Sandbox:
                 self._kill(proc.pid)
             if not error:
                 try:
-                    raw_tests = json.loads(out)["tests"]
+                    reply = json.loads(out)
+                    raw_tests = reply["tests"]
+                    if reply.get("seccomp") is False and not self._seccomp_warned:
+                        self._seccomp_warned = True
+                        warnings.warn(
+                            "SANDBOX: the seccomp filter could not be installed on this machine "
+                            f"({os.uname().machine}); programs may create user namespaces",
+                            RuntimeWarning,
+                            stacklevel=3,
+                        )
                 except (ValueError, KeyError, TypeError):
                     error = (
                         f"sandbox runner failed (exit {proc.returncode}): "

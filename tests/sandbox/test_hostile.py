@@ -541,3 +541,28 @@ def test_binds_make_one_socket_reachable_and_nothing_else() -> None:
         allowed.close()
         other.close()
         shutil.rmtree(d)
+
+
+@needs_bwrap
+def test_bwrap_command_runs_a_tool_unprivileged_with_one_bind(tmp_path: Path) -> None:
+    """The builder as another tool (the desktop helper) would use it: an unprivileged uid, one visible file."""
+    from rlanything_core.sandbox import bwrap_command
+
+    d = Path(tempfile.mkdtemp(prefix="rla_tool_", dir="/tmp"))
+    os.chmod(d, 0o755)
+    (d / "visible.txt").write_text("seen")
+    (d / "hidden.txt").write_text("secret")
+    os.chmod(d / "visible.txt", 0o644)
+    os.chmod(d / "hidden.txt", 0o644)
+    try:
+        cmd = bwrap_command(tmpfs_mb=8, binds=(str(d / "visible.txt"),), as_root=False) + [
+            "/usr/bin/python3",
+            "-I",
+            "-c",
+            f"import os\nprint(os.getuid(), open({str(d / 'visible.txt')!r}).read(), "
+            f"os.path.exists({str(d / 'hidden.txt')!r}), os.path.exists('/work'))",
+        ]
+        proc = subprocess.run(cmd, user=65534, group=65534, extra_groups=[], capture_output=True, text=True, check=False)
+        assert proc.stdout.split() == ["65534", "seen", "False", "False"], proc.stderr
+    finally:
+        shutil.rmtree(d)
