@@ -562,7 +562,8 @@ def test_bwrap_command_runs_a_tool_unprivileged_with_one_bind(tmp_path: Path) ->
             f"import os\nprint(os.getuid(), open({str(d / 'visible.txt')!r}).read(), "
             f"os.path.exists({str(d / 'hidden.txt')!r}), os.path.exists('/work'))",
         ]
-        proc = subprocess.run(cmd, user=65534, group=65534, extra_groups=[], capture_output=True, text=True, check=False)
+        kw = {"user": 65534, "group": 65534, "extra_groups": []}
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, **kw)  # type: ignore[call-overload]
         assert proc.stdout.split() == ["65534", "seen", "False", "False"], proc.stderr
     finally:
         shutil.rmtree(d)

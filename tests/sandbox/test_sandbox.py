@@ -220,7 +220,8 @@ def test_functional_values_cross_as_plain_data(sandbox: Sandbox) -> None:
 def test_functional_data_classes_and_objects(sandbox: Sandbox) -> None:
     setup = (
         "class ListNode:\n    def __init__(self, val=0, next=None):\n        self.val = val\n        self.next = next\n"
-        "def build(vals):\n    head = None\n    for v in reversed(vals):\n        head = ListNode(v, head)\n    return head\n"
+        "def build(vals):\n    head = None\n    for v in reversed(vals):\n        head = ListNode(v, head)\n"
+        "    return head\n"
         "def values(node):\n    out = []\n    while node:\n        out.append(node.val)\n        node = node.next\n"
         "    return out\n"
     )
