@@ -56,9 +56,3 @@ def test_hack_scores_zero(sandbox: Sandbox, run_dir: Path, hack: Hack) -> None:
     result = sandbox.run(hack.program, suite_for(hack))
     assert result.num_passed == 0, (hack.name, result.verdicts, [t.detail for t in result.tests])
     assert all(v is not Verdict.SANDBOX_ERROR for v in result.verdicts), [t.detail for t in result.tests]
-
-
-def test_all_hacks_together_score_zero(sandbox: Sandbox, run_dir: Path) -> None:
-    """The same attacks through ``run_many`` (two at a time, as the coding loop runs them)."""
-    results = sandbox.run_many([(h.program, suite_for(h)) for h in HACKS], max_workers=2)
-    assert sum(r.num_passed for r in results) == 0
