@@ -36,6 +36,36 @@ class ProtocolError(Exception):
     """A frame or value that does not follow the wire format."""
 
 
+_NOT_PLAIN = object()
+
+
+def _plain_copy(v: Any) -> Any:
+    """The plain value under a subclass of a plain type (namedtuple, Counter, IntEnum, ...), else ``_NOT_PLAIN``.
+
+    Read with the base type's own methods so that no override runs (a NumPy value: ``tolist()``). The copy is what
+    the receiver compares, so an overridden ``__eq__`` on the subclass is simply dropped.
+    """
+    if isinstance(v, int):
+        return int.__int__(v)
+    if isinstance(v, float):
+        return float.__float__(v)
+    if isinstance(v, complex):
+        return complex.__complex__(v)
+    if isinstance(v, str):
+        return str.__str__(v)
+    if isinstance(v, bytes):
+        return bytes.__bytes__(v)
+    base: Any
+    for base in (list, tuple, set, frozenset):
+        if isinstance(v, base):
+            return base(base.__iter__(v))
+    if isinstance(v, dict):
+        return dict(dict.items(v))
+    if type(v).__module__ == "numpy" and callable(getattr(v, "tolist", None)):
+        return v.tolist()
+    return _NOT_PLAIN
+
+
 def dumps(message: object, data_classes: Collection[str], ref: Callable[[Any], int]) -> bytes:
     """Encode ``message`` (plain data; instances of ``data_classes`` by value; anything else as ``ref(value)``)."""
     out: list[bytes] = []
@@ -77,7 +107,11 @@ def dumps(message: object, data_classes: Collection[str], ref: Callable[[Any], i
                 objects.append(v)
             out.append(b"o%x;" % memo[id(v)])
         else:
-            out.append(b"r%x;" % ref(v))
+            plain = _plain_copy(v)
+            if plain is _NOT_PLAIN:
+                out.append(b"r%x;" % ref(v))
+            else:
+                enc(plain, out)
 
     enc(message, out)
     head: list[bytes] = []

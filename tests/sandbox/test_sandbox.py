@@ -310,3 +310,24 @@ def test_uid_slots_are_exclusive(tmp_path: Path) -> None:
     assert got and got[0] in (70000, 70002)
     with pytest.raises(ValueError, match="base"):
         UidSlots(0, 1)
+
+
+def test_functional_subclasses_of_plain_types_cross_as_their_plain_value(sandbox: Sandbox) -> None:
+    """Honest programs returning a namedtuple, Counter or IntEnum still pass; an overridden ``__eq__`` is dropped."""
+    prog = (
+        "import collections, enum\n"
+        "P = collections.namedtuple('P', 'x y')\n"
+        "class Color(enum.IntEnum):\n    RED = 1\n"
+        "class Liar(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\n"
+        "def point():\n    return P(1, 2)\n"
+        "def count(s):\n    return collections.Counter(s)\n"
+        "def color():\n    return Color.RED\n"
+        "def liar():\n    return Liar(0)\n"
+    )
+    code = (
+        "assert point() == (1, 2) and type(point()) is tuple\n"
+        "assert count('aab') == {'a': 2, 'b': 1} and type(count('a')) is dict\n"
+        "assert color() == 1 and type(color()) is int\n"
+        "assert liar() == 0 and liar() != 5\n"
+    )
+    assert sandbox.run(prog, [FunctionalTest(code)]).verdicts == [Verdict.PASSED]
