@@ -1,6 +1,6 @@
 """In-sandbox test runner: one process per program that runs every test of that program.
 
-Executed as ``python -I -S -c <this file's text>`` inside the sandbox (bubblewrap, or the loudly reported fallback);
+Executed as ``python -I -c <this file's text>`` inside the sandbox (bubblewrap, or the loudly reported fallback);
 stdlib only. Protocol: the host writes one JSON object on stdin::
 
     {"program": str, "workdir": str, "python": str, "uid": int | null, "harness_uid": int | null,

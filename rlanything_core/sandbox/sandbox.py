@@ -233,7 +233,8 @@ class Sandbox:
                 for t, tl in zip(tests, limits)
             ],
         }
-        cmd = [*self._prefix, self.runner_python, "-I", "-S", "-c", _RUNNER_SRC]
+        # without -S: the forked functional harness sees the same site-packages as the programs
+        cmd = [*self._prefix, self.runner_python, "-I", "-c", _RUNNER_SRC]
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
         deadline = sum(limits) + 0.5 * len(tests) + cfg.runner_slack_s
         error, raw_tests = "", []
