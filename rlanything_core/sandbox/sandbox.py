@@ -49,7 +49,6 @@ __all__ = ["Sandbox", "classify", "resolve_python"]
 
 _HERE = Path(__file__).parent
 # The in-sandbox scripts are passed as ``python -c`` text: nothing of the repository is mounted inside.
-_RUNNER_SRC = (_HERE / "_runner.py").read_text(encoding="utf-8")
 _WIRE_SRC = (_HERE / "_wire.py").read_text(encoding="utf-8")
 _FUTURE = "from __future__ import annotations"
 
@@ -61,6 +60,13 @@ def _after_wire(name: str) -> str:
 
 
 _PROGRAM_SRC = _after_wire("_program.py")
+_RUNNER_SRC = (
+    (_HERE / "_procs.py").read_text(encoding="utf-8")
+    + "\n"
+    + "\n".join(
+        ln for ln in (_HERE / "_runner.py").read_text(encoding="utf-8").splitlines() if not ln.startswith(_FUTURE)
+    )
+)
 _HARNESS_SRC = _after_wire("_harness.py")
 
 

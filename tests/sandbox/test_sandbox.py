@@ -280,7 +280,7 @@ def test_functional_tests_cannot_pass_program_callables(sandbox: Sandbox) -> Non
 
 
 def test_seccomp_filter_layout() -> None:
-    from rlanything_core.sandbox._runner import seccomp_filter
+    from rlanything_core.sandbox._procs import seccomp_filter
 
     for machine in ("x86_64", "aarch64"):
         code = seccomp_filter(machine)
