@@ -58,7 +58,8 @@ def functional_test_pass_matrix(
         call, expected = tests[k].test  # type: ignore[misc]
         checks.append(
             FunctionalTest(f"\nassert ({problem.entry_point})({call.strip()}) == ({expected.strip()})\n",
-                           time_limit_s=problem.time_limit_s)
+                           time_limit_s=problem.time_limit_s, setup=problem.harness_setup,
+                           program_names=problem.check_program_names)
         )
     jobs = [(problem.full_program(programs[c] or ""), checks) for c in rows]
     results = task.sandbox.run_many(jobs, judge=task.judge, max_workers=max_workers)

@@ -1,12 +1,16 @@
-"""Sandbox for untrusted Python programs (bubblewrap + unprivileged uid + rlimits + process-group kill)."""
+"""Sandbox for untrusted Python programs (bubblewrap allow-list + per-sandbox uids + rlimits + seccomp + kills).
 
-from rlanything_core.sandbox.bwrap import bwrap_status
+Functional tests compare the program's returned values outside its process (``_harness.py``, ``_wire.py``).
+"""
+
+from rlanything_core.sandbox.bwrap import bwrap_command, bwrap_status
 from rlanything_core.sandbox.compare import OutputJudge, normalize_whitespace, outputs_match
-from rlanything_core.sandbox.config import FunctionalTest, SandboxConfig, SandboxTest, StdinTest
+from rlanything_core.sandbox.config import MAX_TIME_LIMIT_S, FunctionalTest, SandboxConfig, SandboxTest, StdinTest
 from rlanything_core.sandbox.sandbox import Sandbox, classify
 from rlanything_core.sandbox.verdict import ProgramResult, TestResult, Verdict
 
 __all__ = [
+    "MAX_TIME_LIMIT_S",
     "FunctionalTest",
     "OutputJudge",
     "ProgramResult",
@@ -16,6 +20,7 @@ __all__ = [
     "StdinTest",
     "TestResult",
     "Verdict",
+    "bwrap_command",
     "bwrap_status",
     "classify",
     "normalize_whitespace",

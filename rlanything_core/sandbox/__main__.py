@@ -46,7 +46,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(exc))
     with warnings.catch_warnings():
         warnings.simplefilter("always")
-        sandbox = Sandbox(config)
+        try:
+            sandbox = Sandbox(config)
+        except RuntimeError as exc:  # no way to isolate programs here (no bubblewrap, not root)
+            parser.error(str(exc))
     test = StdinTest(
         stdin=args.stdin.read_bytes() if args.stdin else b"",
         expected=args.expected.read_text(encoding="utf-8") if args.expected else None,

@@ -1,165 +1,266 @@
 """In-sandbox test runner: one process per program that runs every test of that program.
 
-This file is executed as a script (``python -I -S _runner.py``) inside the sandbox (bubblewrap, or the loudly
-reported fallback); the host never imports it for execution. It only uses the standard library.
+Executed as ``python -I -c <this file's text>`` inside the sandbox (bubblewrap, or the loudly reported fallback);
+stdlib only. Protocol: the host writes one JSON object on stdin::
 
-Protocol: the host writes one JSON object on stdin::
-
-    {"program": str, "workdir": str, "python": str, "uid": int | null, "gid": int | null,
+    {"program": str, "workdir": str, "python": str, "uid": int | null, "harness_uid": int | null,
      "limits": {"memory_bytes": int, "file_size_bytes": int, "nproc": int, "nofile": int},
-     "output_limit": int, "stderr_limit": int, "nonce": str, "marker": str, "kill_all_as_uid": bool,
-     "tests": [{"kind": "stdin" | "functional", "stdin_b64": str, "code": str, "time_limit_s": float}]}
+     "output_limit": int, "stderr_limit": int, "program_src": str, "harness_src": str,
+     "tests": [{"kind": "stdin" | "functional", "stdin_b64": str, "code": str, "setup": str,
+                "program_names": [str], "time_limit_s": float}]}
 
-and reads one JSON object from stdout: ``{"tests": [{"status", "exit_code", "stdout_b64", "stderr_b64",
-"wall_s", "error"}]}`` with ``status`` in ``exited | timeout | output_limit | spawn_error``. Expected outputs never
-enter the sandbox: the host compares outputs, so a program cannot read the answers from the runner's memory.
+and reads one JSON object from stdout: ``{"tests": [{"status", "exit_code", "stdout_b64", "stderr_b64", "wall_s",
+"error", "report"}], "seccomp": bool}`` with ``status`` in ``exited | timeout | output_limit | spawn_error``;
+``report`` is the functional harness's report (``<outcome>\n<detail>``) or null. Expected stdin outputs never enter
+the sandbox, and functional test code reaches only the harness, never the program's process.
 
-Each test runs in a fresh interpreter (``python -I``) in its own session (process group), as the unprivileged uid when
-the runner is root, with rlimits (CPU seconds, address space, processes, file size, open files, no core files). After
-each test the whole group is SIGKILLed; with ``kill_all_as_uid`` (inside a private pid namespace, where only this
-sandbox's processes are visible) a helper running as the sandbox uid also sends ``kill(-1, SIGKILL)``, which reaches
-setsid daemons and double-forked children. Without a pid namespace the runner sweeps processes whose environment
-carries this run's marker.
+Every program runs in a fresh interpreter in its own session, as an unprivileged uid of this sandbox's slot when the
+runner is root, with rlimits (CPU seconds, address space, processes, file size, open files, no core files),
+``no_new_privs`` and a seccomp filter that refuses new user namespaces. A functional test's harness is forked from
+this runner (no interpreter start-up) and dropped to the slot's other uid under the same limits. After each test its
+process groups are SIGKILLed and a helper running as each test uid sends ``kill(-1, SIGKILL)``: that reaches daemons
+and double-forked children, and nothing else, since the slot's uids are this sandbox's alone. Then the test's private
+directory is deleted, so a test that fills the disk costs only itself.
 """
+
+from __future__ import annotations
 
 import base64
 import json
 import math
 import os
-import resource
 import selectors
-import signal
+import shutil
 import subprocess
 import sys
 import time
 
+TYPE_CHECKING = False  # typing costs start-up time; mypy treats this name as True
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["main"]
 
-_BOOT = (
-    "def _rla_boot():\n"
-    "    import os, sys\n"
-    "    nonce = os.environ.pop('RLA_NONCE', '').encode()\n"
-    "    path = sys.argv[1]\n"
-    "    with open(path, encoding='utf-8') as f:\n"
-    "        src = f.read()\n"
-    "    sys.argv = [path]\n"
-    "    g = {'__name__': '__main__', '__file__': path, '__builtins__': __builtins__}\n"
-    "    exec(compile(src, path, 'exec'), g)\n"
-    "    sys.stdout.flush()\n"
-    "    os.write(1, b'\\n' + nonce + b'\\n')\n"
-    "_rla_boot()\n"
-)
+try:  # for linters and unit tests; inside the sandbox _procs.py is concatenated in front of this file
+    from rlanything_core.sandbox._procs import (
+        _Forked,
+        _kill_all_as,
+        _kill_group,
+        _reap_orphans,
+        _Seccomp,
+        child_setup,
+    )
+except ImportError:  # pragma: no cover
+    pass
 
 
-def _child_setup(limits: dict, cpu_s: int) -> None:  # runs in the forked child, after the uid drop
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
-    resource.setrlimit(resource.RLIMIT_AS, (limits["memory_bytes"], limits["memory_bytes"]))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_size_bytes"], limits["file_size_bytes"]))
-    resource.setrlimit(resource.RLIMIT_NPROC, (limits["nproc"], limits["nproc"]))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (limits["nofile"], limits["nofile"]))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+def _spawn(
+    spec: dict[str, Any],
+    argv: list[str],
+    uid: int | None,
+    cwd: str,
+    time_limit: float,
+    seccomp: _Seccomp,
+    pass_fds: tuple[int, ...] = (),
+    stdin: int = subprocess.PIPE,
+) -> subprocess.Popen[bytes]:
+    drop = uid is not None and os.getuid() == 0
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": cwd, "TMPDIR": cwd, "LANG": "C.UTF-8"}
+    limits = spec["limits"]
+    return subprocess.Popen(
+        argv,
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        env=env,
+        close_fds=True,
+        pass_fds=pass_fds,
+        start_new_session=True,
+        user=uid if drop else None,
+        group=uid if drop else None,
+        extra_groups=[] if drop else None,
+        preexec_fn=lambda: child_setup(limits, max(1, math.ceil(time_limit)), seccomp, limits["nproc"]),
+    )
 
 
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+def _supervise(  # noqa: C901 - one pump loop
+    main: Any,
+    readers: dict[Any, tuple[bytearray, int, bool]],
+    writers: dict[Any, bytes],
+    deadline: float,
+    out_limit: int,
+) -> str:
+    """Pump the pipes until ``main`` has exited and its streams are drained, the deadline passes or stdout overflows.
 
+    Args:
+        main: the process whose end ends the test.
+        readers: ``{stream: (buffer, limit, counts_as_output)}``.
+        writers: ``{stream: bytes}`` to feed (non-blocking).
+        deadline: monotonic time of the wall-clock limit.
+        out_limit: stdout cap of a ``counts_as_output`` stream.
 
-def _kill_all_as(uid: int, gid: int) -> None:
-    """Fork a helper that becomes ``uid`` and sends SIGKILL to every process it may signal (not itself)."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - child
-        try:
-            os.setgroups([])
-            os.setgid(gid)
-            os.setuid(uid)
-            for _ in range(3):
+    Returns:
+        ``exited``, ``timeout`` or ``output_limit``.
+    """
+    sel = selectors.DefaultSelector()
+    stream: Any
+    for stream in readers:
+        os.set_blocking(stream.fileno(), False)
+        sel.register(stream, selectors.EVENT_READ)
+    views: dict[Any, memoryview] = {}
+    for stream, data in writers.items():
+        if data:
+            os.set_blocking(stream.fileno(), False)
+            sel.register(stream, selectors.EVENT_WRITE)
+            views[stream] = memoryview(data)
+        else:
+            stream.close()
+    status, exited_at = "exited", None
+    now = time.monotonic()
+    while sel.get_map() and status == "exited":
+        now = time.monotonic()
+        if now >= deadline:
+            status = "timeout"
+            break
+        if exited_at is None and main.poll() is not None:
+            exited_at = now
+        if exited_at is not None and now - exited_at > 0.1:  # leftover children hold the pipes open
+            break
+        for key, _ in sel.select(timeout=min(deadline - now, 0.05)):
+            stream = key.fileobj
+            if stream in views:
                 try:
-                    os.kill(-1, signal.SIGKILL)
-                except ProcessLookupError:
-                    break
-        finally:
-            os._exit(0)
-    os.waitpid(pid, 0)
-
-
-def _sweep_marker(marker: str) -> None:
-    """Kill every process whose environment contains ``marker`` (fallback without a pid namespace)."""
-    needle = marker.encode()
-    me = os.getpid()
-    for _ in range(5):
-        found = False
-        for name in os.listdir("/proc"):
-            if not name.isdigit() or int(name) == me:
+                    n = os.write(stream.fileno(), views[stream][:65536])
+                    views[stream] = views[stream][n:]
+                except (BrokenPipeError, OSError):
+                    views[stream] = views[stream][:0]
+                if not views[stream]:
+                    sel.unregister(stream)
+                    stream.close()
                 continue
             try:
-                with open(f"/proc/{name}/environ", "rb") as f:
-                    if needle in f.read():
-                        os.kill(int(name), signal.SIGKILL)
-                        found = True
-            except OSError:
+                chunk = os.read(stream.fileno(), 65536)
+            except BlockingIOError:
                 continue
-        if not found:
-            return
-        time.sleep(0.01)
+            if not chunk:
+                sel.unregister(stream)
+                continue
+            buf, limit, is_output = readers[stream]
+            if is_output:
+                buf += chunk
+                if len(buf) > out_limit:
+                    del buf[out_limit:]
+                    status = "output_limit"
+            elif len(buf) < limit:
+                buf += chunk[: limit - len(buf)]
+    if status == "exited" and exited_at is None:  # pipes closed but the process may still be running
+        try:
+            main.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            status = "timeout"
+    sel.close()
+    return status
 
 
-def _reap_orphans() -> None:
-    """Reap zombies re-parented to us (we may be pid 1 of the namespace's tree or a subreaper)."""
-    try:
-        while os.waitpid(-1, os.WNOHANG)[0] > 0:
-            pass
-    except ChildProcessError:
-        pass
+_HARNESS: dict[str, Any] = {"__name__": "__rla_harness__"}
 
 
-def _run_one(spec: dict, test: dict, index: int) -> dict:
+def _fork_harness(
+    spec: dict[str, Any], test: dict[str, Any], channel: tuple[int, int], outputs: tuple[int, int], seccomp: _Seccomp
+) -> _Forked:
+    """Fork the harness from this runner and drop it to the harness uid.
+
+    No new interpreter has to start (the runner's is ready). The program never holds any of the harness's
+    descriptors; ``outputs`` are the report and stderr pipes.
+    """
+    uid = spec["harness_uid"] if spec["uid"] is not None and os.getuid() == 0 else None
+    keep = {*channel, outputs[0], 1, 2}
+    pid = os.fork()
+    if pid:
+        return _Forked(pid)
+    try:  # pragma: no cover - child
+        os.setsid()
+        os.dup2(outputs[1], 1)
+        os.dup2(outputs[1], 2)
+        for name in os.listdir("/proc/self/fd"):
+            if int(name) not in keep:
+                try:
+                    os.close(int(name))
+                except OSError:
+                    pass
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        if uid is not None:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)  # a credential change also makes the process non-dumpable
+        else:
+            _HARNESS["_not_dumpable"]()
+        os.chdir(spec["workdir"])
+        child_setup(spec["limits"], max(1, math.ceil(float(test["time_limit_s"]))), seccomp, spec["limits"]["nproc"])
+        hspec = {"setup": test["setup"], "code": test["code"], "program_names": list(test["program_names"])}
+
+        def report(outcome: str, detail: str) -> None:
+            os.write(outputs[0], f"{outcome}\n{detail}".encode("utf-8", "replace"))
+            os._exit(0)
+
+        _HARNESS["run_harness"](channel[0], channel[1], hspec, report)
+    finally:
+        os._exit(1)
+
+
+def _run_one(
+    spec: dict[str, Any], test: dict[str, Any], index: int, prog_path: str, seccomp: _Seccomp
+) -> dict[str, Any]:
     workdir = os.path.join(spec["workdir"], f"t{index}")
-    os.mkdir(workdir)
-    os.chmod(workdir, 0o777)
-    if test["kind"] == "functional":
-        path = os.path.join(workdir, "prog.py")
-        text = spec["program"] + "\n\n" + test["code"] + "\n"
-        argv = [spec["python"], "-I", "-c", _BOOT, path]
-    else:
-        path = os.path.join(workdir, "prog.py")
-        text = spec["program"]
-        argv = [spec["python"], "-I", path]
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.chmod(path, 0o444)
-    env = {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "HOME": workdir,
-        "TMPDIR": workdir,
-        "LANG": "C.UTF-8",
-        "RLA_SANDBOX_MARKER": spec["marker"],
-    }
-    if test["kind"] == "functional":
-        env["RLA_NONCE"] = spec["nonce"]
-    time_limit = float(test["time_limit_s"])
-    stdin_data = base64.b64decode(test["stdin_b64"])
-    uid, gid = spec["uid"], spec["gid"]
+    os.mkdir(workdir, 0o700)
+    uid, harness_uid = spec["uid"], spec["harness_uid"]
     drop = uid is not None and os.getuid() == 0
+    if drop:
+        os.chown(workdir, uid, uid)
+    else:
+        os.chmod(workdir, 0o777)
+    time_limit = float(test["time_limit_s"])
+    python = spec["python"]
+    out, err, report = bytearray(), bytearray(), bytearray()
     start = time.monotonic()
+    procs: list[Any] = []  # Popen or _Forked
+    main: Any
+    extra: list[Any] = []
     try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=workdir,
-            env=env,
-            close_fds=True,
-            start_new_session=True,
-            user=uid if drop else None,
-            group=gid if drop else None,
-            extra_groups=[] if drop else None,
-            preexec_fn=lambda: _child_setup(spec["limits"], max(1, math.ceil(time_limit))),
-        )
+        if test["kind"] == "functional":
+            fds = [*os.pipe(), *os.pipe(), *os.pipe(), *os.pipe()]  # request, reply, report, harness stderr
+            req_r, req_w, rep_r, rep_w, report_r, report_w, herr_r, herr_w = fds
+            try:
+                argv = [python, "-I", "-c", spec["program_src"], prog_path, str(req_r), str(rep_w)]
+                prog = _spawn(spec, argv, uid, workdir, time_limit, seccomp, (req_r, rep_w), subprocess.DEVNULL)
+                procs.append(prog)
+                harness = _fork_harness(spec, test, (req_w, rep_r), (report_w, herr_w), seccomp)
+                procs.append(harness)
+            finally:
+                for fd in (req_r, req_w, rep_r, rep_w, report_w, herr_w):
+                    os.close(fd)
+            harness_report, harness_err = open(report_r, "rb", buffering=0), open(herr_r, "rb", buffering=0)
+            extra += [harness_report, harness_err]
+            readers = {
+                prog.stdout: (out, 0, True),
+                prog.stderr: (err, int(spec["stderr_limit"]), False),
+                harness_report: (report, 1 << 20, False),
+                harness_err: (bytearray(), 1 << 16, False),
+            }
+            writers = {}
+            main = harness
+        else:
+            prog = _spawn(spec, [python, "-I", prog_path], uid, workdir, time_limit, seccomp)
+            procs.append(prog)
+            readers = {prog.stdout: (out, 0, True), prog.stderr: (err, int(spec["stderr_limit"]), False)}
+            writers = {prog.stdin: base64.b64decode(test["stdin_b64"])}
+            main = prog
     except OSError as exc:
+        for p in procs:
+            _kill_group(p.pid)
+            p.wait()
         return {
             "status": "spawn_error",
             "exit_code": None,
@@ -167,101 +268,67 @@ def _run_one(spec: dict, test: dict, index: int) -> dict:
             "stderr_b64": "",
             "wall_s": 0.0,
             "error": f"{type(exc).__name__}: {exc}",
+            "report": None,
         }
-    status = "exited"
-    out = bytearray()
-    err = bytearray()
-    out_limit, err_limit = int(spec["output_limit"]), int(spec["stderr_limit"])
-    sel = selectors.DefaultSelector()
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    for stream in (proc.stdout, proc.stderr):
-        os.set_blocking(stream.fileno(), False)
-        sel.register(stream, selectors.EVENT_READ)
-    stdin_view = memoryview(stdin_data)
-    if stdin_data:
-        os.set_blocking(proc.stdin.fileno(), False)
-        sel.register(proc.stdin, selectors.EVENT_WRITE)
-    else:
-        proc.stdin.close()
-    deadline = start + time_limit
-    exited_at = None
-    while sel.get_map():
-        now = time.monotonic()
-        if now >= deadline:
-            status = "timeout"
-            break
-        if exited_at is None and proc.poll() is not None:
-            exited_at = now
-        if exited_at is not None and now - exited_at > 0.1:  # leftover children hold the pipes open
-            break
-        for key, _ in sel.select(timeout=min(deadline - now, 0.05)):
-            stream = key.fileobj  # type: ignore[assignment]
-            if stream is proc.stdin:
-                try:
-                    n = os.write(proc.stdin.fileno(), stdin_view[:65536])
-                    stdin_view = stdin_view[n:]
-                except (BrokenPipeError, OSError):
-                    stdin_view = stdin_view[:0]
-                if not stdin_view:
-                    sel.unregister(proc.stdin)
-                    proc.stdin.close()
-                continue
-            try:
-                chunk = os.read(stream.fileno(), 65536)  # type: ignore[union-attr]
-            except BlockingIOError:
-                continue
-            if not chunk:
-                sel.unregister(stream)
-                continue
-            if stream is proc.stdout:
-                out += chunk
-                if len(out) > out_limit:
-                    del out[out_limit:]
-                    status = "output_limit"
-            elif len(err) < err_limit:
-                err += chunk[: err_limit - len(err)]
-        if status == "output_limit":
-            break
-    if status == "exited" and exited_at is None:  # pipes closed but the process may still be running
-        try:
-            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            status = "timeout"
+    status = _supervise(main, readers, writers, start + time_limit, int(spec["output_limit"]))
     wall = time.monotonic() - start
-    _kill_group(proc.pid)
-    for key in list(sel.get_map().values()):
-        sel.unregister(key.fileobj)
-    sel.close()
-    for stream in (proc.stdin, proc.stdout, proc.stderr):
-        try:
-            stream.close()
-        except OSError:
-            pass
-    code = proc.wait()
-    if spec["kill_all_as_uid"] and drop:
-        _kill_all_as(uid, gid)
-    elif not drop:
-        pass  # same uid as the runner: only the process group can be killed safely
-    else:
-        _sweep_marker(spec["marker"])
+    for p in procs:
+        _kill_group(p.pid)
+    for p in procs:
+        for stream in (p.stdin, p.stdout, p.stderr, *extra):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+    codes = [p.wait() for p in procs]
+    if drop:
+        for u in {uid, harness_uid} if test["kind"] == "functional" else {uid}:
+            _kill_all_as(u)
     _reap_orphans()
     return {
         "status": status,
-        "exit_code": code,
+        "exit_code": codes[0],
         "stdout_b64": base64.b64encode(bytes(out)).decode("ascii"),
         "stderr_b64": base64.b64encode(bytes(err)).decode("ascii"),
         "wall_s": wall,
         "error": "",
+        "report": bytes(report).decode("utf-8", "replace") if test["kind"] == "functional" else None,
     }
 
 
 def main() -> int:
     """Read the spec from stdin, run every test, write the results to stdout."""
     spec = json.loads(sys.stdin.buffer.read())
-    os.makedirs(spec["workdir"], exist_ok=True)
-    os.chmod(spec["workdir"], 0o711)
-    results = [_run_one(spec, test, i) for i, test in enumerate(spec["tests"])]
-    sys.stdout.write(json.dumps({"tests": results}))
+    if any(t["kind"] == "functional" for t in spec["tests"]):  # compiled once, run in each forked harness
+        exec(compile(spec["harness_src"], "<harness>", "exec"), _HARNESS)
+    base = spec["workdir"]
+    os.makedirs(base, exist_ok=True)
+    os.chmod(base, 0o711)  # tests cannot create files next to their own directory, only inside it
+    prog_path = os.path.join(base, "prog.py")
+    with open(prog_path, "w", encoding="utf-8") as f:  # written before any test can fill the disk
+        f.write(spec["program"])
+    os.chmod(prog_path, 0o444)
+    seccomp = _Seccomp()
+    results: list[dict[str, Any]] = []
+    for i, test in enumerate(spec["tests"]):
+        try:
+            results.append(_run_one(spec, test, i, prog_path, seccomp))
+        except Exception as exc:  # noqa: BLE001 - one test's failure must not lose the others' results
+            results.append(
+                {
+                    "status": "spawn_error",
+                    "exit_code": None,
+                    "stdout_b64": "",
+                    "stderr_b64": "",
+                    "wall_s": 0.0,
+                    "error": f"runner: {type(exc).__name__}: {exc}",
+                    "report": None,
+                }
+            )
+        finally:
+            shutil.rmtree(os.path.join(base, f"t{i}"), ignore_errors=True)
+    sys.stdout.write(json.dumps({"tests": results, "seccomp": seccomp.ok}))
     sys.stdout.flush()
     return 0
 

@@ -2,9 +2,29 @@
 
 from __future__ import annotations
 
+import math
+import os
 from dataclasses import dataclass
 
-__all__ = ["FunctionalTest", "SandboxConfig", "SandboxTest", "StdinTest"]
+__all__ = ["MAX_TIME_LIMIT_S", "FunctionalTest", "SandboxConfig", "SandboxTest", "StdinTest", "check_time_limit"]
+
+
+MAX_TIME_LIMIT_S = 86400.0
+"""The largest accepted time limit (one day): a larger one is a mistake, and ``inf`` overflows the CPU rlimit."""
+
+
+def check_time_limit(name: str, value: object) -> float:
+    """``value`` as a float if it is a finite number in ``(0, MAX_TIME_LIMIT_S]``.
+
+    Raises:
+        ValueError: naming ``name`` and what was wrong (not a number, NaN, infinite, <= 0, too large).
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{name} must be a number of seconds, got {value!r}")
+    v = float(value)
+    if not math.isfinite(v) or not 0.0 < v <= MAX_TIME_LIMIT_S:
+        raise ValueError(f"{name} must be a finite number of seconds in (0, {MAX_TIME_LIMIT_S:g}], got {value!r}")
+    return v
 
 
 @dataclass(frozen=True)
@@ -12,21 +32,26 @@ class SandboxConfig:
     """Resource limits and isolation settings of the sandbox.
 
     Attributes:
-        time_limit_s: default per-test wall-clock limit in seconds (a test may override it); the CPU-seconds rlimit
-            is ``ceil(time_limit_s)``.
+        time_limit_s: default per-test wall-clock limit in seconds (a test may override it), finite, in
+            ``(0, MAX_TIME_LIMIT_S]``; the CPU-seconds rlimit is ``ceil(time_limit_s)``.
         memory_mb: address-space rlimit (RLIMIT_AS) of each test process, MiB.
         output_limit_bytes: stdout cap per test; more output stops the test with verdict ``output_limit``.
         stderr_limit_bytes: stderr cap per test (silently truncated).
         file_size_mb: RLIMIT_FSIZE, MiB (a larger write fails with EFBIG).
-        max_processes: processes the sandbox uid may have (RLIMIT_NPROC; enforced only for a non-root uid).
+        max_processes: processes each test uid may have (RLIMIT_NPROC; enforced only for a non-root uid).
         max_open_files: RLIMIT_NOFILE.
-        uid: unprivileged uid the tests run as when the caller is root (65534 = nobody).
-        gid: unprivileged gid, same rule.
+        uid: first uid of the sandbox's uid range when the caller is root: a running sandbox holds slot ``k`` (uids
+            ``uid + 2k`` for the program and ``uid + 2k + 1`` for the functional-test harness, gids equal), so that
+            no two concurrent sandboxes share a uid (process limits, ``kill(-1)``). Nothing else may use the range.
+        max_slots: number of slots (sandboxes running at the same time on this machine; more wait for a slot).
         use_bwrap: True: require bubblewrap (raise if it does not work); False: never use it (warns); None: use it
-            when it works, else fall back with a warning.
+            when it works, else fall back with a warning. The fallback needs root (for the uid drop).
         tmpfs_mb: size of the private writable ``/tmp`` tmpfs inside bubblewrap, MiB.
-        hidden_paths: host directories replaced by an empty tmpfs inside bubblewrap (for example the data folder
-            holding the expected outputs, so that a policy cannot learn to read the answers).
+        binds: extra host paths (files, directories, UNIX sockets) visible read-only inside bubblewrap at the same
+            path. Everything else outside the interpreter, its standard library, ``/tmp`` (private) and a few
+            ``/etc`` files is invisible (an allow-list, see ``bwrap.py``).
+        hidden_paths: directories covered by an empty tmpfs, for a path under a visible one (rarely needed now that
+            the filesystem is an allow-list).
         python: interpreter that runs the programs, or None: the first of the host's interpreter,
             ``/usr/bin/python3``, ``/usr/local/bin/python3`` and ``python3`` on PATH that the unprivileged uid can
             execute (a pyenv interpreter under ``/root`` cannot be, since ``/root`` is mode 0700). Programs get the
@@ -42,17 +67,17 @@ class SandboxConfig:
     file_size_mb: int = 16
     max_processes: int = 64
     max_open_files: int = 256
-    uid: int = 65534
-    gid: int = 65534
+    uid: int = 62000
+    max_slots: int = 64
     use_bwrap: bool | None = None
     tmpfs_mb: int = 256
+    binds: tuple[str, ...] = ()
     hidden_paths: tuple[str, ...] = ()
     python: str | None = None
     runner_slack_s: float = 10.0
 
     def __post_init__(self) -> None:
-        if not self.time_limit_s > 0:
-            raise ValueError(f"time_limit_s must be > 0, got {self.time_limit_s!r}")
+        check_time_limit("time_limit_s", self.time_limit_s)
         for name in (
             "memory_mb",
             "output_limit_bytes",
@@ -61,14 +86,21 @@ class SandboxConfig:
             "max_processes",
             "max_open_files",
             "tmpfs_mb",
+            "max_slots",
         ):
             value = getattr(self, name)
-            if not (isinstance(value, int) and value > 0):
+            if not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if self.uid <= 0 or self.gid <= 0:
-            raise ValueError(f"uid and gid must be unprivileged (> 0), got uid={self.uid!r} gid={self.gid!r}")
-        if self.runner_slack_s < 0:
-            raise ValueError(f"runner_slack_s must be >= 0, got {self.runner_slack_s!r}")
+        if not isinstance(self.uid, int) or self.uid <= 0 or self.uid + 2 * self.max_slots > 2**31:
+            raise ValueError(f"uid must be unprivileged (> 0) with room for 2 * max_slots uids, got {self.uid!r}")
+        if not (isinstance(self.runner_slack_s, int | float) and math.isfinite(self.runner_slack_s)) or (
+            self.runner_slack_s < 0
+        ):
+            raise ValueError(f"runner_slack_s must be a finite number >= 0, got {self.runner_slack_s!r}")
+        for name in ("binds", "hidden_paths"):
+            value = getattr(self, name)
+            if isinstance(value, str) or not all(isinstance(p, str) and os.path.isabs(p) for p in value):
+                raise ValueError(f"{name} must be a tuple of absolute paths, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -87,6 +119,10 @@ class StdinTest:
     expected: str | None = None
     time_limit_s: float | None = None
 
+    def __post_init__(self) -> None:
+        if self.time_limit_s is not None:
+            check_time_limit("time_limit_s", self.time_limit_s)
+
     @property
     def stdin_bytes(self) -> bytes:
         """The input as bytes."""
@@ -95,23 +131,43 @@ class StdinTest:
 
 @dataclass(frozen=True)
 class FunctionalTest:
-    r"""A functional test: ``code`` is appended to the program and the script must run to completion.
+    r"""A functional test: trusted test ``code`` calls the program's functions and checks what they return.
 
-    ``code`` typically defines and calls ``check(candidate)`` (for example ``test + "\ncheck(Solution().f)"``).
-    Passed iff the script exits 0 after running to its end: a harness line proves that control reached the end of the
-    script, so ``sys.exit(0)`` / ``os._exit(0)`` inside the program do not pass. A failed ``assert`` gives
-    ``wrong_answer``, any other uncaught exception ``runtime_error``. Code in the same interpreter can still cheat
-    (for example by returning an object whose ``__eq__`` is always true); stdin tests do not have that weakness.
+    The program and the test code run in two processes under two uids (``_harness.py``, ``_wire.py``): the program
+    runs to the end of its top level, then the harness executes ``setup`` and ``code`` with the program's top-level
+    names bound to proxies (names that neither ``setup`` nor the builtins define, plus ``program_names``). Arguments
+    and returned values cross as plain data (None, bool, int, float, complex, str, bytes, list, tuple, dict, set,
+    frozenset, and instances of classes that ``setup`` defines, such as LeetCode's ``ListNode``), rebuilt on the
+    harness side from its own types; any other returned object stays a handle equal only to itself. So the checks
+    (``assert f(1, 2) == 3``) compare real values outside the program's process, and nothing the program does in
+    its own process can make them pass.
+
+    Passed iff the test code runs to its end. A failed ``assert`` gives ``wrong_answer``, as does a program that
+    exits with status 0 before the tests end; any other exception ``runtime_error``.
 
     Attributes:
-        code: the test code appended after the program.
+        code: the test code (typically defines ``check(candidate)`` and calls ``check(Solution().f)``).
         time_limit_s: per-test wall-clock limit, or None for the config's default.
+        setup: trusted code run first in the harness (imports, helpers, data classes); for LeetCode the dataset's
+            prompt, which the program also starts with.
+        program_names: names always taken from the program even when ``setup`` defines them (the entry point when
+            ``setup`` holds its stub, as with HumanEval's prompt).
     """
 
     __test__ = False
 
     code: str
     time_limit_s: float | None = None
+    setup: str = ""
+    program_names: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.code, str) or not isinstance(self.setup, str):
+            raise ValueError("FunctionalTest code and setup must be str")
+        if self.time_limit_s is not None:
+            check_time_limit("time_limit_s", self.time_limit_s)
+        if isinstance(self.program_names, str) or not all(n.isidentifier() for n in self.program_names):
+            raise ValueError(f"program_names must be a tuple of identifiers, got {self.program_names!r}")
 
 
 SandboxTest = StdinTest | FunctionalTest

@@ -1,27 +1,31 @@
 """Sandbox for untrusted Python programs: one sandboxed process tree per program, running all of its tests.
 
-Layers of isolation (see ``_runner.py`` for the in-sandbox side):
+Layers of isolation (see ``_runner.py`` for the in-sandbox side, ``bwrap.py`` for the filesystem):
 
-* bubblewrap: new pid/net/ipc/uts namespaces, read-only ``/``, a private size-limited tmpfs ``/tmp``, fresh ``/dev``
-  and ``/proc``; the whole tree dies with the namespace (``--die-with-parent``);
-* an unprivileged uid/gid (65534) with no supplementary groups for every test process when the caller is root;
-* rlimits per test process: CPU seconds, address space, processes, file size, open files, no core dumps;
-* a per-test wall-clock kill of the test's whole process group (SIGKILL) plus, in the pid namespace, a
-  ``kill(-1, SIGKILL)`` as the sandbox uid that reaches setsid daemons; and a host-side deadline for the whole run
-  that SIGKILLs the runner's process group (the namespace goes with it);
+* bubblewrap: new pid/net/ipc/uts namespaces; an allow-list filesystem (the interpreter and its standard library,
+  read-only; a private size-limited ``/tmp``; fresh ``/dev`` and ``/proc``; no ``/run``, ``/var``, ``/home`` or data
+  and run directories); the whole tree dies with the namespace (``--die-with-parent``);
+* a slot of unprivileged uids per running sandbox (``slots.py``) with no supplementary groups, when the caller is
+  root: neighbours cannot exhaust each other's process limits or signal each other's processes;
+* rlimits per test process (CPU seconds, address space, processes, file size, open files, no core dumps),
+  ``no_new_privs`` and a seccomp filter that refuses new user namespaces;
+* functional tests run the program and the (trusted) test code in two processes under two uids: values cross as
+  plain data and are compared in the harness, which alone reports the outcome (``_harness.py``, ``_wire.py``);
+* a per-test wall-clock kill of the test's process groups plus ``kill(-1, SIGKILL)`` as each of the slot's uids,
+  and a host-side deadline for the whole run that SIGKILLs the runner's process group;
 * concurrent, bounded reading of stdout/stderr and non-blocking binary stdin (no pipe deadlocks).
 
-When bubblewrap is missing or does not work the sandbox falls back to uid + rlimits + process-group kill in a private
-temporary directory, and says so loudly: a ``RuntimeWarning`` at construction and ``bwrap=False`` in every result.
-The fallback has no network isolation and no read-only filesystem.
+When bubblewrap is missing or does not work the sandbox falls back to uid slots + rlimits + seccomp + kills in a
+private temporary directory, and says so loudly: a ``RuntimeWarning`` at construction and ``bwrap=False`` in every
+result. The fallback has no network isolation and no filesystem allow-list (only file permissions), and needs root.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
-import secrets
 import shutil
 import signal
 import stat
@@ -30,86 +34,40 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-# The runner is stdlib-only (it runs inside the sandbox under the system interpreter); the host reuses its sweep.
-from rlanything_core.sandbox._runner import _sweep_marker
 from rlanything_core.sandbox.bwrap import bwrap_command, bwrap_status
+from rlanything_core.sandbox.classify import classify
 from rlanything_core.sandbox.compare import OutputJudge
 from rlanything_core.sandbox.config import FunctionalTest, SandboxConfig, SandboxTest, StdinTest
+from rlanything_core.sandbox.slots import UidSlot, UidSlots
 from rlanything_core.sandbox.verdict import ProgramResult, TestResult, Verdict
 
 __all__ = ["Sandbox", "classify", "resolve_python"]
 
-_RUNNER = str(Path(__file__).with_name("_runner.py"))
-_SIGXCPU = int(signal.SIGXCPU)
+_HERE = Path(__file__).parent
+# The in-sandbox scripts are passed as ``python -c`` text: nothing of the repository is mounted inside.
+_WIRE_SRC = (_HERE / "_wire.py").read_text(encoding="utf-8")
+_FUTURE = "from __future__ import annotations"
 
 
-def _decode(b64: str) -> str:
-    return base64.b64decode(b64).decode("utf-8", errors="replace")
+def _after_wire(name: str) -> str:
+    """``_wire.py`` + ``name``: one script whose only ``__future__`` import is the wire's, at its top."""
+    text = (_HERE / name).read_text(encoding="utf-8")
+    return _WIRE_SRC + "\n" + "\n".join(ln for ln in text.splitlines() if not ln.startswith(_FUTURE)) + "\n"
 
 
-def _last_exception_line(stderr: str) -> str:
-    lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
-    return lines[-1] if lines else ""
-
-
-def classify(
-    raw: dict[str, object],
-    test: SandboxTest,
-    *,
-    judge: OutputJudge,
-    nonce: str,
-) -> TestResult:
-    """Turn one raw runner record into a verdict (pure function of the record).
-
-    Args:
-        raw: the runner's record (``status``, ``exit_code``, ``stdout_b64``, ``stderr_b64``, ``wall_s``, ``error``).
-        test: the test it belongs to.
-        judge: output comparison settings (stdin tests).
-        nonce: the functional harness's completion token of this run.
-
-    Returns:
-        The test result.
-    """
-    status = str(raw["status"])
-    code = raw["exit_code"] if isinstance(raw["exit_code"], int) else None
-    stdout = _decode(str(raw["stdout_b64"]))
-    stderr = _decode(str(raw["stderr_b64"]))
-    wall = float(raw["wall_s"])  # type: ignore[arg-type]
-
-    def result(verdict: Verdict, detail: str = "", out: str = stdout) -> TestResult:
-        return TestResult(verdict=verdict, exit_code=code, stdout=out, stderr=stderr, wall_s=wall, detail=detail)
-
-    if status == "spawn_error":
-        return result(Verdict.SANDBOX_ERROR, f"could not start the test process: {raw.get('error', '')}")
-    if status == "output_limit":
-        return result(Verdict.OUTPUT_LIMIT, "stdout exceeded output_limit_bytes")
-    if status == "timeout":
-        return result(Verdict.TIMEOUT, "wall-clock limit exceeded")
-    if code == -_SIGXCPU:
-        return result(Verdict.TIMEOUT, "CPU-time limit exceeded (SIGXCPU)")
-    last = _last_exception_line(stderr)
-    if code != 0 and ("MemoryError" in last or "Cannot allocate memory" in stderr or "bad_alloc" in stderr):
-        return result(Verdict.MEMORY, last)
-    if isinstance(test, FunctionalTest):
-        token = "\n" + nonce + "\n"
-        completed = stdout.endswith(token)
-        out = stdout[: -len(token)] if completed else stdout
-        if code == 0 and completed:
-            return result(Verdict.PASSED, out=out)
-        if code == 0:
-            return result(Verdict.WRONG_ANSWER, "exited 0 before the end of the tests", out=out)
-        if last.startswith("AssertionError"):
-            return result(Verdict.WRONG_ANSWER, last, out=out)
-        return result(Verdict.RUNTIME_ERROR, last or f"exit status {code}", out=out)
-    if code != 0:
-        return result(Verdict.RUNTIME_ERROR, last or f"exit status {code}")
-    if test.expected is None or judge(stdout, test.expected):
-        return result(Verdict.PASSED)
-    return result(Verdict.WRONG_ANSWER, "output differs from the expected output")
+_PROGRAM_SRC = _after_wire("_program.py")
+_RUNNER_SRC = (
+    (_HERE / "_procs.py").read_text(encoding="utf-8")
+    + "\n"
+    + "\n".join(
+        ln for ln in (_HERE / "_runner.py").read_text(encoding="utf-8").splitlines() if not ln.startswith(_FUTURE)
+    )
+)
+_HARNESS_SRC = _after_wire("_harness.py")
 
 
 def _world_executable(path: str) -> bool:
@@ -125,7 +83,7 @@ def _world_executable(path: str) -> bool:
 
 
 def resolve_python(python: str | None, *, unprivileged: bool) -> str:
-    """Pick the interpreter for the tests (see ``SandboxConfig.python``).
+    """Pick the interpreter for the tests (see ``SandboxConfig.python``), as a real path.
 
     Raises:
         RuntimeError: no candidate is executable by the unprivileged uid.
@@ -138,19 +96,19 @@ def resolve_python(python: str | None, *, unprivileged: bool) -> str:
         candidates = [sys.executable, base, "/usr/bin/python3", "/usr/local/bin/python3"] + ([which] if which else [])
     for cand in candidates:
         if cand and (_world_executable(cand) if unprivileged else os.access(cand, os.X_OK)):
-            return cand
+            return os.path.realpath(cand)
     raise RuntimeError(
         f"no Python interpreter among {candidates} can be executed by the sandbox uid; pass "
         "SandboxConfig(python=PATH) with an interpreter outside private directories such as /root"
     )
 
 
-def _count_uid_processes(uid: int) -> int:
+def _count_uid_processes(uids: set[int]) -> int:
     count = 0
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
-                count += os.stat(f"/proc/{name}").st_uid == uid
+                count += os.stat(f"/proc/{name}").st_uid in uids
             except OSError:
                 continue
     return count
@@ -163,7 +121,8 @@ class Sandbox:
         config: limits and isolation settings.
 
     Raises:
-        RuntimeError: ``config.use_bwrap`` is True and bubblewrap does not work here.
+        RuntimeError: ``config.use_bwrap`` is True and bubblewrap does not work here, or bubblewrap is not in use
+            and the caller is not root (without either, a program could signal every process of the caller).
     """
 
     def __init__(self, config: SandboxConfig | None = None) -> None:
@@ -175,23 +134,32 @@ class Sandbox:
             self._bwrap, reason = bwrap_status(self.config.tmpfs_mb)
             if not self._bwrap and self.config.use_bwrap:
                 raise RuntimeError(f"use_bwrap=True but bubblewrap does not work: {reason}")
+        if not self._bwrap and not self._root:
+            raise RuntimeError(
+                f"cannot isolate programs: bubblewrap is not in use ({reason}) and the fallback needs root to run "
+                "them under their own uids; install bubblewrap (apt-get install -y bubblewrap) or run as root"
+            )
         self.fallback_reason = reason
+        self._seccomp_warned = False
         self.python = resolve_python(self.config.python, unprivileged=self._root)
+        self.runner_python = resolve_python(None, unprivileged=self._root)
+        self._slots = UidSlots(self.config.uid, self.config.max_slots) if self._root else None
         if not self._bwrap:
             warnings.warn(
                 "SANDBOX FALLBACK: bubblewrap is not in use (" + reason + "); untrusted programs run WITHOUT network "
-                "isolation and WITHOUT a read-only filesystem (only uid, rlimits and process-group kill apply). "
+                "isolation and WITHOUT a filesystem allow-list (only uid slots, rlimits, seccomp and kills apply). "
                 "Results carry bwrap=False.",
                 RuntimeWarning,
                 stacklevel=2,
             )
-        # The runner and the interpreters must stay reachable inside (a checkout or venv may live under /tmp).
-        visible = (sys.prefix, os.path.dirname(_RUNNER), os.path.dirname(self.python))
-        self._prefix = (
-            bwrap_command(tmpfs_mb=self.config.tmpfs_mb, hidden_paths=self.config.hidden_paths, visible_paths=visible)
-            if self._bwrap
-            else []
-        )
+        self._prefix: list[str] = []
+        if self._bwrap:
+            self._prefix = bwrap_command(
+                tmpfs_mb=self.config.tmpfs_mb,
+                hidden_paths=self.config.hidden_paths,
+                binds=self.config.binds,
+                pythons=(self.python, self.runner_python),
+            )
 
     @property
     def bwrap(self) -> bool:
@@ -199,10 +167,15 @@ class Sandbox:
         return self._bwrap
 
     def _time_limit(self, test: SandboxTest) -> float:
-        tl = test.time_limit_s if test.time_limit_s is not None else self.config.time_limit_s
-        if not tl > 0:
-            raise ValueError(f"tests[].time_limit_s must be > 0, got {tl!r}")
-        return float(tl)
+        return float(test.time_limit_s if test.time_limit_s is not None else self.config.time_limit_s)
+
+    @contextlib.contextmanager
+    def _slot(self) -> Iterator[UidSlot | None]:
+        if self._slots is None:
+            yield None
+            return
+        with self._slots.acquire() as slot:
+            yield slot
 
     def run(self, program: str, tests: Sequence[SandboxTest], *, judge: OutputJudge | None = None) -> ProgramResult:
         """Run ``program`` on every test in one sandboxed process tree.
@@ -221,45 +194,54 @@ class Sandbox:
             if not isinstance(t, StdinTest | FunctionalTest):
                 raise ValueError(f"tests[{i}] must be a StdinTest or FunctionalTest, got {type(t).__name__}")
         judge = judge or OutputJudge()
-        cfg = self.config
         start = time.monotonic()
         if not tests:
             return ProgramResult(tests=[], bwrap=self._bwrap, wall_s=0.0)
+        with self._slot() as slot:
+            raw_tests, error = self._run_in_slot(program, tests, slot)
+        results = [classify(r, t, judge=judge) for r, t in zip(raw_tests, tests)]
+        for _ in range(len(tests) - len(results)):
+            results.append(TestResult(Verdict.SANDBOX_ERROR, None, "", "", 0.0, error or "missing runner record"))
+        return ProgramResult(tests=results, bwrap=self._bwrap, wall_s=time.monotonic() - start, error=error)
+
+    def _run_in_slot(
+        self, program: str, tests: Sequence[SandboxTest], slot: UidSlot | None
+    ) -> tuple[list[dict[str, object]], str]:
+        cfg = self.config
         limits = [self._time_limit(t) for t in tests]
-        nonce, marker = secrets.token_hex(16), "rla-" + secrets.token_hex(8)
-        target_uid = cfg.uid if self._root else os.getuid()
+        uids = {slot.program_uid, slot.harness_uid} if slot is not None else {os.getuid()}
         host_dir = None if self._bwrap else tempfile.mkdtemp(prefix="rla_sandbox_")
-        if host_dir is not None:
-            os.chmod(host_dir, 0o711)
         spec = {
             "program": program,
-            "workdir": "/tmp/rla_sandbox" if self._bwrap else host_dir,
+            "workdir": "/tmp/rla" if self._bwrap else host_dir,
             "python": self.python,
-            "uid": cfg.uid if self._root else None,
-            "gid": cfg.gid if self._root else None,
+            "uid": slot.program_uid if slot is not None else None,
+            "harness_uid": slot.harness_uid if slot is not None else None,
             "limits": {
                 "memory_bytes": cfg.memory_mb << 20,
                 "file_size_bytes": cfg.file_size_mb << 20,
-                "nproc": _count_uid_processes(target_uid) + cfg.max_processes,
+                "nproc": _count_uid_processes(uids) + cfg.max_processes,
                 "nofile": cfg.max_open_files,
             },
             "output_limit": cfg.output_limit_bytes,
             "stderr_limit": cfg.stderr_limit_bytes,
-            "nonce": nonce,
-            "marker": marker,
-            "kill_all_as_uid": self._bwrap,
+            "program_src": _PROGRAM_SRC,
+            "harness_src": _HARNESS_SRC,
             "tests": [
                 {
                     "kind": "functional" if isinstance(t, FunctionalTest) else "stdin",
                     "stdin_b64": base64.b64encode(t.stdin_bytes).decode("ascii") if isinstance(t, StdinTest) else "",
                     "code": t.code if isinstance(t, FunctionalTest) else "",
+                    "setup": t.setup if isinstance(t, FunctionalTest) else "",
+                    "program_names": list(t.program_names) if isinstance(t, FunctionalTest) else [],
                     "time_limit_s": tl,
                 }
                 for t, tl in zip(tests, limits)
             ],
         }
-        cmd = [*self._prefix, sys.executable, "-I", "-S", _RUNNER]
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
+        # without -S: the forked functional harness sees the same site-packages as the programs
+        cmd = [*self._prefix, self.runner_python, "-I", "-c", _RUNNER_SRC]
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
         deadline = sum(limits) + 0.5 * len(tests) + cfg.runner_slack_s
         error, raw_tests = "", []
         try:
@@ -271,6 +253,7 @@ class Sandbox:
                 start_new_session=True,
                 env=env,
                 close_fds=True,
+                cwd="/",
             )
         except OSError as exc:
             proc, error = None, f"could not start the sandbox runner: {exc}"
@@ -285,19 +268,24 @@ class Sandbox:
                 self._kill(proc.pid)
             if not error:
                 try:
-                    raw_tests = json.loads(out)["tests"]
+                    reply = json.loads(out)
+                    raw_tests = reply["tests"]
+                    if reply.get("seccomp") is False and not self._seccomp_warned:
+                        self._seccomp_warned = True
+                        warnings.warn(
+                            "SANDBOX: the seccomp filter could not be installed on this machine "
+                            f"({os.uname().machine}); programs may create user namespaces",
+                            RuntimeWarning,
+                            stacklevel=3,
+                        )
                 except (ValueError, KeyError, TypeError):
                     error = (
                         f"sandbox runner failed (exit {proc.returncode}): "
                         f"{err.decode('utf-8', errors='replace')[-2000:]}"
                     )
         if host_dir is not None:
-            _sweep_marker(marker)
             shutil.rmtree(host_dir, ignore_errors=True)
-        results = [classify(r, t, judge=judge, nonce=nonce) for r, t in zip(raw_tests, tests)]
-        for _ in range(len(tests) - len(results)):
-            results.append(TestResult(Verdict.SANDBOX_ERROR, None, "", "", 0.0, error or "missing runner record"))
-        return ProgramResult(tests=results, bwrap=self._bwrap, wall_s=time.monotonic() - start, error=error)
+        return raw_tests, error
 
     @staticmethod
     def _kill(pgid: int) -> None:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import math
 import os
+import shutil
 import socket
 import stat
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -12,19 +17,22 @@ from pathlib import Path
 
 import pytest
 
-from rlanything_core.sandbox import Sandbox, SandboxConfig, StdinTest, Verdict, bwrap_status
+import rlanything_core
+from rlanything_core.sandbox import FunctionalTest, Sandbox, SandboxConfig, StdinTest, Verdict, bwrap_status
 
-UID = 65534
+UID_BASE = SandboxConfig().uid
+SANDBOX_UIDS = range(UID_BASE, UID_BASE + 2 * SandboxConfig().max_slots)
 pytestmark = pytest.mark.skipif(os.getuid() != 0, reason="the hostile corpus checks the uid drop: run as root (CI)")
 needs_bwrap = pytest.mark.skipif(not bwrap_status()[0], reason="bubblewrap not working here")
 
 
-def uid_processes(uid: int = UID) -> list[int]:
+def uid_processes() -> list[int]:
+    """Processes of any sandbox uid (every slot)."""
     pids = []
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
-                if os.stat(f"/proc/{name}").st_uid == uid:
+                if os.stat(f"/proc/{name}").st_uid in SANDBOX_UIDS:
                     pids.append(int(name))
             except OSError:
                 pass
@@ -151,7 +159,7 @@ def test_cannot_read_root_only_file(sandbox: Sandbox, world_dir: Path) -> None:
     secret.write_text("TOPSECRET")
     os.chmod(secret, stat.S_IRUSR | stat.S_IWUSR)
     r = run1(sandbox, f"print(open({str(secret)!r}).read())\n")
-    assert r.verdict is Verdict.RUNTIME_ERROR and "PermissionError" in r.stderr
+    assert r.verdict is Verdict.RUNTIME_ERROR and ("PermissionError" in r.stderr or "FileNotFoundError" in r.stderr)
     assert "TOPSECRET" not in r.stdout
 
 
@@ -256,8 +264,9 @@ def test_kill_minus_one_touches_nothing_outside(sandbox: Sandbox) -> None:
 
 @needs_bwrap
 def test_unprivileged_uid(sandbox: Sandbox) -> None:
-    r = run1(sandbox, "import os\nprint(os.getuid(), os.getgid(), os.getgroups())\n", expected=f"{UID} {UID} []")
-    assert r.verdict is Verdict.PASSED
+    r = run1(sandbox, "import os\nprint(os.getuid(), os.getgid(), os.getgroups())\n")
+    uid, gid, groups = r.stdout.split(maxsplit=2)
+    assert r.verdict is Verdict.PASSED and int(uid) in SANDBOX_UIDS and gid == uid and groups.strip() == "[]"
 
 
 def test_fallback_without_bwrap_is_loud_and_still_kills() -> None:
@@ -278,3 +287,283 @@ def test_fallback_without_bwrap_is_loud_and_still_kills() -> None:
     bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
     assert sandbox.run(bomb, [StdinTest()]).verdicts == [Verdict.TIMEOUT]
     assert_no_leftovers()
+
+
+# ---- attacks of issue 20 (each with the verdict it must get) ----
+
+ADD_TESTS = [
+    FunctionalTest(
+        "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(4, 5) == 9\ncheck(add)\n"
+    )
+]
+
+
+@needs_bwrap
+def test_functional_nonce_from_the_harness_frame_is_wrong_answer(sandbox: Sandbox) -> None:
+    prog = (
+        "import os, sys\ndef add(a, b):\n    return 0\n"
+        "nonce = sys._getframe(1).f_locals.get('nonce', b'')\n"
+        "sys.stdout.flush()\nos.write(1, b'\\n' + (nonce if isinstance(nonce, bytes) else b'') + b'\\n')\nos._exit(0)\n"
+    )
+    assert sandbox.run(prog, ADD_TESTS).verdicts == [Verdict.WRONG_ANSWER]
+    assert_no_leftovers()
+
+
+@needs_bwrap
+def test_functional_nonce_from_proc_environ_is_wrong_answer(sandbox: Sandbox) -> None:
+    prog = (
+        "import os, sys\ndef add(a, b):\n    return 0\n"
+        "for kv in open('/proc/self/environ', 'rb').read().split(b'\\0'):\n"
+        "    if kv.startswith(b'RLA_NONCE='):\n"
+        "        sys.stdout.flush(); os.write(1, b'\\n' + kv[10:] + b'\\n'); os._exit(0)\n"
+        "os._exit(0)\n"
+    )
+    assert sandbox.run(prog, ADD_TESTS).verdicts == [Verdict.WRONG_ANSWER]
+
+
+@needs_bwrap
+def test_functional_always_equal_object_is_wrong_answer(sandbox: Sandbox) -> None:
+    prog = (
+        "class E:\n    def __eq__(self, other):\n        return True\n    __hash__ = None\n"
+        "def add(a, b):\n    return E()\n"
+    )
+    result = sandbox.run(prog, ADD_TESTS)
+    assert result.verdicts == [Verdict.WRONG_ANSWER] and "AssertionError" in result.tests[0].detail
+
+
+SHARED_CODING = Path(__file__).resolve().parents[2].parent / "shared" / "coding"
+LOOKUP_OWN_INPUT = (
+    "import glob, json, sys\nneedle = sys.stdin.read()\n"
+    "for path in sorted(glob.glob({pattern!r})):\n"
+    "    for line in open(path):\n"
+    "        rec = json.loads(line)\n"
+    "        for t in rec.get('tests') or []:\n"
+    "            if t.get('input') == needle:\n"
+    "                sys.stdout.write(t['output']); sys.exit(0)\n"
+    "print('not found')\n"
+)
+
+
+@needs_bwrap
+@pytest.mark.skipif(not (SHARED_CODING / "kickstart" / "problems.jsonl").is_file(), reason="../shared/coding absent")
+def test_stdin_program_cannot_look_up_its_answer_in_the_shared_data(sandbox: Sandbox) -> None:
+    from rlanything_core.envs.coding import CodingTask, load_kickstart
+
+    prob = next(p for p in load_kickstart() if p.id == "kickstart/2013/practice_round/bad_horse")
+    prog = LOOKUP_OWN_INPUT.format(pattern=str(SHARED_CODING.resolve()) + "/*/problems.jsonl")
+    result = CodingTask(prob, Sandbox(SandboxConfig(time_limit_s=20.0, use_bwrap=True))).evaluate(prog)
+    assert result.verdicts == [Verdict.WRONG_ANSWER] * len(prob.tests)
+    assert all(t.stdout.strip() == "not found" for t in result.tests)
+
+
+@needs_bwrap
+def test_stdin_program_cannot_read_a_training_run_directory(sandbox: Sandbox, world_dir: Path) -> None:
+    tasks = world_dir / "tasks.jsonl"
+    tasks.write_text(json.dumps({"tests": [{"input": "3 4\n", "output": "7\n"}]}) + "\n")
+    os.chmod(tasks, 0o644)
+    prog = LOOKUP_OWN_INPUT.format(pattern=str(world_dir) + "/*.jsonl")
+    assert run1(sandbox, prog, stdin="3 4\n", expected="7").verdict is Verdict.WRONG_ANSWER
+
+
+@needs_bwrap
+def test_fork_bomb_beside_a_normal_program_changes_nothing() -> None:
+    sandbox = Sandbox(SandboxConfig(time_limit_s=3.0, memory_mb=512, max_processes=32, use_bwrap=True))
+    bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    normal = (
+        "import subprocess, sys, threading, time\n"
+        "time.sleep(0.2)\n"
+        "out = []\nths = [threading.Thread(target=out.append, args=(i,)) for i in range(8)]\n"
+        "[t.start() for t in ths]; [t.join() for t in ths]\n"
+        "child = subprocess.run([sys.executable, '-c', 'print(6 * 7)'], capture_output=True, text=True).stdout\n"
+        "print(len(out), child.strip(), int(input()) * 2)\n"
+    )
+    tests = [StdinTest(f"{k}\n", f"8 42 {2 * k}") for k in range(4)]
+    jobs = [(bomb, [StdinTest(time_limit_s=2.5)]), (normal, tests)]
+    bomb_result, normal_result = sandbox.run_many(jobs, max_workers=2)
+    assert bomb_result.verdicts == [Verdict.TIMEOUT]
+    assert normal_result.verdicts == [Verdict.PASSED] * 4, [t.stderr[-300:] for t in normal_result.tests]
+    assert_no_leftovers()
+
+
+@needs_bwrap
+def test_host_unix_sockets_are_unreachable(sandbox: Sandbox) -> None:
+    paths, servers = [], []
+    for directory in ("/var/tmp", "/run", "/dev/shm", "/tmp"):
+        if not os.path.isdir(directory):
+            continue
+        path = os.path.join(directory, f"rla_hostile_{os.getpid()}.sock")
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(path)
+        os.chmod(path, 0o777)
+        server.listen(1)
+        server.settimeout(0.1)
+        paths.append(path)
+        servers.append(server)
+    abstract = socket.socket(socket.AF_UNIX)
+    abstract.bind(f"\0rla_hostile_{os.getpid()}")
+    abstract.listen(1)
+    abstract.settimeout(0.1)
+    servers.append(abstract)
+    prog = (
+        "import socket\nok = 0\n"
+        f"for p in {paths + [chr(0) + f'rla_hostile_{os.getpid()}']!r}:\n"
+        "    s = socket.socket(socket.AF_UNIX)\n"
+        "    try:\n        s.connect(p); ok += 1\n    except OSError:\n        pass\n"
+        "print(ok)\n"
+    )
+    try:
+        assert run1(sandbox, prog, expected="0").verdict is Verdict.PASSED
+        for server in servers:
+            with pytest.raises(TimeoutError):
+                server.accept()
+    finally:
+        for server in servers:
+            server.close()
+        for path in paths:
+            os.unlink(path)
+
+
+@needs_bwrap
+def test_no_new_user_namespace(sandbox: Sandbox) -> None:
+    prog = (
+        "import ctypes, os, subprocess\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "direct = libc.unshare(0x10000000) == 0\n"
+        "try:\n"
+        "    tool = subprocess.run(['unshare', '-Ur', 'id', '-u'], capture_output=True, text=True).stdout.strip()\n"
+        "except OSError:\n"
+        "    tool = ''\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    os._exit(0 if libc.unshare(0x10000000) == 0 else 1)\n"
+        "in_child = os.waitpid(pid, 0)[1] == 0\n"
+        "print('userns' if direct or tool == '0' or in_child else 'blocked')\n"
+    )
+    assert run1(sandbox, prog, expected="blocked").verdict is Verdict.PASSED
+
+
+@needs_bwrap
+def test_full_private_disk_fails_only_that_test() -> None:
+    sandbox = Sandbox(SandboxConfig(time_limit_s=5.0, tmpfs_mb=8, file_size_mb=2, use_bwrap=True))
+    prog = (
+        "import sys\n"
+        "if input() == 'fill':\n"
+        "    i = 0\n"
+        "    while True:\n"
+        "        with open(f'fill{i}', 'wb') as f:\n"
+        "            f.write(b'0' * (1 << 20))\n"
+        "        i += 1\n"
+        "print('ok')\n"
+    )
+    tests = [StdinTest("fill\n", "ok"), StdinTest("x\n", "ok"), StdinTest("fill\n", "ok"), StdinTest("x\n", "ok")]
+    result = sandbox.run(prog, tests)
+    assert result.verdicts == [Verdict.RUNTIME_ERROR, Verdict.PASSED] * 2, [t.detail for t in result.tests]
+    assert "No space left" in result.tests[0].stderr and not result.error
+
+
+@pytest.mark.parametrize("bad", [math.inf, -math.inf, 1e12, math.nan, 0.0, -1.0, "4"])
+def test_time_limits_are_validated(bad: object) -> None:
+    with pytest.raises(ValueError, match="time_limit_s"):
+        SandboxConfig(time_limit_s=bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="time_limit_s"):
+        StdinTest("", "x", time_limit_s=bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="time_limit_s"):
+        FunctionalTest("pass", time_limit_s=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", ["inf", "1e12", "nan", "0"])
+def test_cli_refuses_bad_time_limits(bad: str, tmp_path: Path) -> None:
+    prog = tmp_path / "p.py"
+    prog.write_text("print(1)\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(rlanything_core.__file__).resolve().parents[1])}
+    cmd = [sys.executable, "-m", "rlanything_core.sandbox", str(prog), "--time-limit", bad]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, timeout=60)
+    assert proc.returncode == 2 and "time_limit_s" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_fallback_kill_minus_one_reaches_no_host_process() -> None:
+    """Without bubblewrap (no pid namespace) a program's kill(-1) must not reach processes outside its sandbox."""
+    with pytest.warns(RuntimeWarning, match="SANDBOX FALLBACK"):
+        sandbox = Sandbox(SandboxConfig(time_limit_s=2.0, use_bwrap=False))
+    victims = [
+        subprocess.Popen(["sleep", "60"], user=uid, group=uid, extra_groups=[], start_new_session=True)
+        for uid in (65534, os.getuid())
+    ]
+    try:
+        prog = (
+            "import os, signal\nfor _ in range(20):\n    try:\n        os.kill(-1, signal.SIGKILL)\n"
+            "    except OSError:\n        pass\nprint('done')\n"
+        )
+        assert sandbox.run(prog, [StdinTest("", "done")]).verdicts == [Verdict.PASSED]
+        time.sleep(0.2)
+        assert [v.poll() for v in victims] == [None, None]
+    finally:
+        for v in victims:
+            v.kill()
+            v.wait()
+    assert_no_leftovers()
+
+
+def test_fallback_neighbours_cannot_kill_each_other() -> None:
+    with pytest.warns(RuntimeWarning, match="SANDBOX FALLBACK"):
+        sandbox = Sandbox(SandboxConfig(time_limit_s=4.0, use_bwrap=False))
+    killer = (
+        "import os, time\nend = time.time() + 2\nwhile time.time() < end:\n    try:\n        os.kill(-1, 9)\n"
+        "    except OSError:\n        pass\n"
+    )
+    normal = "import time\nfor _ in range(10):\n    time.sleep(0.1)\nprint(int(input()) + 1)\n"
+    results = sandbox.run_many([(killer, [StdinTest()]), (normal, [StdinTest("1\n", "2"), StdinTest("5\n", "6")])])
+    assert results[1].verdicts == [Verdict.PASSED, Verdict.PASSED]
+    assert_no_leftovers()
+
+
+@needs_bwrap
+def test_binds_make_one_socket_reachable_and_nothing_else() -> None:
+    """The documented way to let a sandboxed tool reach one host socket (an X display, for example)."""
+    d = Path(tempfile.mkdtemp(prefix="rla_bind_", dir="/tmp"))
+    os.chmod(d, 0o755)
+    allowed, other = socket.socket(socket.AF_UNIX), socket.socket(socket.AF_UNIX)
+    try:
+        for s, name in ((allowed, "X99"), (other, "X98")):
+            s.bind(str(d / name))
+            os.chmod(d / name, 0o777)
+            s.listen(1)
+        sandbox = Sandbox(SandboxConfig(time_limit_s=3.0, binds=(str(d / "X99"),), use_bwrap=True))
+        prog = (
+            "import os, socket\nout = []\n"
+            f"for p in ({str(d / 'X99')!r}, {str(d / 'X98')!r}):\n"
+            "    s = socket.socket(socket.AF_UNIX)\n"
+            "    try:\n        s.connect(p); out.append('yes')\n    except OSError:\n        out.append('no')\n"
+            f"print(*out, os.path.exists({str(d / 'X98')!r}))\n"
+        )
+        assert run1(sandbox, prog, expected="yes no False").verdict is Verdict.PASSED
+    finally:
+        allowed.close()
+        other.close()
+        shutil.rmtree(d)
+
+
+@needs_bwrap
+def test_bwrap_command_runs_a_tool_unprivileged_with_one_bind(tmp_path: Path) -> None:
+    """The builder as another tool (the desktop helper) would use it: an unprivileged uid, one visible file."""
+    from rlanything_core.sandbox import bwrap_command
+
+    d = Path(tempfile.mkdtemp(prefix="rla_tool_", dir="/tmp"))
+    os.chmod(d, 0o755)
+    (d / "visible.txt").write_text("seen")
+    (d / "hidden.txt").write_text("secret")
+    os.chmod(d / "visible.txt", 0o644)
+    os.chmod(d / "hidden.txt", 0o644)
+    try:
+        cmd = bwrap_command(tmpfs_mb=8, binds=(str(d / "visible.txt"),), as_root=False) + [
+            "/usr/bin/python3",
+            "-I",
+            "-c",
+            f"import os\nprint(os.getuid(), open({str(d / 'visible.txt')!r}).read(), "
+            f"os.path.exists({str(d / 'hidden.txt')!r}), os.path.exists('/work'))",
+        ]
+        kw = {"user": 65534, "group": 65534, "extra_groups": []}
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, **kw)  # type: ignore[call-overload]
+        assert proc.stdout.split() == ["65534", "seen", "False", "False"], proc.stderr
+    finally:
+        shutil.rmtree(d)

@@ -46,9 +46,10 @@ class IOTest:
 class CodingProblem:
     r"""A coding problem with its tests.
 
-    Functional problems run ``preamble + "\n\n" + program`` followed by ``check_code`` (which must raise on a
-    failure); LeetCode's scoring is ``prompt + code + test + "check(" + entry_point + ")"``, i.e. ``preamble`` =
-    the dataset's ``prompt`` and ``check_code`` = ``test + "\ncheck(" + entry_point + ")"``. Stdin problems run the
+    Functional problems run ``preamble + "\n\n" + program``, then ``check_code`` (which must raise on a failure) in
+    a separate harness process after ``check_setup`` (default: the preamble); LeetCode's scoring is
+    ``prompt + code + test + "check(" + entry_point + ")"``, i.e. ``preamble`` = the dataset's ``prompt`` and
+    ``check_code`` = ``test + "\ncheck(" + entry_point + ")"``. Stdin problems run the
     program on each ``tests[i].input`` and compare its stdout with ``tests[i].output``.
 
     Attributes:
@@ -69,6 +70,11 @@ class CodingProblem:
         also_in_lcb_v5_window: LeetCode problems also in LiveCodeBench's Aug-2024 to Jan-2025 window.
         sample_tests: public examples (not used for scoring unless asked).
         metadata: other source fields worth keeping (date, tags, names).
+        check_setup: trusted code the functional test harness runs before ``check_code`` (its helpers and data
+            classes), or None for ``preamble``. The program's own definitions never replace these (see
+            ``FunctionalTest``).
+        check_program_names: names the harness always takes from the program even when ``check_setup`` defines
+            them (HumanEval: the entry point, whose stub is in the prompt).
     """
 
     id: str
@@ -87,6 +93,8 @@ class CodingProblem:
     also_in_lcb_v5_window: bool = False
     sample_tests: tuple[IOTest, ...] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    check_setup: str | None = None
+    check_program_names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.test_type, TestType):
@@ -109,6 +117,11 @@ class CodingProblem:
             abs_tol=self.float_tolerance, rel_tol=self.float_tolerance, case_sensitive=self.case_sensitive
         )
 
+    @property
+    def harness_setup(self) -> str:
+        """The trusted code run before the functional tests (``check_setup``, else ``preamble``)."""
+        return self.preamble if self.check_setup is None else self.check_setup
+
     def full_program(self, program: str) -> str:
         """The text the sandbox runs for a candidate ``program`` (the preamble prepended when there is one)."""
         return f"{self.preamble}\n\n{program}" if self.preamble else program
@@ -121,7 +134,7 @@ class CodingProblem:
             samples: use the public sample tests instead of the judge tests.
         """
         if self.test_type is TestType.FUNCTIONAL:
-            return [FunctionalTest(self.check_code, time_limit_s=self.time_limit_s)]
+            return [FunctionalTest(self.check_code, self.time_limit_s, self.harness_setup, self.check_program_names)]
         tests = self.sample_tests if samples else self.tests
         if max_tests is not None:
             if max_tests < 1:

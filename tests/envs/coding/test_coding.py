@@ -250,3 +250,44 @@ def test_problem_validation() -> None:
         CodingProblem(id="x", source="s", prompt="p", test_type=TestType.FUNCTIONAL)
     with pytest.raises(ValueError, match="at least one test"):
         CodingProblem(id="x", source="s", prompt="p", test_type=TestType.STDIN)
+
+
+@needs_data
+def test_leetcode_tree_inputs_cross_to_the_program(sandbox: Sandbox) -> None:
+    """``tree_node`` builds the input in the harness (the dataset's prompt is its setup); the program gets a copy."""
+    prob = next(p for p in load_leetcode() if p.id == "leetcode/k-th-largest-perfect-subtree-size-in-binary-tree")
+    good = (
+        "class Solution:\n"
+        "    def kthLargestPerfectSubtree(self, root: Optional[TreeNode], k: int) -> int:\n"
+        "        sizes = []\n"
+        "        def height(node):\n"
+        "            if node is None:\n"
+        "                return 0\n"
+        "            left, right = height(node.left), height(node.right)\n"
+        "            if left >= 0 and left == right:\n"
+        "                sizes.append(2 ** (left + 1) - 1)\n"
+        "                return left + 1\n"
+        "            return -1\n"
+        "        height(root)\n"
+        "        sizes.sort(reverse=True)\n"
+        "        return sizes[k - 1] if k <= len(sizes) else -1\n"
+    )
+    task = CodingTask(prob, sandbox)
+    assert task.evaluate(good).verdicts == [Verdict.PASSED]
+    assert task.evaluate(good.replace("sizes.sort(reverse=True)", "sizes.sort()")).verdicts == [Verdict.WRONG_ANSWER]
+    # the prompt's helpers stay the harness's own: redefining them in the program changes nothing
+    cheat = (
+        "def tree_node(values):\n    return None\n"
+        "class Solution:\n    def kthLargestPerfectSubtree(self, root, k):\n        return -1\n"
+    )
+    assert task.evaluate(cheat).verdicts == [Verdict.WRONG_ANSWER]
+
+
+def test_humaneval_helpers_come_from_the_prompt(humaneval: list[CodingProblem], sandbox: Sandbox) -> None:
+    """HumanEval/32 checks ``poly(xs, candidate(xs))`` with the prompt's ``poly``; the program's own is ignored."""
+    prob = next(p for p in humaneval if p.id == "HumanEval/32")
+    assert prob.check_program_names == ("find_zero",)
+    cheat = prob.prompt + "    return 0.0\n\ndef poly(xs, x):\n    return 0.0\n"
+    assert CodingTask(prob, sandbox).evaluate(cheat).verdicts == [Verdict.WRONG_ANSWER]
+    good = prob.prompt + prob.metadata["canonical_solution"]
+    assert CodingTask(prob, sandbox).evaluate(good).verdicts == [Verdict.PASSED]

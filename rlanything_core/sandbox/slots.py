@@ -1,0 +1,65 @@
+"""Exclusive uid slots: each running sandbox owns a pair of uids that no other sandbox uses at the same time.
+
+RLIMIT_NPROC counts every process of a uid, and ``kill(-1, SIGKILL)`` reaches every process of the sender's uid: with
+one shared uid a fork bomb in one sandbox starves its neighbours, and a cleanup in one kills the others. A slot ``k``
+owns uids ``base + 2k`` (the program) and ``base + 2k + 1`` (the functional-test harness); the slot is held with an
+``flock`` on a per-slot lock file, so slots are exclusive across threads and across processes on this machine.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["UidSlot", "UidSlots"]
+
+
+@dataclass(frozen=True)
+class UidSlot:
+    """The uids of one slot."""
+
+    program_uid: int
+    harness_uid: int
+
+
+class UidSlots:
+    """A pool of ``count`` slots starting at uid ``base``.
+
+    Args:
+        base: first uid of the range (the range is ``[base, base + 2 * count)``).
+        count: number of slots (concurrent sandboxes on this machine).
+        lock_dir: where the lock files live (default: ``<tempdir>/rla_sandbox_slots``).
+    """
+
+    def __init__(self, base: int, count: int, lock_dir: str | os.PathLike[str] | None = None) -> None:
+        if base <= 0 or count < 1:
+            raise ValueError(f"uid slots need base > 0 and count >= 1, got base={base!r} count={count!r}")
+        self.base, self.count = base, count
+        self.lock_dir = Path(lock_dir or Path(tempfile.gettempdir()) / "rla_sandbox_slots")
+
+    @contextmanager
+    def acquire(self, poll_s: float = 0.02) -> Iterator[UidSlot]:
+        """Hold a free slot for the duration of the ``with`` block (waits while all are taken)."""
+        self.lock_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        while True:
+            for k in range(self.count):
+                uid = self.base + 2 * k
+                fd = os.open(self.lock_dir / f"{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(fd)
+                    continue
+                try:
+                    yield UidSlot(uid, uid + 1)
+                finally:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    os.close(fd)
+                return
+            time.sleep(poll_s)
