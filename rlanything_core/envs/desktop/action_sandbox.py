@@ -129,7 +129,7 @@ class ActionSandbox:
             warnings.warn(f"desktop actions run WITHOUT bubblewrap: {reason}", RuntimeWarning, stacklevel=2)
         self.bwrap = works
         self._proc: subprocess.Popen[bytes] | None = None
-        self.restarts = 0
+        self.kills = 0  # workers killed after a hung or crashed action
 
     def _command(self) -> list[str]:
         uid = _NOBODY if self.unprivileged else -1
@@ -174,8 +174,6 @@ class ActionSandbox:
         if action.kind not in (ActionKind.CODE, ActionKind.CALLS):
             raise ValueError(f"only code/calls actions run in the sandbox, got {action.kind}")
         if self._proc is None or self._proc.poll() is not None:
-            if self._proc is not None:
-                self.restarts += 1
             self._start()
         assert self._proc is not None and self._proc.stdin is not None
         payload: dict[str, Any] = (
@@ -191,6 +189,7 @@ class ActionSandbox:
         if answer is None:
             alive = self._proc.poll() is None
             self.close()
+            self.kills += 1
             why = f"timed out after {self.action_timeout_s:.0f}s" if alive else "the action ended the worker"
             return ActionResult(False, why)
         return ActionResult(bool(answer.get("ok")), str(answer.get("error", "")))

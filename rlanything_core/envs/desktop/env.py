@@ -132,6 +132,8 @@ class LocalDesktopEnv:
         t0 = time.perf_counter()
         self.task = task if isinstance(task, DesktopTask) else load_task(task)
         self.sandbox.close()
+        # the task's own folder holds its expected files: the agent's code must not read them
+        self.sandbox.hidden_paths = (str(self.work_dir), str(self.task.task_dir))
         self.office.close()
         self.fs.reset()
         self.steps, self.done, self.failure, self.last_action = 0, False, "", None
