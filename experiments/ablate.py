@@ -240,6 +240,8 @@ def _final_eval(rows: list[dict[str, float]]) -> dict[str, float]:
 
 
 def _split_names(cfg: DictConfig) -> tuple[str, str]:
+    if "eval_split_names" in cfg.setting:  # e.g. desktop: [calc, calc_hint]
+        return str(cfg.setting.eval_split_names[0]), str(cfg.setting.eval_split_names[-1])
     if cfg.setting.name == "alfworld":
         names = list(cfg.setting.eval_splits)
         return names[0], names[-1]

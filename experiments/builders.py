@@ -115,6 +115,10 @@ def build(cfg: DictConfig) -> Run:
         return _build_agent(cfg)
     if name in ("coding", "livebench"):
         return _build_coding(cfg)
+    if name == "desktop":  # OSWorld-format Calc tasks: experiments/desktop_setting.py
+        from desktop_setting import build_desktop
+
+        return build_desktop(cfg)  # type: ignore[no-any-return]
     raise ConfigError(
         "setting", f"setting {name!r} has no loop builder yet", "use +setting=alfworld, textworld, coding or livebench"
     )

@@ -194,6 +194,12 @@ class ActionSandbox:
             return ActionResult(False, why)
         return ActionResult(bool(answer.get("ok")), str(answer.get("error", "")))
 
+    def execute_code(self, code: str) -> ActionResult:
+        """Run pyautogui ``code`` (library-written, e.g. a save) like an action."""
+        from rlanything_core.envs.desktop.actions import parse_action
+
+        return self.execute(parse_action(code))
+
     def close(self) -> None:
         """Kill the worker's process group (bubblewrap and everything inside it)."""
         proc, self._proc = self._proc, None

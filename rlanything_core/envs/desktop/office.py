@@ -80,15 +80,20 @@ class OfficeApp:
         display: the display the windows appear on.
         profile_dir: the private profile (created by :func:`write_profile` when missing).
         window_timeout_s: how long :meth:`open` waits for the document's window.
+        ready_s: pause after the window appears (LibreOffice maps its window before it takes input: a click in
+            that moment is lost).
     """
 
-    def __init__(self, display: XDisplay, profile_dir: str | Path, *, window_timeout_s: float = 60.0) -> None:
+    def __init__(
+        self, display: XDisplay, profile_dir: str | Path, *, window_timeout_s: float = 60.0, ready_s: float = 0.5
+    ) -> None:
         require_binaries("soffice", "xdotool")
         self.display = display
         self.profile_dir = Path(profile_dir).resolve()
         if not (self.profile_dir / "user" / "registrymodifications.xcu").is_file():
             write_profile(self.profile_dir)
         self.window_timeout_s = window_timeout_s
+        self.ready_s = ready_s
         self._procs: list[subprocess.Popen[bytes]] = []
 
     def launch(self, args: list[str], *, wait_for: str | None = None) -> None:
@@ -119,6 +124,7 @@ class OfficeApp:
         while time.monotonic() < deadline:
             ids = [i for i in find_windows(self.display, title) if i not in ignore]
             if ids:
+                time.sleep(self.ready_s)
                 focus_window(self.display, ids[-1])
                 return ids[-1]
             if not self.display.alive:

@@ -6,7 +6,7 @@ by replaying a solution), ``solutions/<id>.good.py`` and ``solutions/<id>.wrong.
 ``run-task``), and ``variants/hints.json`` (one hint per task for the hint variants of :mod:`.variants`).
 
 The solutions drive the GUI as an agent would (pyautogui code and computer_13 dicts) on the default 1280x800 screen:
-the Name Box, the sort buttons and the sheet tabs are at fixed positions there (constants below).
+the Name Box, the sort buttons and the sheet tabs are at fixed positions there (:mod:`.calc_gui`).
 """
 
 from __future__ import annotations
@@ -17,15 +17,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlanything_core.envs.desktop.calc_gui import (
+    FIRST_SHEET_TAB,
+    INSERT_SHEET_AT_END,
+    SHEET_MENU,
+    SORT_ASCENDING,
+    SORT_DESCENDING,
+    goto,
+    hotkey,
+    type_cells,
+    typing,
+)
+
 __all__ = ["TASKS", "TASKS_DIR", "CalcTask", "write_tasks"]
 
 TASKS_DIR = Path(__file__).with_name("tasks")
-NAME_BOX = (65, 107)
-SORT_ASCENDING = (572, 51)
-SORT_DESCENDING = (596, 51)
-FIRST_SHEET_TAB = (150, 767)
-SHEET_MENU = (265, 28)
-INSERT_SHEET_AT_END = (335, 229)
 
 SALES: list[list[Any]] = [
     ["Region", "Product", "Units", "Price"],
@@ -44,26 +50,6 @@ PRICES += [["Juice", 5.6]]
 STOCK: list[list[Any]] = [["Item", "Status", "Count"], ["Bolt", "Active", 40], ["Nut", "Active", 55]]
 STOCK += [["Gear", "Discontinued", 0]]
 STOCK += [["Screw", "Active", 70], ["Washer", "Active", 25]]
-
-
-def goto(ref: str) -> str:
-    """Pyautogui code selecting ``ref`` (a cell or range) through the Name Box."""
-    return f"pyautogui.click({NAME_BOX[0]}, {NAME_BOX[1]}); pyautogui.write({ref + chr(10)!r})"
-
-
-def type_cells(*values: str) -> str:
-    """Pyautogui code typing each value followed by Enter (the cursor moves down)."""
-    return f"pyautogui.write({''.join(v + chr(10) for v in values)!r}, interval=0.01)"
-
-
-def typing(text: str) -> dict[str, Any]:
-    """A computer_13 TYPING action (typed with a short interval between keys, see :mod:`.actions`)."""
-    return {"action_type": "TYPING", "parameters": {"text": text}}
-
-
-def hotkey(*keys: str) -> dict[str, Any]:
-    """A computer_13 HOTKEY action."""
-    return {"action_type": "HOTKEY", "parameters": {"keys": list(keys)}}
 
 
 @dataclass(frozen=True)
@@ -286,9 +272,32 @@ def task_id(index: int, task: CalcTask) -> str:
     return f"calc-{index + 1:02d}-{task.slug}"
 
 
+def _same_book(path: Path, sheets: dict[str, list[list[Any]]]) -> bool:
+    """Whether ``path`` already holds exactly these sheets and values (xlsx bytes carry a save time)."""
+    import openpyxl
+
+    if not path.is_file():
+        return False
+    book = openpyxl.load_workbook(path)
+    if book.sheetnames != list(sheets):
+        return False
+    return all(_trimmed(book[n].values) == _trimmed(rows) for n, rows in sheets.items())
+
+
+def _trimmed(rows: Any) -> list[list[Any]]:
+    """Rows without trailing empty cells (a sheet pads every row to its widest)."""
+    out = [list(r) for r in rows]
+    for row in out:
+        while row and row[-1] is None:
+            row.pop()
+    return out
+
+
 def _workbook(path: Path, sheets: dict[str, list[list[Any]]]) -> None:
     import openpyxl
 
+    if _same_book(path, sheets):
+        return
     book = openpyxl.Workbook()
     book.remove(book.active)
     for name, rows in sheets.items():

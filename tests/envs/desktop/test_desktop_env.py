@@ -164,7 +164,9 @@ def test_command_line_and_clean_teardown(tmp_path: Path) -> None:
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env_vars, check=True)
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["score"] == 1.0 and report["steps"] == 3 and report["done"] and report["error"] == ""
-    assert report["wall_s"] > 0 and shot.stat().st_size > 10_000
+    from PIL import Image
+
+    assert report["wall_s"] > 0 and Image.open(shot).size == (1280, 800)
 
     env = LocalDesktopEnv(screenshots=True)
     try:
