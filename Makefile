@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml Makefile
 	# The code sandbox isolates with bubblewrap; without it the sandbox falls back loudly (still rlimits + uid).
 	command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq bubblewrap) || echo "WARNING: bubblewrap missing; install it for the full sandbox"; }
 	# Desktop tasks (OSWorld format) run real LibreOffice Calc on Xvfb with a small window manager.
-	command -v soffice >/dev/null && command -v Xvfb >/dev/null && command -v openbox >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq xvfb xdotool x11-utils scrot openbox libreoffice-calc) || echo "WARNING: Xvfb/LibreOffice missing; the desktop tests will be skipped"; }
+	command -v soffice >/dev/null && command -v Xvfb >/dev/null && command -v openbox >/dev/null && command -v xdotool >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq xvfb xdotool x11-utils scrot openbox libreoffice-calc) || echo "WARNING: Xvfb/LibreOffice missing; the desktop tests will be skipped"; }
 	touch $(STAMP)
 
 main: setup

@@ -2,18 +2,10 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 
 import pytest
-
-NEEDED = ("Xvfb", "soffice", "xdotool", "openbox")
-
-
-def desktop_missing() -> str:
-    """Why the real desktop cannot run here ('' when it can)."""
-    missing = [n for n in NEEDED if shutil.which(n) is None]
-    return f"missing {missing} (apt-get install -y xvfb xdotool openbox libreoffice-calc)" if missing else ""
+from _desktop_apps import desktop_missing
 
 
 @pytest.fixture(scope="session")

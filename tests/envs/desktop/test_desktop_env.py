@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _desktop_apps import desktop_missing
 
 from rlanything_core.envs.desktop.cli import load_actions, run_task
 from rlanything_core.envs.desktop.variants import TASKS_DIR, shipped_tasks
@@ -150,8 +151,6 @@ def test_a_task_written_elsewhere_runs(desktop_env, tmp_path: Path) -> None:
 
 def test_command_line_and_clean_teardown(tmp_path: Path) -> None:
     """The command for people (its own display and app), then a dead display ends an episode, nothing left."""
-    from conftest import desktop_missing
-
     from rlanything_core.envs.desktop.env import LocalDesktopEnv
 
     if desktop_missing():

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from _desktop_apps import desktop_missing
 
 from rlanything_core.environment.rewriters.protocol import RejectReason, TaskSpec
 from rlanything_core.envs.desktop.hint_rewriter import DesktopHintRewriter
@@ -70,8 +71,6 @@ def test_hint_rewriter_adds_and_removes() -> None:
 
 @pytest.mark.slow
 def test_text_episode_on_the_real_app(tmp_path: Path) -> None:
-    from conftest import desktop_missing
-
     from rlanything_core.envs.desktop.text_env import DesktopTextEnvFactory, DisplayPool
 
     if desktop_missing():
