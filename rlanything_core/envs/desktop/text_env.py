@@ -10,6 +10,7 @@ scores 1.0 (the evaluation runs once, at the end). Displays are costly (an Xvfb 
 from __future__ import annotations
 
 import atexit
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from rlanything_core.envs.protocols import AgentObservation, StepResult
 
 __all__ = ["DesktopTextEnv", "DesktopTextEnvFactory", "DisplayPool", "document_path"]
 
-_SAVE = "pyautogui.hotkey('ctrl', 's'); time.sleep(0.4)"
+_SAVE = "pyautogui.hotkey('ctrl', 's')"
 
 
 class DisplayPool:
@@ -81,11 +82,24 @@ class DesktopTextEnv:
     _candidates: dict[str, TextAction] = field(default_factory=dict, repr=False)
     _steps: int = 0
     score: float | None = None
+    save_timeout_s: float = 5.0
 
-    def _view(self) -> tuple[str, tuple[str, ...]]:
+    def _view(self, *, save: bool) -> tuple[str, tuple[str, ...]]:
+        """Save (after an action), read the grid back, derive the candidates.
+
+        LibreOffice writes the file to a temporary name and renames it, so a changed modification time means the
+        whole new file is there; an action that changed nothing leaves the time as it was (waited for up to
+        ``save_timeout_s``).
+        """
         assert self._env is not None
-        self._env.sandbox.execute_code(_SAVE)
-        grid = read_grid(self._env.fs.local(document_path(self.task)))
+        path = self._env.fs.local(document_path(self.task))
+        if save:
+            before = path.stat().st_mtime_ns if path.exists() else 0
+            self._env.sandbox.execute_code(_SAVE)
+            deadline = time.monotonic() + self.save_timeout_s
+            while time.monotonic() < deadline and (not path.exists() or path.stat().st_mtime_ns == before):
+                time.sleep(0.05)
+        grid = read_grid(path)
         self._candidates = {a.label: a for a in candidate_actions(grid, self.task.instruction)}
         return render_grid(grid), tuple(self._candidates)
 
@@ -97,7 +111,7 @@ class DesktopTextEnv:
         self._steps, self.score = 0, None
         if self._env.failure:
             return AgentObservation(self.task.instruction, self._env.failure, (), failure_reason=self._env.failure)
-        text, actions = self._view()
+        text, actions = self._view(save=False)
         return AgentObservation(self.task.instruction, f"{self.task.instruction}\n\n{text}", actions)
 
     def _finish(self, observation: str, *, truncated: bool) -> StepResult:
@@ -127,7 +141,7 @@ class DesktopTextEnv:
             return self._finish(observation, truncated=False)
         if self._steps >= self.max_episode_steps:
             return self._finish(observation, truncated=True)
-        text, actions = self._view()
+        text, actions = self._view(save=chosen is not None)
         return StepResult(f"{observation}\n\n{text}", actions, False, False)
 
     def close(self) -> None:
