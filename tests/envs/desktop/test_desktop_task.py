@@ -109,3 +109,18 @@ def test_hint_variants_change_only_the_instruction() -> None:
         assert hard.evaluator == task.evaluator
     with pytest.raises(ValueError, match="non-empty"):
         hint_variant(TASKS[0], "  ", HintMode.ADD)
+
+
+def test_run_task_refuses_before_starting_anything(tmp_path: Path, capsys) -> None:
+    from rlanything_core.envs.desktop.cli import main, run_task
+
+    raw = _base()
+    raw["config"].insert(0, {"type": "googledrive", "parameters": {}})  # refused before anything else
+    path = tmp_path / "task.json"
+    path.write_text(json.dumps(raw))
+    report = run_task(path, ["DONE"])
+    assert report["score"] == 0.0 and "googledrive" in report["error"] and report["steps"] == 0
+    bad_actions = tmp_path / "actions.py"
+    bad_actions.write_text("print('no list here')\n")
+    assert main(["run-task", str(path), "--actions", str(bad_actions)]) == 2
+    assert "bad actions file" in json.loads(capsys.readouterr().out)["error"]
