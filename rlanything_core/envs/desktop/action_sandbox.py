@@ -56,6 +56,20 @@ def _site_dirs() -> list[str]:
     return dirs
 
 
+def _same_python(python: str) -> bool:
+    """Whether ``python`` is this interpreter's version (the site directories hold compiled extensions)."""
+    if os.path.realpath(python) == os.path.realpath(sys.executable):
+        return True
+    try:
+        out = subprocess.run(
+            [python, "-I", "-S", "-c", "import sys; print(*sys.version_info[:2])"],
+            capture_output=True, text=True, timeout=20, check=False,
+        ).stdout.split()
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return out == [str(v) for v in sys.version_info[:2]]
+
+
 def _world_readable(path: str) -> bool:
     """Whether a user with no owner/group rights can read ``path`` (every parent searchable)."""
     real = Path(os.path.realpath(path))
@@ -112,12 +126,13 @@ class ActionSandbox:
             python = resolve_python(None, unprivileged=root)
         except RuntimeError:
             python = sys.executable
-        self.unprivileged = root and _world_readable(_WORKER) and all(_world_readable(d) for d in self.site_dirs)
+        readable = _world_readable(_WORKER) and all(_world_readable(d) for d in self.site_dirs)
+        self.unprivileged = root and readable and _same_python(python)
         if root and not self.unprivileged:
             python = sys.executable
             warnings.warn(
                 "the desktop action worker runs as root inside bubblewrap with all capabilities dropped: its Python "
-                "packages are not readable by an unprivileged uid",
+                "packages (or an interpreter of this Python version) are not reachable by an unprivileged uid",
                 RuntimeWarning,
                 stacklevel=2,
             )
