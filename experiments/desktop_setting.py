@@ -1,0 +1,137 @@
+"""``+setting=desktop``: the agent loop on OSWorld-format LibreOffice Calc tasks through the text view.
+
+At CPU scale the policy reads the cell grid and scores the candidate actions derived from it (any
+``ActionSelector``: likelihood over candidates, or free generation with ``\\boxed{index}``); each candidate runs as
+GUI actions in real LibreOffice on Xvfb, and the episode is won when the task's OSWorld evaluator scores 1.0.
+Environment adaptation adds or removes the task's hint (the evaluator never changes). Evaluation splits: ``calc``
+(the shipped tasks as written) and ``calc_hint`` (the same tasks with their hints). Hooked into ``builders.build``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from omegaconf import DictConfig
+
+from config_checks import ConfigError, band
+
+__all__ = ["build_desktop", "desktop_roots", "desktop_env_task"]
+
+
+def desktop_roots(cfg: DictConfig) -> list[Any]:
+    """The training pool: the first ``setting.train_games`` shipped tasks (sorted by id), as ``TaskSpec``."""
+    from rlanything_core.environment.rewriters.protocol import TaskSpec
+    from rlanything_core.envs.desktop.variants import load_hints, shipped_tasks
+
+    tasks = [t for t in shipped_tasks() if not t.infeasible or bool(cfg.setting.include_infeasible)]
+    limit = cfg.setting.train_games
+    tasks = tasks if limit is None else tasks[: int(limit)]
+    if not tasks:
+        raise ConfigError("setting.train_games", "no shipped desktop task selected", "set setting.train_games >= 1")
+    hints = load_hints()
+    return [
+        TaskSpec(
+            task_id=t.task_id,
+            kind="desktop",
+            root_id=t.task_id,
+            data={"task_json": str(t.task_dir / f"{t.task_id}.json"), "instruction": t.instruction,
+                  "hint": hints.get(t.task_id, "")},
+        )
+        for t in tasks
+    ]
+
+
+def desktop_env_task(spec: Any) -> Any:
+    """A pool task -> the ``DesktopTask`` it stands for (its instruction as rewritten, the JSON's evaluator)."""
+    from rlanything_core.envs.desktop.task import load_task
+
+    return load_task(spec.data["task_json"]).with_instruction(spec.data["instruction"], task_id=spec.task_id)
+
+
+def build_desktop(cfg: DictConfig) -> Any:
+    """The desktop loop (see the module docstring); returns a ``builders.Run``."""
+    from builders import _judge_loss, _module, _pool, _prepare, _run, _selector, _votes
+    from rlanything_core.collect.agent import AgentCollector, SequentialRunner
+    from rlanything_core.collect.judge import JudgeCollector
+    from rlanything_core.envs.desktop.hint_rewriter import DesktopHintRewriter
+    from rlanything_core.envs.desktop.text_env import DesktopTextEnvFactory, DisplayPool
+    from rlanything_core.envs.desktop.variants import hint_variant, load_hints, shipped_tasks
+    from rlanything_core.generation.transformers_backend import TransformersBackend
+    from rlanything_core.lightning import AgentModule, RolloutDataModule
+    from rlanything_core.loop.adaptation import EnvironmentAdaptation
+    from rlanything_core.loop.driver import AgentLoopDriver
+    from rlanything_core.loop.evaluation import AgentEvaluator, EvalSplit
+
+    st = cfg.setting
+    if int(st.env_workers) != 1:
+        raise ConfigError("setting.env_workers", "desktop episodes share a display pool in-process", "set it to 1")
+    run_dir, policy, judge, tokenizer, pad_id = _prepare(cfg)
+    batch = int(cfg.model.batch_size)
+    policy_backend = TransformersBackend(policy, tokenizer, batch_size=batch)
+    judge_backend = TransformersBackend(judge, tokenizer, batch_size=batch) if judge else None
+    displays = DisplayPool(settle_s=float(st.settle_s))
+    factory = DesktopTextEnvFactory(displays, max_episode_steps=int(st.max_steps))
+    eval_factory = DesktopTextEnvFactory(displays, max_episode_steps=int(st.eval_max_steps))
+    roots = desktop_roots(cfg)
+    hints = load_hints()
+    evals = [t for t in shipped_tasks() if not t.infeasible][: int(cfg.eval.games)]
+    splits = [
+        EvalSplit("calc", tuple(evals), tuple(t.task_id for t in evals)),
+        EvalSplit(
+            "calc_hint",
+            tuple(hint_variant(t, hints[t.task_id]) for t in evals),
+            tuple(f"{t.task_id}__hint" for t in evals),
+        ),
+    ]
+    collector = AgentCollector(
+        policy_backend,
+        SequentialRunner(factory),
+        _selector(cfg, float(cfg.model.temperature)),
+        group_size=int(cfg.group_size),
+        max_steps=int(st.max_steps),
+        max_history_turns=int(st.max_history_turns),
+        progress=bool(cfg.progress),
+    )
+    judge_collector = (
+        JudgeCollector(judge_backend, num_votes=int(cfg.num_votes), votes=_votes(cfg))
+        if judge_backend is not None
+        else None
+    )
+    judge_loss = _judge_loss(cfg)
+    adaptation = None
+    if cfg.arm.adapt_environment:
+        adaptation = EnvironmentAdaptation(DesktopHintRewriter(), max_requests=int(cfg.max_rewrites_per_iteration))
+    from hydra.utils import instantiate
+
+    driver = AgentLoopDriver(
+        collector=collector,
+        judge=judge_collector,
+        integrator=instantiate(cfg.arm.integrator),
+        judge_loss=judge_loss,
+        pool=_pool(cfg, run_dir, roots),
+        to_env_task=desktop_env_task,
+        adaptation=adaptation,
+        tasks_per_iteration=int(cfg.tasks_per_iteration),
+        seed=int(cfg.seed),
+        pad_id=pad_id,
+        lam=float(cfg.lam),
+        policy_band=band(cfg, "policy_band"),
+        judge_band=band(cfg, "judge_band"),
+    )
+    evaluator = AgentEvaluator(
+        AgentCollector(
+            policy_backend,
+            SequentialRunner(eval_factory),
+            _selector(cfg, float(cfg.eval.temperature)),
+            group_size=int(cfg.eval.runs),
+            max_steps=int(st.eval_max_steps),
+            max_history_turns=int(st.max_history_turns),
+        ),
+        splits,
+        judge=judge_collector,
+        oracle=None,
+        oracle_episodes=0,
+        seed=int(cfg.seed) + 4242,
+    )
+    module = _module(cfg, AgentModule, policy, judge, judge_loss, evaluator)
+    return _run(cfg, run_dir, module, RolloutDataModule(driver, iterations=int(cfg.iterations)))

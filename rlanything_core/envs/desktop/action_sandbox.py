@@ -1,0 +1,231 @@
+"""Run GUI actions in a separate, sandboxed process that can reach only one X display.
+
+Model-written pyautogui code is untrusted code: it runs under bubblewrap (read-only ``/``, private ``/tmp``, no
+network, new pid/ipc/uts namespaces, as uid 65534 when the library runs as root), with the display's Unix socket as
+the one thing bound into its ``/tmp``. The argv is the coding sandbox's :func:`~rlanything_core.sandbox.bwrap.
+bwrap_command` plus three options it does not offer (built here, not in the sandbox package): a world-searchable
+``/tmp/.X11-unix`` directory (``--perms 0755 --dir``) and the socket bound read-only into it. A hung action is
+killed with its whole process group after ``action_timeout_s``; the next action starts a fresh worker.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import select
+import signal
+import stat
+import subprocess
+import sys
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rlanything_core.envs.desktop.actions import Action, ActionKind
+from rlanything_core.envs.desktop.display import XDisplay
+from rlanything_core.sandbox.bwrap import bwrap_command, bwrap_status
+from rlanything_core.sandbox.sandbox import resolve_python
+
+__all__ = ["ActionResult", "ActionSandbox", "sandbox_argv"]
+
+_WORKER = str(Path(__file__).with_name("_action_worker.py"))
+_MODULES = ("pyautogui", "Xlib", "PIL", "pymsgbox", "pytweening", "pyscreeze", "pygetwindow", "pyrect")
+_NOBODY = 65534
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    """What the worker said about one action: ``ok`` and, when not, the error's last line."""
+
+    ok: bool
+    error: str = ""
+
+
+def _site_dirs() -> list[str]:
+    dirs: list[str] = []
+    for name in _MODULES:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            raise RuntimeError(f"the desktop actions need the Python package {name!r} (pip install pyautogui)")
+        origin = Path(spec.origin)
+        root = str(origin.parent.parent if origin.name == "__init__.py" else origin.parent)
+        if root not in dirs:
+            dirs.append(root)
+    return dirs
+
+
+def _same_python(python: str) -> bool:
+    """Whether ``python`` is this interpreter's version (the site directories hold compiled extensions)."""
+    if os.path.realpath(python) == os.path.realpath(sys.executable):
+        return True
+    try:
+        out = subprocess.run(
+            [python, "-I", "-S", "-c", "import sys; print(*sys.version_info[:2])"],
+            capture_output=True, text=True, timeout=20, check=False,
+        ).stdout.split()
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return out == [str(v) for v in sys.version_info[:2]]
+
+
+def _world_readable(path: str) -> bool:
+    """Whether a user with no owner/group rights can read ``path`` (every parent searchable)."""
+    real = Path(os.path.realpath(path))
+    try:
+        return all(os.stat(d).st_mode & stat.S_IXOTH for d in real.parents) and bool(
+            os.stat(real).st_mode & stat.S_IROTH
+        )
+    except OSError:
+        return False
+
+
+def sandbox_argv(
+    display: XDisplay, *, hidden_paths: tuple[str, ...] = (), unprivileged: bool, tmpfs_mb: int = 64
+) -> list[str]:
+    """The bubblewrap prefix for one display (the argv up to and including ``--``)."""
+    prefix = bwrap_command(tmpfs_mb=tmpfs_mb, hidden_paths=hidden_paths)
+    if prefix[-1] != "--":
+        raise RuntimeError(f"unexpected bwrap prefix (no trailing '--'): {prefix}")
+    extra = ["--perms", "0755", "--dir", "/tmp/.X11-unix", "--ro-bind", display.socket_path, display.socket_path]
+    if not unprivileged and os.getuid() == 0:
+        extra += ["--cap-drop", "ALL"]
+    return [*prefix[:-1], *extra, "--"]
+
+
+class ActionSandbox:
+    """A long-lived sandboxed worker executing actions on ``display``.
+
+    Args:
+        display: the display the actions drive.
+        hidden_paths: host directories covered with an empty tmpfs inside the sandbox (run folders, task data).
+        action_timeout_s: wall-clock limit of one action.
+        pause_s: pyautogui's pause after each call (its ``PAUSE``).
+        require_bwrap: raise when bubblewrap does not work here instead of falling back to a plain subprocess.
+    """
+
+    def __init__(
+        self,
+        display: XDisplay,
+        *,
+        hidden_paths: tuple[str, ...] = (),
+        action_timeout_s: float = 30.0,
+        pause_s: float = 0.05,
+        require_bwrap: bool = False,
+    ) -> None:
+        if action_timeout_s <= 0:
+            raise ValueError(f"action_timeout_s must be > 0, got {action_timeout_s}")
+        self.display = display
+        self.hidden_paths = hidden_paths
+        self.action_timeout_s = action_timeout_s
+        self.pause_s = pause_s
+        self.site_dirs = _site_dirs()
+        root = os.getuid() == 0
+        try:
+            python = resolve_python(None, unprivileged=root)
+        except RuntimeError:
+            python = sys.executable
+        readable = _world_readable(_WORKER) and all(_world_readable(d) for d in self.site_dirs)
+        self.unprivileged = root and readable and _same_python(python)
+        if root and not self.unprivileged:
+            python = sys.executable
+            warnings.warn(
+                "the desktop action worker runs as root inside bubblewrap with all capabilities dropped: its Python "
+                "packages (or an interpreter of this Python version) are not reachable by an unprivileged uid",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        self.python = python
+        works, reason = bwrap_status()
+        if not works and require_bwrap:
+            raise RuntimeError(f"bubblewrap is required for desktop actions: {reason}")
+        if not works:
+            warnings.warn(f"desktop actions run WITHOUT bubblewrap: {reason}", RuntimeWarning, stacklevel=2)
+        self.bwrap = works
+        self._proc: subprocess.Popen[bytes] | None = None
+        self.kills = 0  # workers killed after a hung or crashed action
+
+    def _command(self) -> list[str]:
+        uid = _NOBODY if self.unprivileged else -1
+        worker = [self.python, "-I", "-S", _WORKER, json.dumps(self.site_dirs), str(uid), str(self.pause_s)]
+        if not self.bwrap:
+            return worker
+        return sandbox_argv(self.display, hidden_paths=self.hidden_paths, unprivileged=self.unprivileged) + worker
+
+    def _start(self) -> None:
+        env = {"DISPLAY": self.display.name, "PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
+        self._proc = subprocess.Popen(
+            self._command(),
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        hello = self._read_line(self.action_timeout_s)
+        if hello is None or not hello.get("ready"):
+            self.close()
+            raise RuntimeError(f"the action worker did not start on {self.display.name}: {hello}")
+
+    def _read_line(self, timeout_s: float) -> dict[str, Any] | None:
+        proc = self._proc
+        if proc is None or proc.stdout is None:
+            return None
+        ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
+        if not ready:
+            return None
+        line = proc.stdout.readline()
+        if not line:
+            return None
+        try:
+            answer = json.loads(line)
+        except json.JSONDecodeError:
+            return None
+        return answer if isinstance(answer, dict) else None
+
+    def execute(self, action: Action) -> ActionResult:
+        """Run one ``CODE`` or ``CALLS`` action; a hang or crash kills the worker and is reported, not raised."""
+        if action.kind not in (ActionKind.CODE, ActionKind.CALLS):
+            raise ValueError(f"only code/calls actions run in the sandbox, got {action.kind}")
+        if self._proc is None or self._proc.poll() is not None:
+            self._start()
+        assert self._proc is not None and self._proc.stdin is not None
+        payload: dict[str, Any] = (
+            {"code": action.code} if action.kind is ActionKind.CODE else {"calls": [list(c) for c in action.calls]}
+        )
+        try:
+            self._proc.stdin.write((json.dumps(payload) + "\n").encode())
+            self._proc.stdin.flush()
+        except BrokenPipeError:
+            self.close()
+            return ActionResult(False, "the action worker died")
+        answer = self._read_line(self.action_timeout_s)
+        if answer is None:
+            alive = self._proc.poll() is None
+            self.close()
+            self.kills += 1
+            why = f"timed out after {self.action_timeout_s:.0f}s" if alive else "the action ended the worker"
+            return ActionResult(False, why)
+        return ActionResult(bool(answer.get("ok")), str(answer.get("error", "")))
+
+    def execute_code(self, code: str) -> ActionResult:
+        """Run pyautogui ``code`` (library-written, e.g. a save) like an action."""
+        from rlanything_core.envs.desktop.actions import parse_action
+
+        return self.execute(parse_action(code))
+
+    def close(self) -> None:
+        """Kill the worker's process group (bubblewrap and everything inside it)."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        proc.wait(timeout=5)
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                stream.close()

@@ -1,0 +1,160 @@
+"""OSWorld's set-up steps (``config`` and ``evaluator.postconfig``) with local equivalents.
+
+======================  ===================================================================================
+``download``            ``files: [{url, path}]``: copy a local/``file://`` file, or an ``http(s)`` file shipped
+                        beside the task under the URL's file name, to the VM path
+``open``                ``path``: open a spreadsheet in LibreOffice Calc and wait for its window
+``launch``              ``command``: start ``libreoffice``/``soffice`` (other programs are refused at load)
+``execute``/``command`` ``command`` (+ ``shell``): ``python -c CODE`` runs CODE in the action sandbox (it is
+                        pyautogui code, e.g. the Ctrl+S of a postconfig); a LibreOffice command is a launch;
+                        any other command runs in the command sandbox with ``/home/user`` mapped
+``sleep``               ``seconds``
+``activate_window``     ``window_name`` (+ ``strict``): raise and focus the window
+======================  ===================================================================================
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rlanything_core.envs.desktop.actions import InvalidAction, parse_action
+from rlanything_core.envs.desktop.episode_fs import EpisodeFS, resolve_shipped_file, run_task_command
+
+__all__ = ["STEP_TYPES", "StepContext", "check_step", "run_step"]
+
+STEP_TYPES = ("download", "open", "launch", "execute", "command", "sleep", "activate_window")
+_OFFICE = ("libreoffice", "soffice", "localc", "scalc")
+_PYTHON = ("python", "python3")
+_SHEETS = (".xlsx", ".xls", ".ods", ".csv")
+
+
+@dataclass
+class StepContext:
+    """What a step acts on (built by the environment for each episode)."""
+
+    fs: EpisodeFS
+    office: Any  # OfficeApp
+    sandbox: Any  # ActionSandbox
+    task_dir: Path
+    screen: tuple[int, int]
+
+
+def _argv(command: Any) -> list[str]:
+    return shlex.split(command) if isinstance(command, str) else [str(c) for c in command]
+
+
+def _program(argv: list[str]) -> str:
+    return Path(argv[0]).name if argv else ""
+
+
+def _python_code(argv: list[str]) -> str | None:
+    if len(argv) >= 3 and _program(argv) in _PYTHON and argv[1] == "-c":
+        return argv[2]
+    return None
+
+
+def _fill(text: str, screen: tuple[int, int]) -> str:
+    """OSWorld's placeholders in set-up commands."""
+    w, h = screen
+    for key, value in (("SCREEN_WIDTH_HALF", w // 2), ("SCREEN_HEIGHT_HALF", h // 2), ("SCREEN_WIDTH", w)):
+        text = text.replace("{" + key + "}", str(value))
+    return text.replace("{SCREEN_HEIGHT}", str(h))
+
+
+def check_step(step: Any, where: str, task_dir: Path, error: type[Exception]) -> None:
+    """Raise ``error`` naming what in ``step`` cannot run here."""
+    if not isinstance(step, dict) or not isinstance(step.get("type"), str):
+        raise error(f"{where} must be a dict with a string 'type', got {step!r}")
+    kind, params = step["type"], step.get("parameters", {}) or {}
+    if kind not in STEP_TYPES:
+        raise error(f"{where}: unsupported config type {kind!r} (supported: {list(STEP_TYPES)})")
+    if kind == "download":
+        files = params.get("files")
+        if not isinstance(files, list) or not files:
+            raise error(f"{where}: download needs a non-empty 'files' list")
+        for f in files:
+            url = f.get("url") if isinstance(f, dict) else None
+            if not isinstance(url, str) or not isinstance(f.get("path"), str):
+                raise error(f"{where}: each download file needs string 'url' and 'path', got {f!r}")
+            if resolve_shipped_file(url, task_dir) is None:
+                raise error(f"{where}: download url {url!r} is neither a local file nor shipped beside the task")
+    elif kind == "open":
+        path = params.get("path")
+        if not isinstance(path, str) or Path(path).suffix.lower() not in _SHEETS:
+            raise error(f"{where}: open supports spreadsheets {_SHEETS} only, got {path!r}")
+    elif kind in ("launch", "execute", "command"):
+        if "command" not in params:
+            raise error(f"{where}: {kind} needs 'command'")
+        argv = _argv(params["command"])
+        if kind == "launch" and _program(argv) not in _OFFICE:
+            raise error(f"{where}: unsupported launch program {_program(argv)!r} (supported: {list(_OFFICE)})")
+        code = _python_code(argv)
+        if code is not None:
+            try:
+                parse_action(code)
+            except InvalidAction as exc:
+                raise error(f"{where}: python -c code does not compile: {exc}") from None
+    elif kind == "sleep":
+        seconds = params.get("seconds")
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
+            raise error(f"{where}: sleep needs 'seconds' >= 0, got {seconds!r}")
+    elif kind == "activate_window" and not isinstance(params.get("window_name"), str):
+        raise error(f"{where}: activate_window needs a string 'window_name'")
+
+
+def _launch(ctx: StepContext, argv: list[str]) -> None:
+    args = []
+    for arg in argv[1:]:
+        if arg.startswith(("/", "~")) and not arg.startswith("--"):
+            args.append(str(ctx.fs.local(arg)))
+        else:
+            args.append(arg)
+    documents = [Path(a).name for a in args if not a.startswith("-")]
+    ctx.office.launch(args, wait_for=documents[-1] if documents else "LibreOffice")
+
+
+def run_step(step: dict[str, Any], ctx: StepContext) -> str:
+    """Run one checked step; returns a short note for the log. Failures raise (the episode ends with a reason)."""
+    from rlanything_core.envs.desktop.office import find_windows, focus_window
+
+    kind, params = step["type"], step.get("parameters", {}) or {}
+    if kind == "download":
+        for f in params["files"]:
+            source = resolve_shipped_file(f["url"], ctx.task_dir)
+            if source is None:
+                raise FileNotFoundError(f"download source {f['url']!r} vanished")
+            target = ctx.fs.local(f["path"])
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+        return f"downloaded {len(params['files'])} file(s)"
+    if kind == "open":
+        ctx.office.open(ctx.fs.local(params["path"]))
+        return f"opened {params['path']}"
+    if kind == "sleep":
+        time.sleep(float(params["seconds"]))
+        return f"slept {params['seconds']}s"
+    if kind == "activate_window":
+        ids = find_windows(ctx.office.display, params["window_name"], strict=bool(params.get("strict", False)))
+        if ids:
+            focus_window(ctx.office.display, ids[-1])
+            return f"activated {params['window_name']!r}"
+        return f"no window {params['window_name']!r} to activate"  # OSWorld logs and goes on
+    argv = _argv(params["command"])
+    if kind == "launch" or _program(argv) in _OFFICE:
+        _launch(ctx, argv)
+        return f"launched {' '.join(argv)}"
+    code = _python_code(argv)
+    if code is not None:
+        result = ctx.sandbox.execute(parse_action(_fill(code, ctx.screen)))
+        if not result.ok:
+            raise RuntimeError(f"{kind} python code failed: {result.error}")
+        return f"{kind}: python code ran"
+    command = params["command"]
+    command = _fill(command, ctx.screen) if isinstance(command, str) else [_fill(str(c), ctx.screen) for c in command]
+    proc = run_task_command(command, shell=bool(params.get("shell", False)), fs=ctx.fs)
+    return f"{kind}: exit {proc.returncode}"

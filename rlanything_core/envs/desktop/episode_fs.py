@@ -1,0 +1,99 @@
+"""The episode's file system: OSWorld's VM paths mapped into one local folder, and task-shipped files found.
+
+OSWorld tasks name files inside the VM (``/home/user/Desktop/report.xlsx``, ``~/data.csv``). Here every such path
+lives under the episode's root folder (``<root>/home/user/Desktop/report.xlsx``); shell commands of a task run in a
+sandbox where ``<root>/home/user`` is mounted at ``/home/user``, so both views agree.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from rlanything_core.sandbox.bwrap import bwrap_command, bwrap_status
+
+__all__ = ["HOME", "EpisodeFS", "resolve_shipped_file", "run_task_command"]
+
+HOME = "/home/user"
+
+
+class EpisodeFS:
+    """VM paths of one episode, under ``root``.
+
+    Args:
+        root: the episode's folder (created).
+    """
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root).resolve()
+        self.home.mkdir(parents=True, exist_ok=True)
+        (self.home / "Desktop").mkdir(exist_ok=True)
+        self.cache = self.root / "cache"
+        self.cache.mkdir(exist_ok=True)
+
+    @property
+    def home(self) -> Path:
+        """The local folder standing for ``/home/user``."""
+        return self.root / HOME.lstrip("/")
+
+    def local(self, vm_path: str) -> Path:
+        """The local path of a VM path (``~`` is ``/home/user``; a relative path is relative to it)."""
+        if not isinstance(vm_path, str) or not vm_path:
+            raise ValueError(f"a VM path must be a non-empty string, got {vm_path!r}")
+        path = vm_path.replace("~", HOME, 1) if vm_path.startswith("~") else vm_path
+        if not path.startswith("/"):
+            path = f"{HOME}/{path}"
+        normal = os.path.normpath(path)
+        if normal.startswith(".."):
+            raise ValueError(f"VM path escapes the file system: {vm_path!r}")
+        return self.root / normal.lstrip("/")
+
+    def reset(self) -> None:
+        """Empty the episode folder (a new episode starts from nothing)."""
+        shutil.rmtree(self.root, ignore_errors=True)
+        self.__init__(self.root)  # type: ignore[misc]
+
+
+def resolve_shipped_file(url: str, task_dir: Path) -> Path | None:
+    """The local file for a download URL (``None`` when absent).
+
+    ``file://`` or a path (relative to the task's folder); for an ``http(s)`` URL (no network here), a file of the
+    same name shipped beside the task (or in its ``files/`` folder).
+    """
+    parsed = urlparse(url)
+    if parsed.scheme in ("http", "https"):
+        name = unquote(Path(parsed.path).name)
+        for candidate in (task_dir / name, task_dir / "files" / name):
+            if candidate.is_file():
+                return candidate
+        return None
+    path = Path(unquote(parsed.path)) if parsed.scheme == "file" else Path(url)
+    if not path.is_absolute():
+        path = task_dir / path
+    return path if path.is_file() else None
+
+
+def run_task_command(
+    command: str | list[str], *, shell: bool, fs: EpisodeFS, timeout_s: float = 60.0
+) -> subprocess.CompletedProcess[str]:
+    """Run a task's own shell command (set-up ``execute``/``command``, getter ``vm_command_line``) in a sandbox.
+
+    The command sees a read-only system, no network, and ``/home/user`` = the episode's home folder (writable). All
+    capabilities are dropped. Without bubblewrap it runs with ``HOME`` set to the episode home and ``cwd`` there.
+    """
+    argv = ["/bin/sh", "-c", command if isinstance(command, str) else " ".join(command)] if shell else command
+    if isinstance(argv, str):
+        argv = argv.split()
+    env = {"PATH": "/usr/bin:/bin", "HOME": HOME, "LANG": "C.UTF-8"}
+    works, _ = bwrap_status()
+    if works:
+        prefix = bwrap_command(tmpfs_mb=64)[:-1]
+        prefix += ["--tmpfs", "/home", "--bind", str(fs.home), HOME, "--chdir", HOME, "--cap-drop", "ALL", "--"]
+        cmd = [*prefix, *argv]
+        cwd = None
+    else:  # documented fallback: no isolation beyond the working folder
+        cmd, env["HOME"], cwd = list(argv), str(fs.home), str(fs.home)
+    return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout_s, check=False)

@@ -1,0 +1,127 @@
+"""OSWorld's evaluator getters, mapped to local files.
+
+=====================  =======================================================================================
+``vm_file``            ``path`` (+ ``dest``, or lists with ``multi``/``gives``): the VM file copied to the cache
+                       as ``dest``; a missing file raises ``FileNotFoundError`` (OSWorld then scores 0)
+``cloud_file``         ``path`` = a URL: the file shipped beside the task (no network here), copied as ``dest``
+``local_file``         ``path`` relative to the task's folder
+``cache_file``         ``path``: a file already in the episode cache
+``rule``               ``rules``: returned as given
+``vm_command_line``    ``command`` (+ ``shell``): its stdout, run in the command sandbox
+=====================  =======================================================================================
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rlanything_core.envs.desktop.episode_fs import resolve_shipped_file, run_task_command
+
+__all__ = ["GETTERS", "Getter"]
+
+
+@dataclass(frozen=True)
+class Getter:
+    """A getter: ``check(cfg, task_dir)`` raises ``ValueError`` at load; ``get(ctx, cfg)`` reads the state."""
+
+    check: Callable[[dict[str, Any], Path], None]
+    get: Callable[[Any, dict[str, Any]], Any]
+
+
+def _paths(cfg: dict[str, Any]) -> tuple[list[str], list[str], set[int], bool]:
+    multi = bool(cfg.get("multi", False))
+    paths = cfg["path"] if multi else [cfg["path"]]
+    dests = cfg.get("dest", paths) if multi else [cfg.get("dest", Path(str(cfg["path"])).name)]
+    gives = set(cfg.get("gives", [0])) if multi else {0}
+    return list(paths), list(dests), gives, multi
+
+
+def _check_paths(cfg: dict[str, Any], _task_dir: Path) -> None:
+    if "path" not in cfg:
+        raise ValueError(f"getter {cfg.get('type')!r} needs 'path'")
+    paths, dests, _, multi = _paths(cfg)
+    if not all(isinstance(p, str) for p in paths) or (multi and len(dests) != len(paths)):
+        raise ValueError(f"getter {cfg.get('type')!r}: 'path'/'dest' must be strings (lists of equal length)")
+
+
+def _give(copies: list[Path], gives: set[int], multi: bool) -> Any:
+    chosen = [p for i, p in enumerate(copies) if i in gives]
+    return str(chosen[0]) if (len(chosen) == 1 or not multi) else [str(p) for p in chosen]
+
+
+def _vm_file(ctx: Any, cfg: dict[str, Any]) -> Any:
+    paths, dests, gives, multi = _paths(cfg)
+    copies = []
+    for path, dest in zip(paths, dests):
+        source = ctx.fs.local(path)
+        if not source.is_file():
+            raise FileNotFoundError(f"vm_file {path!r} does not exist")
+        target = ctx.fs.cache / Path(dest).name
+        shutil.copyfile(source, target)
+        copies.append(target)
+    return _give(copies, gives, multi)
+
+
+def _check_cloud(cfg: dict[str, Any], task_dir: Path) -> None:
+    _check_paths(cfg, task_dir)
+    for url in _paths(cfg)[0]:
+        if resolve_shipped_file(url, task_dir) is None:
+            raise ValueError(f"cloud_file {url!r} is not shipped beside the task (no network here)")
+
+
+def _cloud_file(ctx: Any, cfg: dict[str, Any]) -> Any:
+    paths, dests, gives, multi = _paths(cfg)
+    copies = []
+    for url, dest in zip(paths, dests):
+        source = resolve_shipped_file(url, ctx.task_dir)
+        if source is None:
+            raise FileNotFoundError(f"cloud_file {url!r} is not shipped beside the task")
+        target = ctx.fs.cache / Path(dest).name
+        shutil.copyfile(source, target)
+        copies.append(target)
+    return _give(copies, gives, multi)
+
+
+def _check_local(cfg: dict[str, Any], task_dir: Path) -> None:
+    if not isinstance(cfg.get("path"), str) or not (task_dir / cfg["path"]).is_file():
+        raise ValueError(f"local_file {cfg.get('path')!r} is not a file in {task_dir}")
+
+
+def _check_rules(cfg: dict[str, Any], _task_dir: Path) -> None:
+    if "rules" not in cfg:
+        raise ValueError("getter 'rule' needs 'rules'")
+
+
+def _check_command(cfg: dict[str, Any], _task_dir: Path) -> None:
+    if not isinstance(cfg.get("command"), (str, list)):
+        raise ValueError("getter 'vm_command_line' needs a 'command' string or list")
+
+
+def _command_line(ctx: Any, cfg: dict[str, Any]) -> str:
+    return run_task_command(cfg["command"], shell=bool(cfg.get("shell", False)), fs=ctx.fs).stdout
+
+
+def _check_cache(cfg: dict[str, Any], _task_dir: Path) -> None:
+    if not isinstance(cfg.get("path"), str):
+        raise ValueError("getter 'cache_file' needs a string 'path'")
+
+
+def _cache_file(ctx: Any, cfg: dict[str, Any]) -> str:
+    path = ctx.fs.cache / cfg["path"]
+    if not path.is_file():
+        raise FileNotFoundError(f"cache_file {cfg['path']!r} does not exist")
+    return str(path)
+
+
+GETTERS: dict[str, Getter] = {
+    "vm_file": Getter(_check_paths, _vm_file),
+    "cloud_file": Getter(_check_cloud, _cloud_file),
+    "local_file": Getter(_check_local, lambda ctx, cfg: str(ctx.task_dir / cfg["path"])),
+    "cache_file": Getter(_check_cache, _cache_file),
+    "rule": Getter(_check_rules, lambda ctx, cfg: cfg["rules"]),
+    "vm_command_line": Getter(_check_command, _command_line),
+}

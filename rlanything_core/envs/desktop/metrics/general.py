@@ -1,0 +1,34 @@
+"""OSWorld's general metrics on strings and values (its semantics, written here)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["check_include_exclude", "exact_match", "literal_match"]
+
+
+def check_include_exclude(result: str | None, rules: dict[str, list[str]]) -> float:
+    """1.0 when every ``rules["include"]`` string is in ``result`` and no ``rules["exclude"]`` string is.
+
+    ``None`` (nothing was read) scores 0.0.
+    """
+    if result is None:
+        return 0.0
+    include = rules.get("include", [])
+    exclude = rules.get("exclude", [])
+    return float(all(s in result for s in include) and not any(s in result for s in exclude))
+
+
+def exact_match(result: Any, rules: dict[str, Any]) -> float:
+    """1.0 when ``result == rules["expected"]``."""
+    return float(result == rules["expected"])
+
+
+def literal_match(result: Any, expected: Any, **options: Any) -> float:
+    """1.0 when ``result`` equals ``expected`` (as lists when ``type == "list"``; ``ignore_case`` for strings)."""
+    if options.get("type", "str") == "list":
+        result, expected = list(result or []), list(expected or [])
+    if options.get("ignore_case", False):
+        result = [str(r).lower() for r in result] if isinstance(result, list) else str(result).lower()
+        expected = [str(e).lower() for e in expected] if isinstance(expected, list) else str(expected).lower()
+    return float(result == expected)

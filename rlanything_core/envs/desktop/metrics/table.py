@@ -1,0 +1,198 @@
+"""Spreadsheet metrics with OSWorld's semantics: ``compare_table`` (a subset of its rules) and ``compare_csv``.
+
+``compare_table(result, expected=None, rules=[...])`` scores 1.0 when every rule holds, in order, else 0.0; a result
+that is missing or does not load scores 0.0. Sheets are named as in OSWorld: an int ``i`` or ``"RIi"`` (the i-th
+result sheet), ``"RNname"`` (result sheet by name), ``"EIi"``/``"ENname"`` (expected). Supported rules:
+
+==================  ==================================================================================================
+``sheet_name``      the two workbooks have the same sheet names, in order
+``sheet_data``      pandas ``read_excel`` of both sheets (first row = header), rounded to ``precision`` (4) decimals,
+                    ``DataFrame.equals``: same shape, same dtypes, same values
+``sheet_fuzzy``     per-cell string comparison over ``range`` lists with the ``exact_match``, ``includes`` and
+                    ``included_by`` types and the normalisations ``normalization``, ``trim_leadings``,
+                    ``trim_trailings``, ``ignore_chars``, ``ignore_case`` (``fuzzy_match`` is not supported)
+``freeze``          the same ``freeze_panes``
+``zoom``            the result sheet's zoom (100 when unset) matches a value rule
+``check_cell``      ``props``: ``{"value" or a style property: rule}`` on one ``coordinate``
+==================  ==================================================================================================
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rlanything_core.envs.desktop.metrics.cells import (
+    STYLE_PROPS,
+    check_rule,
+    match_value_to_rule,
+    read_cell_style,
+    read_cell_value,
+)
+
+__all__ = ["TABLE_RULES", "check_table_options", "compare_csv", "compare_table"]
+
+TABLE_RULES = ("sheet_name", "sheet_data", "sheet_fuzzy", "freeze", "zoom", "check_cell")
+_FUZZY_TYPES = ("exact_match", "includes", "included_by")
+
+
+def check_table_options(options: dict[str, Any]) -> None:
+    """Raise ``ValueError`` naming the first rule (or rule part) outside the supported subset."""
+    rules = options.get("rules")
+    if not isinstance(rules, list):
+        raise ValueError("compare_table needs options.rules, a list")
+    for i, rule in enumerate(rules):
+        where = f"compare_table rule {i}"
+        kind = rule.get("type") if isinstance(rule, dict) else None
+        if kind not in TABLE_RULES:
+            raise ValueError(f"{where}: unsupported compare_table rule type {kind!r} (supported: {TABLE_RULES})")
+        if kind == "sheet_fuzzy":
+            for sub in rule.get("rules", []):
+                if sub.get("type") not in _FUZZY_TYPES:
+                    raise ValueError(f"{where}: unsupported sheet_fuzzy type {sub.get('type')!r}")
+        if kind == "zoom":
+            check_rule({"method": rule.get("method"), "ref": rule.get("ref")}, where)
+        if kind == "check_cell":
+            props = rule.get("props")
+            if not isinstance(props, dict) or not isinstance(rule.get("coordinate"), str):
+                raise ValueError(f"{where}: check_cell needs 'coordinate' and a 'props' dict")
+            for prop, value_rule in props.items():
+                if prop != "value" and prop not in STYLE_PROPS:
+                    raise ValueError(f"{where}: unsupported check_cell property {prop!r}")
+                check_rule(value_rule, f"{where}.{prop}")
+
+
+def _sheet_index(idx: Any, names_r: list[str], names_e: list[str] | None) -> tuple[str, str]:
+    """``(side, sheet name)`` with side ``"r"`` or ``"e"``; an unknown index gives the name ``""``."""
+    if isinstance(idx, int):
+        return "r", names_r[idx] if 0 <= idx < len(names_r) else ""
+    if not isinstance(idx, str) or idx[:2] not in ("RI", "RN", "EI", "EN"):
+        raise ValueError(f"unrecognized sheet index {idx!r}")
+    side, how, rest = idx[0].lower(), idx[1], idx[2:]
+    if how == "N":
+        return side, rest
+    names = names_r if side == "r" else (names_e or [])
+    try:
+        return side, names[int(rest)]
+    except (ValueError, IndexError):
+        return side, ""
+
+
+def _normalise(value: str, rule: dict[str, Any]) -> str:
+    for old, new in rule.get("normalization", []):
+        value = value.replace(old, new)
+    if "trim_leadings" in rule:
+        value = value.lstrip(rule["trim_leadings"])
+    if "trim_trailings" in rule:
+        value = value.rstrip(rule["trim_trailings"])
+    if "ignore_chars" in rule:
+        value = "".join(ch for ch in value if ch not in set(rule["ignore_chars"]))
+    return value.lower() if rule.get("ignore_case", False) else value
+
+
+def compare_table(result: str | None, expected: str | None = None, **options: Any) -> float:
+    """1.0 when every rule in ``options["rules"]`` holds (module docstring), else 0.0."""
+    import openpyxl
+    import pandas as pd
+    from openpyxl.utils import get_column_letter
+    from openpyxl.worksheet.cell_range import MultiCellRange
+
+    if result is None or not Path(result).is_file():
+        return 0.0
+    try:
+        xl = {"r": openpyxl.load_workbook(result)}
+        pdb = {"r": pd.ExcelFile(result)}
+    except Exception:  # an unreadable result is a wrong result
+        return 0.0
+    files = {"r": result, "e": expected}
+    names_r = list(pdb["r"].sheet_names)
+    names_e: list[str] | None = None
+    if expected is not None:
+        xl["e"] = openpyxl.load_workbook(expected)
+        pdb["e"] = pd.ExcelFile(expected)
+        names_e = list(pdb["e"].sheet_names)
+
+    def frame(idx: Any) -> Any:
+        side, name = _sheet_index(idx, names_r, names_e)
+        try:
+            return pd.read_excel(pdb[side], name)
+        except Exception:
+            return None
+
+    def sheet(idx: Any) -> Any:
+        side, name = _sheet_index(idx, names_r, names_e)
+        return xl[side][name] if side in xl and name in xl[side].sheetnames else None
+
+    for rule in options["rules"]:
+        kind = rule["type"]
+        if kind == "sheet_name":
+            ok = names_r == names_e
+        elif kind == "sheet_data":
+            one, two = frame(rule["sheet_idx0"]), frame(rule["sheet_idx1"])
+            if one is None:
+                return 0.0
+            digits = int(rule.get("precision", 4))
+            ok = two is not None and bool(one.round(digits).equals(two.round(digits)))
+        elif kind == "sheet_fuzzy":
+            sides = [_sheet_index(rule[k], names_r, names_e) for k in ("sheet_idx0", "sheet_idx1")]
+            ok = True
+            for sub in rule["rules"]:
+                for cell_range in MultiCellRange(sub["range"]):
+                    for row, col in cell_range.cells:
+                        coord = f"{get_column_letter(col)}{row}"
+                        one_s, two_s = (
+                            _normalise(str(read_cell_value(files[s] or "", n, coord)), sub) for s, n in sides
+                        )
+                        if sub["type"] == "includes":
+                            ok = ok and two_s in one_s
+                        elif sub["type"] == "included_by":
+                            ok = ok and one_s in two_s
+                        else:
+                            ok = ok and one_s == two_s
+        elif kind == "freeze":
+            one, two = sheet(rule["sheet_idx0"]), sheet(rule["sheet_idx1"])
+            if one is None:
+                return 0.0
+            ok = two is not None and one.freeze_panes == two.freeze_panes
+        elif kind == "zoom":
+            one = sheet(rule["sheet_idx"])
+            if one is None:
+                return 0.0
+            ok = match_value_to_rule(one.sheet_view.zoomScale or 100.0, rule)
+        else:  # check_cell
+            one = sheet(rule["sheet_idx"])
+            if one is None:
+                return 0.0
+            side, name = _sheet_index(rule["sheet_idx"], names_r, names_e)
+            cell = one[rule["coordinate"]]
+            ok = True
+            for prop, value_rule in rule["props"].items():
+                if prop == "value":
+                    value = read_cell_value(files[side] or "", name, rule["coordinate"])
+                else:
+                    value = read_cell_style(prop, cell)
+                ok = ok and match_value_to_rule(value, value_rule)
+        if not ok:
+            return 0.0
+    return 1.0
+
+
+def compare_csv(result: str | None, expected: str | list[str], **options: Any) -> float:
+    """1.0 when the result's lines equal those of ``expected`` (any of a list).
+
+    ``strict=False`` strips each line; ``ignore_case`` lowers them.
+    """
+    if result is None or not Path(result).is_file():
+        return 0.0
+
+    def lines(path: str) -> list[str]:
+        out = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+        if not options.get("strict", True):
+            out = [line.strip() for line in out]
+        return [line.lower() for line in out] if options.get("ignore_case", False) else out
+
+    got = lines(result)
+    for candidate in [expected] if isinstance(expected, str) else expected:
+        if Path(candidate).is_file() and lines(candidate) == got:
+            return 1.0
+    return 0.0

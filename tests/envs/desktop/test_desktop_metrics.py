@@ -1,0 +1,225 @@
+"""OSWorld metric semantics on files written here (no display): compare_table rules, value rules, general metrics,
+and the evaluator's infeasible / FAIL / conj logic."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rlanything_core.envs.desktop.config_steps import StepContext
+from rlanything_core.envs.desktop.episode_fs import EpisodeFS
+from rlanything_core.envs.desktop.evaluator import evaluate_task
+from rlanything_core.envs.desktop.metrics import check_include_exclude, compare_table, exact_match
+from rlanything_core.envs.desktop.metrics.cells import match_value_to_rule, read_cell_value
+from rlanything_core.envs.desktop.metrics.table import compare_csv
+from rlanything_core.envs.desktop.task import parse_task
+
+
+def _book(path: Path, sheets: dict[str, list[list[Any]]], *, bold: str | None = None, fmt: str | None = None) -> str:
+    import openpyxl
+    from openpyxl.styles import Font
+
+    book = openpyxl.Workbook()
+    book.remove(book.active)
+    for name, rows in sheets.items():
+        sheet = book.create_sheet(name)
+        for row in rows:
+            sheet.append(row)
+        if bold:
+            sheet[bold].font = Font(bold=True)
+        if fmt:
+            sheet["B2"].number_format = fmt
+    book.save(path)
+    return str(path)
+
+
+DATA = [["Name", "Value"], ["a", 1], ["b", 2.5]]
+DATA_RULES = [{"type": "sheet_data", "sheet_idx0": 0, "sheet_idx1": "EI0"}]
+
+
+def test_sheet_data_equal_and_different(tmp_path: Path) -> None:
+    gold = _book(tmp_path / "g.xlsx", {"S": DATA})
+    assert compare_table(_book(tmp_path / "r.xlsx", {"S": DATA}), gold, rules=DATA_RULES) == 1.0
+    changed = [["Name", "Value"], ["a", 1], ["b", 2.6]]
+    assert compare_table(_book(tmp_path / "w.xlsx", {"S": changed}), gold, rules=DATA_RULES) == 0.0
+    extra = DATA + [["c", 3]]
+    assert compare_table(_book(tmp_path / "x.xlsx", {"S": extra}), gold, rules=DATA_RULES) == 0.0
+
+
+def test_sheet_data_precision_and_dtype(tmp_path: Path) -> None:
+    gold = _book(tmp_path / "g.xlsx", {"S": [["v"], [1 / 3]]})
+    close = _book(tmp_path / "r.xlsx", {"S": [["v"], [0.33333]]})
+    assert compare_table(close, gold, rules=DATA_RULES) == 1.0  # equal at 4 decimals
+    assert compare_table(close, gold, rules=[{**DATA_RULES[0], "precision": 6}]) == 0.0
+    # pandas parses numeric-looking text as numbers (as in OSWorld), so "0.3333" typed as text still matches
+    assert compare_table(_book(tmp_path / "t.xlsx", {"S": [["v"], ["0.3333"]]}), gold, rules=DATA_RULES) == 1.0
+    assert compare_table(_book(tmp_path / "u.xlsx", {"S": [["v"], ["n/a"]]}), gold, rules=DATA_RULES) == 0.0
+
+
+def test_sheet_names_and_indices(tmp_path: Path) -> None:
+    gold = _book(tmp_path / "g.xlsx", {"Sales": DATA, "Summary": DATA})
+    same = _book(tmp_path / "r.xlsx", {"Sales": DATA, "Summary": DATA})
+    swapped = _book(tmp_path / "s.xlsx", {"Summary": DATA, "Sales": DATA})
+    assert compare_table(same, gold, rules=[{"type": "sheet_name"}]) == 1.0
+    assert compare_table(swapped, gold, rules=[{"type": "sheet_name"}]) == 0.0
+    by_name = [{"type": "sheet_data", "sheet_idx0": "RNSummary", "sheet_idx1": "ENSummary"}]
+    assert compare_table(swapped, gold, rules=by_name) == 1.0
+    missing = [{"type": "sheet_data", "sheet_idx0": "RI5", "sheet_idx1": "EI0"}]
+    assert compare_table(same, gold, rules=missing) == 0.0
+    with pytest.raises(ValueError, match="sheet index"):
+        compare_table(same, gold, rules=[{"type": "sheet_data", "sheet_idx0": "XX0", "sheet_idx1": "EI0"}])
+
+
+def test_missing_or_broken_result_scores_zero(tmp_path: Path) -> None:
+    gold = _book(tmp_path / "g.xlsx", {"S": DATA})
+    assert compare_table(None, gold, rules=DATA_RULES) == 0.0
+    assert compare_table(str(tmp_path / "absent.xlsx"), gold, rules=DATA_RULES) == 0.0
+    broken = tmp_path / "broken.xlsx"
+    broken.write_text("not a zip")
+    assert compare_table(str(broken), gold, rules=DATA_RULES) == 0.0
+
+
+def test_check_cell_value_and_styles(tmp_path: Path) -> None:
+    path = _book(tmp_path / "r.xlsx", {"S": DATA}, bold="A1", fmt="0.00%")
+    assert read_cell_value(path, "S", "B2") == 1.0 and isinstance(read_cell_value(path, "S", "B2"), float)
+    assert read_cell_value(path, "S", "Z9") is None and read_cell_value(path, "Nope", "A1") is None
+
+    def rule(coord: str, props: dict) -> list[dict]:
+        return [{"type": "check_cell", "sheet_idx": 0, "coordinate": coord, "props": props}]
+
+    assert compare_table(path, rules=rule("A1", {"font_bold": {"method": "eq", "ref": True}})) == 1.0
+    assert compare_table(path, rules=rule("B1", {"font_bold": {"method": "eq", "ref": True}})) == 0.0
+    assert compare_table(path, rules=rule("B2", {"number_format": {"method": "re", "ref": "%"}})) == 1.0
+    assert compare_table(path, rules=rule("B3", {"number_format": {"method": "re", "ref": "%"}})) == 0.0
+    assert compare_table(path, rules=rule("B3", {"value": {"method": "approx:0.01", "ref": 2.5}})) == 1.0
+
+
+def test_freeze_and_zoom(tmp_path: Path) -> None:
+    import openpyxl
+
+    gold, result = openpyxl.Workbook(), openpyxl.Workbook()
+    gold.active.freeze_panes = "A2"
+    result.active.sheet_view.zoomScale = 150
+    gold.save(tmp_path / "g.xlsx")
+    result.save(tmp_path / "r.xlsx")
+    r, g = str(tmp_path / "r.xlsx"), str(tmp_path / "g.xlsx")
+    assert compare_table(r, g, rules=[{"type": "freeze", "sheet_idx0": 0, "sheet_idx1": "EI0"}]) == 0.0
+    assert compare_table(g, g, rules=[{"type": "freeze", "sheet_idx0": 0, "sheet_idx1": "EI0"}]) == 1.0
+    assert compare_table(r, rules=[{"type": "zoom", "sheet_idx": 0, "method": "ge", "ref": 120}]) == 1.0
+    assert compare_table(g, rules=[{"type": "zoom", "sheet_idx": 0, "method": "ge", "ref": 120}]) == 0.0
+
+
+def test_sheet_fuzzy_exact_and_includes(tmp_path: Path) -> None:
+    gold = _book(tmp_path / "g.xlsx", {"S": [[12]]})
+    result = _book(tmp_path / "r.xlsx", {"S": [[112]]})
+
+    def rules(kind: str, **extra: Any) -> list[dict]:
+        sub = {"range": ["A1"], "type": kind, **extra}
+        return [{"type": "sheet_fuzzy", "sheet_idx0": "RI0", "sheet_idx1": "EI0", "rules": [sub]}]
+
+    assert compare_table(result, gold, rules=rules("exact_match")) == 0.0  # "112.0" vs "12.0"
+    assert compare_table(result, gold, rules=rules("includes")) == 1.0  # "12.0" in "112.0"
+    assert compare_table(result, gold, rules=rules("included_by")) == 0.0
+    assert compare_table(result, gold, rules=rules("exact_match", trim_leadings="1")) == 1.0  # both become "2.0"
+    assert compare_table(result, gold, rules=rules("exact_match", normalization=[["112", "12"]])) == 1.0
+
+
+def test_inline_strings_read_as_none_like_osworld(tmp_path: Path) -> None:
+    # openpyxl writes text as inline strings; OSWorld's reader only knows shared strings and formula strings
+    path = _book(tmp_path / "r.xlsx", {"S": [["text", 1]]})
+    assert read_cell_value(path, "S", "A1") is None and read_cell_value(path, "S", "B1") == 1.0
+
+
+@pytest.mark.parametrize(
+    ("value", "rule", "expected"),
+    [
+        (3, {"method": "eq", "ref": 3}, True),
+        (3, {"method": "gt", "ref": 3}, False),
+        (None, {"method": "lt", "ref": 3}, False),
+        ("Total 42", {"method": "re", "ref": r"\d+"}, True),
+        ("ABC", {"method": "re.IGNORECASE", "ref": "abc"}, True),
+        ("2.004", {"method": "approx:0.01", "ref": 2.0}, True),
+        ("x", {"method": "approx:0.01", "ref": 2.0}, False),
+        (5, {"method": "range.et", "ref": [5, 6]}, True),
+        (6, {"method": "range.et", "ref": [5, 6]}, False),
+        ("b,a", {"method": "str_set_eq", "ref": ["a", "b"]}, True),
+        ("b,a", {"method": "str_list_eq", "ref": ["a", "b"]}, False),
+    ],
+)
+def test_value_rules(value: Any, rule: dict, expected: bool) -> None:
+    assert match_value_to_rule(value, rule) is expected
+
+
+def test_general_metrics(tmp_path: Path) -> None:
+    rules = {"include": ["saved", "3 rows"], "exclude": ["error"]}
+    assert check_include_exclude("saved: 3 rows", rules) == 1.0
+    assert check_include_exclude("saved: 3 rows, error", rules) == 0.0
+    assert check_include_exclude("saved", rules) == 0.0 and check_include_exclude(None, rules) == 0.0
+    assert exact_match("x", {"expected": "x"}) == 1.0 and exact_match("x ", {"expected": "x"}) == 0.0
+    (tmp_path / "a.csv").write_text("A,B\n1,2\n")
+    (tmp_path / "b.csv").write_text("a,b \n1,2\n")
+    assert compare_csv(str(tmp_path / "a.csv"), str(tmp_path / "b.csv")) == 0.0
+    assert compare_csv(str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), strict=False, ignore_case=True) == 1.0
+
+
+# ------------------------------------------------------------------------------- evaluator without an app
+def _task(tmp_path: Path, evaluator: dict) -> Any:
+    return parse_task({"id": "t", "instruction": "do it", "config": [], "evaluator": evaluator}, tmp_path)
+
+
+def _ctx(tmp_path: Path) -> StepContext:
+    return StepContext(EpisodeFS(tmp_path / "ep"), None, None, tmp_path, (1280, 800))
+
+
+def test_infeasible_and_fail(tmp_path: Path) -> None:
+    infeasible = _task(tmp_path, {"func": "infeasible"})
+    assert evaluate_task(infeasible, _ctx(tmp_path), last_action="FAIL").score == 1.0
+    assert evaluate_task(infeasible, _ctx(tmp_path), last_action="DONE").score == 0.0
+    assert evaluate_task(infeasible, _ctx(tmp_path), last_action=None).score == 0.0
+    feasible = _task(tmp_path, {"func": "exact_match", "result": {"type": "rule", "rules": "x"}, "options": {}})
+    feasible.evaluator["options"] = {"rules": {"expected": "x"}}
+    assert evaluate_task(feasible, _ctx(tmp_path), last_action="DONE").score == 1.0
+    assert evaluate_task(feasible, _ctx(tmp_path), last_action="FAIL").score == 0.0
+
+
+def test_conj_and_or_and_missing_file(tmp_path: Path) -> None:
+    ctx = _ctx(tmp_path)
+    text = {"type": "rule", "rules": "hello world"}  # the getter returns the string itself
+    gone = {"type": "vm_file", "path": "~/missing.txt", "dest": "missing.txt"}
+    ok = {"rules": {"include": ["hello"], "exclude": []}}
+    bad = {"rules": {"include": ["absent"], "exclude": []}}
+
+    def score(results: list, options: list, conj: str) -> float:
+        ev = {"func": ["check_include_exclude"] * len(results), "result": results, "options": options, "conj": conj}
+        return evaluate_task(_task(tmp_path, ev), ctx, last_action="DONE").score
+
+    assert score([text, text], [ok, ok], "and") == 1.0
+    assert score([text, text], [ok, bad], "and") == 0.0
+    assert score([text, text], [bad, ok], "or") == 1.0
+    assert score([text, text], [bad, bad], "or") == 0.0
+    assert score([gone, text], [ok, ok], "and") == 0.0
+    assert score([gone, text], [ok, ok], "or") == 1.0
+    single = {"func": "check_include_exclude", "result": gone, "options": ok}
+    outcome = evaluate_task(_task(tmp_path, single), ctx, last_action="DONE")
+    assert outcome.score == 0.0 and "missing.txt" in outcome.error
+
+
+def test_vm_file_copies_into_the_cache(tmp_path: Path) -> None:
+    from rlanything_core.envs.desktop.getters import GETTERS
+
+    ctx = _ctx(tmp_path)
+    (ctx.fs.home / "Desktop" / "a.txt").write_text("x")
+    got = GETTERS["vm_file"].get(ctx, {"path": "~/Desktop/a.txt", "dest": "copy.txt"})
+    assert Path(got) == ctx.fs.cache / "copy.txt" and Path(got).read_text() == "x"
+    with pytest.raises(FileNotFoundError):
+        GETTERS["vm_file"].get(ctx, {"path": "~/Desktop/none.txt", "dest": "n.txt"})
+
+
+def test_vm_paths_stay_inside_the_episode(tmp_path: Path) -> None:
+    fs = EpisodeFS(tmp_path / "ep")
+    assert fs.local("~/a.xlsx") == fs.home / "a.xlsx"
+    assert fs.local("/home/user/Desktop/b.xlsx") == fs.home / "Desktop" / "b.xlsx"
+    assert fs.local("c.txt") == fs.home / "c.txt"
+    assert str(fs.local("/../../etc/passwd")).startswith(str(fs.root))
