@@ -82,16 +82,26 @@ def _world_readable(path: str) -> bool:
 
 
 def sandbox_argv(
-    display: XDisplay, *, hidden_paths: tuple[str, ...] = (), unprivileged: bool, tmpfs_mb: int = 64
+    display: XDisplay,
+    *,
+    hidden_paths: tuple[str, ...] = (),
+    unprivileged: bool,
+    python: str = sys.executable,
+    site_dirs: tuple[str, ...] = (),
+    tmpfs_mb: int = 64,
 ) -> list[str]:
-    """The bubblewrap prefix for one display (the argv up to and including ``--``)."""
-    prefix = bwrap_command(tmpfs_mb=tmpfs_mb, hidden_paths=hidden_paths)
+    """The bubblewrap prefix for one display (the argv up to and including ``--``).
+
+    The sandbox's filesystem is an allow-list (``bwrap_command``): besides ``/usr`` and the interpreter, only the
+    worker script, the site directories of its packages and the display's socket are made visible, read-only.
+    """
+    binds = (_WORKER, *site_dirs, display.socket_path)
+    prefix = bwrap_command(tmpfs_mb=tmpfs_mb, hidden_paths=hidden_paths, binds=binds, pythons=(python,))
     if prefix[-1] != "--":
         raise RuntimeError(f"unexpected bwrap prefix (no trailing '--'): {prefix}")
-    extra = ["--perms", "0755", "--dir", "/tmp/.X11-unix", "--ro-bind", display.socket_path, display.socket_path]
     if not unprivileged and os.getuid() == 0:
-        extra += ["--cap-drop", "ALL"]
-    return [*prefix[:-1], *extra, "--"]
+        return [*prefix[:-1], "--cap-drop", "ALL", "--"]
+    return prefix
 
 
 class ActionSandbox:
@@ -151,7 +161,14 @@ class ActionSandbox:
         worker = [self.python, "-I", "-S", _WORKER, json.dumps(self.site_dirs), str(uid), str(self.pause_s)]
         if not self.bwrap:
             return worker
-        return sandbox_argv(self.display, hidden_paths=self.hidden_paths, unprivileged=self.unprivileged) + worker
+        argv = sandbox_argv(
+            self.display,
+            hidden_paths=self.hidden_paths,
+            unprivileged=self.unprivileged,
+            python=self.python,
+            site_dirs=tuple(self.site_dirs),
+        )
+        return argv + worker
 
     def _start(self) -> None:
         env = {"DISPLAY": self.display.name, "PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
