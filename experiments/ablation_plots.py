@@ -13,7 +13,6 @@ from typing import Any
 
 from ablation_results import ArmRun
 from ablation_table import LABELS
-
 from rlanything_core.environment._io import atomic_write_bytes
 
 __all__ = ["band_over_seeds", "judge_trajectory", "write_plots"]
