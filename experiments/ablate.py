@@ -56,7 +56,6 @@ from ablation_table import (  # noqa: E402
     render_markdown,
     split_names,  # noqa: E402
 )
-
 from config_checks import ConfigError, validate  # noqa: E402
 from rlanything_core.environment._io import atomic_write_json, atomic_write_text  # noqa: E402
 

@@ -13,7 +13,6 @@ from typing import Any
 
 from ablation_results import ArmRun
 from ablation_table import LABELS
-
 from rlanything_core.environment._io import atomic_write_bytes
 
 __all__ = ["band_over_seeds", "judge_trajectory", "write_plots"]
@@ -58,6 +57,7 @@ def _curves(ax: Any, results: Mapping[str, Sequence[ArmRun]]) -> None:
         ax.plot(x, mean, marker="o", color=f"C{k}", label=LABELS[arm])
         ax.fill_between(x, low, high, color=f"C{k}", alpha=0.15)
     ax.set_xlabel("iteration")
+    ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_ylabel("training success rate")
     ax.set_title("Training success per arm (mean over seeds, band: min-max)", fontsize=9)
     ax.legend(fontsize=7)
@@ -89,6 +89,7 @@ def _judge(axes: Any, results: Mapping[str, Sequence[ArmRun]], split: str) -> No
         axes[col].set_title(f"Judge {title}, {split}\n(solid: balanced accuracy, band min-max over seeds; "
                             "dotted: accuracy)", fontsize=8)  # fmt: skip
         axes[col].set_xlabel("iteration")
+        axes[col].xaxis.get_major_locator().set_params(integer=True)
         axes[col].legend(fontsize=7)
 
 

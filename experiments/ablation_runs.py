@@ -17,13 +17,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ablation_table import LABELS
 from hydra import compose
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 import warm_start
 import warm_start_encoder
+from ablation_table import LABELS
 from builders import close_shared_env_pools
 from reuse import reuse_file, reuse_run
 from rlanything_core.environment._io import atomic_write_text

@@ -13,9 +13,10 @@ import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from omegaconf import DictConfig
+
 from ablation_results import ArmRun, game_success
 from ablation_stats import PairedDifference, mean_ci, paired_bootstrap_difference
-from omegaconf import DictConfig
 
 __all__ = [
     "LABELS",

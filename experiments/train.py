@@ -16,10 +16,9 @@ from omegaconf import DictConfig, OmegaConf
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
-from eval_record import write_eval_outcomes  # noqa: E402
-
 from builders import build  # noqa: E402
 from config_checks import ConfigError  # noqa: E402
+from eval_record import write_eval_outcomes  # noqa: E402
 from rlanything_core.environment._io import atomic_write_json  # noqa: E402
 
 

@@ -116,8 +116,9 @@ def test_the_estimate_adds_up_the_costs() -> None:
 
 
 def test_the_default_profile_is_estimated_within_its_budget() -> None:
-    from ablation_budget import plan_from_config
     from hydra import compose, initialize_config_dir
+
+    from ablation_budget import plan_from_config
 
     with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base=None):
         for profile in ([], ["+profile=smoke"]):
