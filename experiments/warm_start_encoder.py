@@ -25,6 +25,7 @@ import hashlib
 import io
 import json
 import os
+import resource
 import statistics
 import sys
 import time
@@ -51,6 +52,12 @@ WEIGHT_ARGS = ("split", "games_per_type", "expert_steps", "history", "recent_act
                "max_state_tokens", "epochs", "batch_size", "encoder_lr", "head_lr", "dagger_rounds",
                "dagger_games_per_type", "dagger_epochs", "seed")
 """The arguments that change the fitted weights (the cache key)."""
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and its finished children (the demonstration workers): the idle-machine cost."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _cache_dir() -> Path:
@@ -121,13 +128,14 @@ def train(args: argparse.Namespace) -> tuple[EncoderScorerPolicy, float]:
         policy.load_state_dict(torch.load(cached, map_location="cpu", weights_only=True))
         print(f"warm start: reused {cached} (same recipe)", flush=True)
         return policy, 0.0
-    started = time.time()
+    started, cpu_started = time.time(), _cpu()
     games = _training_games(args)
     steps = demonstrations(games, args, args.split)
     won = {s.game_file for s in steps}
     types = Counter(Path(g).parent.parent.name.split("-", 1)[0] for g in won)
     print(f"demonstrations: {len(steps)} steps from {len(won)}/{len(games)} {args.split} games won by the hand-coded "
-          f"expert ({dict(sorted(types.items()))}); {time.time() - started:.1f} s", flush=True)
+          f"expert ({dict(sorted(types.items()))}); {time.time() - started:.1f} s wall, "
+          f"{_cpu() - cpu_started:.1f} s CPU", flush=True)
     examples = examples_of(steps, args)
     policy.encoder.bottom_cache.capacity = max(policy.encoder.bottom_cache.capacity, len(examples) + 64)
     partial = cached.with_suffix(".partial.pt")
@@ -136,14 +144,14 @@ def train(args: argparse.Namespace) -> tuple[EncoderScorerPolicy, float]:
             examples = examples + examples_of(dagger_round(policy, round_index - 1, args), args)
             policy.encoder.bottom_cache.capacity = max(policy.encoder.bottom_cache.capacity, len(examples) + 64)
         epochs = args.epochs if not round_index else args.dagger_epochs
-        fit_started = time.time()
+        fit_started, fit_cpu = time.time(), _cpu()
         losses = fit_scorer(policy, examples, epochs=epochs, batch_size=args.batch_size, encoder_lr=args.encoder_lr,
                             head_lr=args.head_lr, seed=args.seed + round_index,
                             checkpoint=partial.with_suffix(f".r{round_index}.pt"), progress=args.progress)
         tail = losses[-20:] or [float("nan")]
         print(f"training (round {round_index}): {len(examples)} examples x {epochs} epochs, loss "
               f"{(losses[0] if losses else float('nan')):.3f} -> {sum(tail) / len(tail):.3f}; "
-              f"{time.time() - fit_started:.1f} s", flush=True)
+              f"{time.time() - fit_started:.1f} s wall, {_cpu() - fit_cpu:.1f} s CPU", flush=True)
     buffer = io.BytesIO()
     torch.save(policy.state_dict(), buffer)
     atomic_write_bytes(cached, buffer.getvalue())
@@ -151,6 +159,8 @@ def train(args: argparse.Namespace) -> tuple[EncoderScorerPolicy, float]:
         partial.with_suffix(f".r{round_index}.pt").unlink(missing_ok=True)
     policy.encoder.bottom_cache.capacity = 2048
     policy.encoder.bottom_cache.items.clear()
+    print(f"warm start CPU time (demonstrations and training; an idle machine's wall time at {args.workers} expert "
+          f"workers is about this over the cores used): {(_cpu() - cpu_started) / 60:.1f} min", flush=True)
     return policy, time.time() - started
 
 

@@ -22,7 +22,7 @@
 # accepted or rejected next iteration.
 #
 # Here the whole loop runs for a few iterations on real ALFWorld games with tiny models (CPU, a few minutes), built
-# from the same Hydra config as `python experiments/train.py +setting=alfworld +profile=smoke`. Tiny random models
+# from the same Hydra config as `python experiments/train.py +setting=alfworld +profile=smoke model=tiny`. Tiny random models
 # rarely win, so expect few updates: the point is to see every stage and its metrics. `experiments/ablate.py` is where
 # warm-started models are compared arm by arm.
 
@@ -45,7 +45,7 @@ from builders import build  # the same wiring experiments/train.py uses
 run_dir = Path(tempfile.mkdtemp(prefix="rlanything-loop-"))
 with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base="1.3"):
     cfg = compose(config_name="train", overrides=[
-        "+setting=alfworld", "+profile=smoke", "iterations=3", "setting.env_workers=1",
+        "+setting=alfworld", "+profile=smoke", "model=tiny", "iterations=3", "setting.env_workers=1",
         "model.temperature=5", "model.judge_temperature=5", f"run_dir={run_dir}",
     ])
 print(OmegaConf.to_yaml(cfg.arm))
