@@ -89,6 +89,8 @@ def bwrap_command(
             cmd += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             cmd += ["--ro-bind", path, path]
+    # bubblewrap would create /etc as 0700 root for the files below, which the unprivileged uid cannot traverse
+    cmd += ["--perms", "0755", "--dir", "/etc"]
     for path in ETC_FILES:
         if os.path.exists(path):
             cmd += ["--ro-bind", path, path]

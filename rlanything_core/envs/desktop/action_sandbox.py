@@ -93,9 +93,11 @@ def sandbox_argv(
     """The bubblewrap prefix for one display (the argv up to and including ``--``).
 
     The sandbox's filesystem is an allow-list (``bwrap_command``): besides ``/usr`` and the interpreter, only the
-    worker script, the site directories of its packages and the display's socket are made visible, read-only.
+    worker script, the site directories of its packages, Debian's command links and the display's socket are made
+    visible, read-only.
     """
-    binds = (_WORKER, *site_dirs, display.socket_path)
+    # /etc/alternatives: Debian's command links (pyscreeze runs `which` at import)
+    binds = ("/etc/alternatives", _WORKER, *site_dirs, display.socket_path)
     prefix = bwrap_command(tmpfs_mb=tmpfs_mb, hidden_paths=hidden_paths, binds=binds, pythons=(python,))
     if prefix[-1] != "--":
         raise RuntimeError(f"unexpected bwrap prefix (no trailing '--'): {prefix}")
