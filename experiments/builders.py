@@ -328,9 +328,9 @@ def _pool(cfg: DictConfig, run_dir: Path, roots: list[Any]) -> Any:
     )
     state = run_dir / "pool" / "state.json"
     env_band = band(cfg, "env_band", strict=True)
-    if writer or not state.is_file():
-        return TaskPool.create(run_dir, roots, band=env_band, writer=writer)
-    return TaskPool.load(run_dir, writer=False)
+    if state.is_file():  # a rerun: the datamodule rolls it back to the checkpoint's (or the initial) snapshot
+        return TaskPool.load(run_dir, writer=writer)
+    return TaskPool.create(run_dir, roots, band=env_band, writer=writer)
 
 
 def _judge_loss(cfg: DictConfig) -> Any:
