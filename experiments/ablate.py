@@ -527,7 +527,7 @@ def main(cfg: DictConfig) -> None:
                 results["before"].append({f"eval/{k}": v for k, v in before.items()})
                 before_eval = [{"eval/iteration": 0.0, **results["before"][-1]}]
                 continue
-            runs[f"{name}_seed{seed}"] = str(run_dir)
+            runs[f"{name}_seed{seed}"] = os.path.relpath(run_dir, out)  # relocatable: relative to the results folder
             results[name].append(_final_eval(rows))
             curves[name].append(_curve(rows))
             judge_runs[name].append(before_eval + _eval_rows(rows))

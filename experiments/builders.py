@@ -122,9 +122,11 @@ def build(cfg: DictConfig) -> Run:
 
 def _trainer(cfg: DictConfig, run_dir: Path, callbacks: list[Any]) -> Any:
     import lightning as L
-    from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
+    from lightning.pytorch.loggers import TensorBoardLogger
 
-    loggers = [CSVLogger(str(run_dir), name="logs", version="")]
+    from rlanything_core.lightning.csv_logger import ResumableCSVLogger
+
+    loggers = [ResumableCSVLogger(str(run_dir), name="logs", version="")]  # a rerun appends to logs/metrics.csv
     if importlib.util.find_spec("tensorboard") is not None or importlib.util.find_spec("tensorboardX") is not None:
         loggers.append(TensorBoardLogger(str(run_dir), name="tensorboard", version=""))
     t = cfg.trainer

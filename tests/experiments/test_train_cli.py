@@ -11,6 +11,8 @@ import pytest
 import torch
 from _runs import REPO, env, run, train_cmd, weights
 
+from rlanything_core.testing.processes import reaped
+
 pytestmark = pytest.mark.slow
 
 
@@ -55,21 +57,15 @@ def test_killed_runs_resume_without_repeating_or_skipping_an_update(
     rng = random.Random(7)
     kills = 0
     for attempt in range(2):
-        proc = subprocess.Popen(
-            train_cmd(run_dir),
-            cwd=REPO,
-            env=env(),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        delay = rng.uniform(0.25, 0.9) * ref_seconds
-        try:
-            proc.wait(timeout=delay)
-        except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
-            kills += 1
+        with reaped(train_cmd(run_dir), cwd=REPO, env=env(), stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL) as proc:
+            delay = rng.uniform(0.25, 0.9) * ref_seconds
+            try:
+                proc.wait(timeout=delay)
+            except subprocess.TimeoutExpired:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait()
+                kills += 1
         del attempt
     final = run(run_dir)
     assert int(final.group(1)) == 3
