@@ -126,7 +126,8 @@ def _trainer(cfg: DictConfig, run_dir: Path, callbacks: list[Any]) -> Any:
 
     from rlanything_core.lightning.csv_logger import ResumableCSVLogger
 
-    loggers = [ResumableCSVLogger(str(run_dir), name="logs", version="")]  # a rerun appends to logs/metrics.csv
+    # a rerun appends to logs/metrics.csv; a repeated iteration replaces its rows
+    loggers = [ResumableCSVLogger(str(run_dir), name="logs", version="", replay_key="iteration")]
     if importlib.util.find_spec("tensorboard") is not None or importlib.util.find_spec("tensorboardX") is not None:
         loggers.append(TensorBoardLogger(str(run_dir), name="tensorboard", version=""))
     t = cfg.trainer
