@@ -5,11 +5,14 @@ add-pending / save / resolve / save / ack (acknowledged accepts go to an append-
 until the test SIGKILLs it. Only the zygote writes to stdout, so the test reads its lines in a fixed order:
 ``pid <n>``, then ``ready`` once the worker has loaded the pool, then ``exit <status>`` once the worker is dead.
 
-Why only the zygote writes: the worker used to print ``ready`` itself, on the pipe it shares with the zygote; on a
-loaded machine the freshly forked worker could run (and print) before the zygote printed ``pid``, and the test read
-the lines in the wrong order and failed. The worker now reports readiness over a private pipe that the zygote reads
-after printing ``pid``. Both processes die with their parent (``PR_SET_PDEATHSIG``), so nothing is left spinning
-when the test is killed.
+Why only the zygote writes: the worker used to print ``ready`` itself, on the pipe it shares with the zygote, while
+the zygote printed ``pid <n>``. With ``PYTHONUNBUFFERED=1`` (set on this machine) ``print`` issues two ``write``
+calls, the text and then ``"\n"``, so on a loaded machine the two processes' bytes interleaved: the test read
+``pid <n>ready`` (accepted as the pid line) and then a bare ``"\n"`` where ``ready`` was expected, failed, and its
+``finally`` killed the zygote but not the worker, which kept looping (the "orphaned zygote" at ~50% of a core was
+this worker: same command line, parent 1). Now the worker reports readiness over a private pipe that the zygote
+reads after printing ``pid``; the test kills the whole process group whatever happens, and both processes die with
+their parent (``PR_SET_PDEATHSIG``), so nothing is left spinning even when the test itself is SIGKILLed.
 """
 
 from __future__ import annotations
