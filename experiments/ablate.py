@@ -99,7 +99,7 @@ def _collect(cfg: DictConfig, out: Path, arms: list[str]) -> tuple[dict[str, lis
             if name == "before":
                 results["before"].append(read_before_run(seed, run_dir))
                 continue
-            runs[f"{name}_seed{seed}"] = str(run_dir)
+            runs[f"{name}_seed{seed}"] = os.path.relpath(run_dir, out)  # relocatable: relative to the results folder
             results[name].append(read_arm_run(name, seed, run_dir))
     return results, runs
 

@@ -148,9 +148,12 @@ def build(cfg: DictConfig) -> Run:
 
 def _trainer(cfg: DictConfig, run_dir: Path, callbacks: list[Any]) -> Any:
     import lightning as L
-    from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
+    from lightning.pytorch.loggers import TensorBoardLogger
 
-    loggers = [CSVLogger(str(run_dir), name="logs", version="")]
+    from rlanything_core.lightning.csv_logger import ResumableCSVLogger
+
+    # a rerun appends to logs/metrics.csv; a repeated iteration replaces its rows
+    loggers = [ResumableCSVLogger(str(run_dir), name="logs", version="", replay_key="iteration")]
     if importlib.util.find_spec("tensorboard") is not None or importlib.util.find_spec("tensorboardX") is not None:
         loggers.append(TensorBoardLogger(str(run_dir), name="tensorboard", version=""))
     t = cfg.trainer
@@ -370,9 +373,9 @@ def _pool(cfg: DictConfig, run_dir: Path, roots: list[Any]) -> Any:
     )
     state = run_dir / "pool" / "state.json"
     env_band = band(cfg, "env_band", strict=True)
-    if writer or not state.is_file():
-        return TaskPool.create(run_dir, roots, band=env_band, writer=writer)
-    return TaskPool.load(run_dir, writer=False)
+    if state.is_file():  # a rerun: the datamodule rolls it back to the checkpoint's (or the initial) snapshot
+        return TaskPool.load(run_dir, writer=writer)
+    return TaskPool.create(run_dir, roots, band=env_band, writer=writer)
 
 
 def _judge_loss(cfg: DictConfig) -> Any:

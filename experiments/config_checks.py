@@ -7,6 +7,7 @@ fails in seconds rather than after a warm start.
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 import torch
@@ -64,22 +65,9 @@ def validate(cfg: DictConfig) -> None:
     """Refuse a config that cannot work, before any work, naming the key and the fix."""
     if OmegaConf.select(cfg, "setting") is None:
         raise ConfigError("setting", "no setting chosen", "add +setting=alfworld (or textworld, coding)")
-    for key in (
-        "iterations",
-        "tasks_per_iteration",
-        "group_size",
-        "optim.policy_updates",
-        "optim.judge_updates",
-        "optim.micro_batch_tokens",
-        "eval.games",
-        "eval.runs",
-    ):
-        _positive(cfg, key)
-    judge_every = OmegaConf.select(cfg, "eval.judge_every", default=0)
-    if not isinstance(judge_every, int) or isinstance(judge_every, bool) or judge_every < 0:
-        raise ConfigError(
-            "eval.judge_every", f"expected an integer >= 0, got {judge_every!r}", "set eval.judge_every=0"
-        )
+    from config_schema import check_schema  # types, closed sets, unknown keys and ranges (a typed schema)
+
+    check_schema(cfg)
     band(cfg, "policy_band")
     band(cfg, "judge_band")
     band(cfg, "env_band", strict=True)
@@ -92,8 +80,6 @@ def validate(cfg: DictConfig) -> None:
         )
     if "StepOnly" in str(arm.integrator._target_) and not arm.use_judge:
         raise ConfigError("arm.integrator", "step-only advantages need judge votes", "set arm.use_judge=true")
-    if float(cfg.lam) < 0:
-        raise ConfigError("lam", f"expected >= 0, got {cfg.lam}", "set lam=1.0 (the paper's value)")
     accelerator = str(cfg.trainer.accelerator)
     if accelerator in ("gpu", "cuda") and not torch.cuda.is_available():
         raise ConfigError(
@@ -167,13 +153,22 @@ def _validate_coding(cfg: DictConfig) -> None:
         raise ConfigError(
             "arm.adapt_environment", "the coding rewriter uses the judge's model", "set arm.use_judge=true"
         )
-    for key in ("tests_per_task", "eval_samples", "eval_problems", "max_new_tokens", "gt_tests", "sandbox_workers"):
-        _positive(cfg, f"setting.{key}")
 
 
 def _validate_alfworld(cfg: DictConfig) -> None:
     from rlanything_core.envs.alfworld.data import list_games, resolve_data_root
 
+    explicit = os.environ.get("ALFWORLD_DATA")
+    # `import alfworld` sets ALFWORLD_DATA to its own (empty) cache when unset: only another value is the user's
+    if cfg.setting.data_root is None and explicit and Path(explicit).expanduser() != Path.home() / ".cache/alfworld":
+        path = Path(explicit).expanduser()
+        if not ((path / "json_2.1.1").is_dir() or (path / "train.tar.gz").is_file()):
+            raise ConfigError(
+                "ALFWORLD_DATA",
+                f"the environment variable is set to {explicit!r}, which holds no ALFWorld games (json_2.1.1/ or "
+                "train.tar.gz); an explicit setting is never replaced by the default",
+                "point ALFWORLD_DATA at the folder holding json_2.1.1/ (e.g. ../shared/alfworld), or unset it",
+            )
     try:
         root = resolve_data_root(cfg.setting.data_root)
     except FileNotFoundError as err:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Sequence
 
 import torch
@@ -13,6 +15,7 @@ __all__ = [
     "check_finite_where",
     "check_floating",
     "check_index",
+    "check_number",
     "check_positive_int",
     "check_shape",
     "check_tensor",
@@ -72,6 +75,32 @@ def check_band(name: str, band: tuple[float, float]) -> tuple[float, float]:
     if not (0.0 <= low <= high <= 1.0):
         raise ValueError(f"{name}: expected 0 <= low <= high <= 1, got ({low}, {high})")
     return low, high
+
+
+def check_number(
+    name: str,
+    value: object,
+    *,
+    ge: float | None = None,
+    gt: float | None = None,
+    lt: float | None = None,
+) -> float:
+    """A finite real number (hyperparameter), optionally bounded: ``>= ge``, ``> gt``, ``< lt``; returned as float.
+
+    NaN is refused explicitly: every comparison with NaN is false, so a bare ``if x < 0: raise`` lets it through.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name}: expected a real number, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"{name}: expected a finite number, got {number}")
+    if ge is not None and not number >= ge:
+        raise ValueError(f"{name}: expected >= {ge}, got {number}")
+    if gt is not None and not number > gt:
+        raise ValueError(f"{name}: expected > {gt}, got {number}")
+    if lt is not None and not number < lt:
+        raise ValueError(f"{name}: expected < {lt}, got {number}")
+    return number
 
 
 def check_positive_int(name: str, value: int) -> int:

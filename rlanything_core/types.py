@@ -86,6 +86,9 @@ class StepBatch:
         check_floating("votes", votes)
         check_shape("votes", votes, (b, s, None))
         m = votes.shape[2]
+        if m < 1:  # m = 0 would silently give outcome-only advantages where votes were meant to count
+            raise ValueError(f"votes: expected m >= 1 vote slots, got shape {tuple(votes.shape)}; pass votes=None "
+                             "(and no vote_mask/vote_valid) for a batch without judge votes")
         check_bool("vote_mask", vote_mask)
         check_shape("vote_mask", vote_mask, (b, s, m))
         check_bool("vote_valid", vote_valid)

@@ -110,7 +110,7 @@ display(Image(filename=str(out / "judge.png")))
 runs = json.loads((out / "runs.json").read_text())
 fig, ax = plt.subplots(figsize=(6, 3.5))
 for name, run_dir in runs.items():
-    with open(Path(run_dir) / "logs" / "metrics.csv") as fh:
+    with open(out / run_dir / "logs" / "metrics.csv") as fh:  # run_dir is relative to out
         rows = [{k: float(v) for k, v in r.items() if v} for r in csv.DictReader(fh)]
     train = [r for r in rows if "rollout/success_rate" in r]
     ax.plot([r["iteration"] for r in train], [r["rollout/success_rate"] for r in train], marker="o", label=name)

@@ -75,5 +75,6 @@ class TaskBandFilter:
         """Return the ``(B,)`` bool keep-mask of ``batch``'s rollouts."""
         if not isinstance(batch, StepBatch):
             raise ValueError(f"batch: expected a StepBatch, got {type(batch).__name__}")
-        rate = group_success_rate(batch.outcome, batch.group_index)
-        return in_band(rate.to(torch.float64), self.band)
+        # float64 from the counts: a float32 rate (4/5 -> 0.80000001) would fall off an inclusive edge of the band
+        rate = group_success_rate(batch.outcome, batch.group_index, dtype=torch.float64)
+        return in_band(rate, self.band)

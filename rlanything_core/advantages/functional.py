@@ -268,16 +268,18 @@ def standardize_per_step(
     return z.add_(0.0).to(reward.dtype)  # + 0.0: no -0 in the output
 
 
-def group_success_rate(outcome: Tensor, group_index: Tensor) -> Tensor:
+def group_success_rate(outcome: Tensor, group_index: Tensor, *, dtype: torch.dtype | None = None) -> Tensor:
     """Success rate (fraction of rollouts with ``outcome > 0``) of each rollout's task group.
 
     Args:
         outcome: ``(B,)`` floating, finite.
         group_index: ``(B,)`` int64 task group of each rollout.
+        dtype: dtype of the result (default ``outcome.dtype``). Pass ``torch.float64`` for a rate that meets a
+            band: ``k/n`` is computed from counts in float64, where it compares equal to the band's Python float
+            (``4/5 == 0.8``); rounded to float32 it becomes ``0.80000001`` and leaves a ``[0.2, 0.8]`` band.
 
     Returns:
-        ``(B,)`` in ``outcome.dtype``: ``k/n`` of the rollout's group (exactly representable comparisons: the
-        division is correctly rounded, so ``2/10`` compares equal to ``0.2``).
+        ``(B,)`` in ``dtype``: ``k/n`` of the rollout's group.
 
     Examples:
         >>> import torch
@@ -292,4 +294,4 @@ def group_success_rate(outcome: Tensor, group_index: Tensor) -> Tensor:
     size = torch.bincount(groups, minlength=num_groups)
     wins = torch.bincount(groups[outcome > 0], minlength=num_groups)
     rate = wins.to(torch.float64) / size.clamp(min=1).to(torch.float64)
-    return rate[groups].to(outcome.dtype)
+    return rate[groups].to(outcome.dtype if dtype is None else dtype)

@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_write_bytes", "atomic_write_json", "atomic_write_text", "fsync_dir"]
+__all__ = ["CorruptFileError", "atomic_write_bytes", "atomic_write_json", "atomic_write_text", "fsync_dir", "read_json"]
 
 
 def fsync_dir(path: Path) -> None:
@@ -51,3 +51,39 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
 def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> Path:
     """Write ``obj`` as indented JSON atomically."""
     return atomic_write_text(path, json.dumps(obj, indent=1, sort_keys=True, ensure_ascii=False))
+
+
+class CorruptFileError(ValueError):
+    """A persisted file that exists but cannot be used; the message names the file and what is wrong with it."""
+
+
+def read_json(path: str | os.PathLike[str], *, expect: type = dict) -> Any:
+    """Read a JSON file written by :func:`atomic_write_json`; every failure names ``path`` and what is wrong.
+
+    Args:
+        path: the file.
+        expect: the type the top-level value must have (``dict`` by default).
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist (a state that was never saved, not a damaged one).
+        CorruptFileError: the file is empty, not UTF-8, not JSON (truncated or garbage), or of another top-level type.
+    """
+    target = Path(path)
+    payload = target.read_bytes()  # FileNotFoundError already names the path
+    if not payload.strip():
+        raise CorruptFileError(f"{target}: the file is empty (a truncated write?); restore it from a snapshot")
+    try:
+        text = payload.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise CorruptFileError(f"{target}: not UTF-8 text (invalid byte at offset {err.start}): the file is corrupt")\
+            from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise CorruptFileError(
+            f"{target}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno}): the file is truncated "
+            "or corrupt"
+        ) from None
+    if not isinstance(value, expect):
+        raise CorruptFileError(f"{target}: expected a JSON {expect.__name__}, got {type(value).__name__}")
+    return value

@@ -19,10 +19,18 @@ from enum import Enum
 
 from torch import Tensor
 
-__all__ = ["DEFAULT_BAND", "DifficultyCritic", "Direction", "accept_rewrite", "check_strict_band"]
+__all__ = ["DEFAULT_BAND", "RATE_TOLERANCE", "DifficultyCritic", "Direction", "accept_rewrite", "check_strict_band"]
 
 DEFAULT_BAND: tuple[float, float] = (0.2, 0.8)
 """``(alpha_low, alpha_high)`` of the paper."""
+
+RATE_TOLERANCE: float = 1e-6
+"""Rates within this of a band edge (or of each other) compare as equal.
+
+Success rates are ``k/n`` with ``n`` rollouts (``n`` far below ``10**5``), so two different rates differ by more than
+``1e-5``; a rate that went through float32 on its way here (``4/5 -> 0.800000011920929``, ``1/5 -> 0.200000003``)
+is off by less than ``1e-7``. Comparing with this tolerance puts such a rate back on the edge it belongs to.
+"""
 
 
 class Direction(Enum):
@@ -77,9 +85,9 @@ class DifficultyCritic:
         """HARDER if ``rate >= high``, EASIER if ``rate <= low``, else KEEP (edges inclusive)."""
         rate = _check_rate("success_rate", success_rate)
         low, high = self.band
-        if rate >= high:
+        if rate >= high - RATE_TOLERANCE:
             return Direction.HARDER
-        if rate <= low:
+        if rate <= low + RATE_TOLERANCE:
             return Direction.EASIER
         return Direction.KEEP
 
@@ -119,8 +127,9 @@ def accept_rewrite(
         raise ValueError(f"direction: expected a Direction, got {direction!r}")
     if direction is Direction.KEEP:
         raise ValueError("direction: expected HARDER or EASIER, got KEEP (no rewrite is requested inside the band)")
-    if new == 0.0:
+    tol = RATE_TOLERANCE  # rates that went through float32 compare equal to the edge they round to
+    if new <= tol:
         return False
     if direction is Direction.HARDER:
-        return low < new < old
-    return old < new < high
+        return low + tol < new < old - tol
+    return old + tol < new < high - tol

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import json
 import os
 import random
 from collections.abc import Iterable, Sequence
@@ -29,13 +28,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlanything_core.environment._io import atomic_write_json
+from rlanything_core.environment._io import CorruptFileError, atomic_write_json, read_json
 from rlanything_core.environment.difficulty import DEFAULT_BAND, DifficultyCritic, Direction, accept_rewrite
 from rlanything_core.environment.rewriters.protocol import Candidate, TaskSpec
 
 __all__ = ["Decision", "PendingTask", "Slot", "TaskPool"]
 
 STATE_VERSION = 1
+_EVENT_TYPES = frozenset({"candidate", "accept", "reject", "rate"})
+
+
+def _field(path: Path, state: dict[str, Any], key: str, kind: type) -> Any:
+    """``state[key]``, checked to be a ``kind``; a missing or mistyped key is an error naming the file and key."""
+    if key not in state:
+        raise CorruptFileError(f"{path}: missing key {key!r} (the file is not a complete pool state)")
+    if not isinstance(state[key], kind) or isinstance(state[key], bool):
+        raise CorruptFileError(f"{path}: {key!r} must be a {kind.__name__}, got {type(state[key]).__name__}")
+    return state[key]
 
 
 def _file_name(task_id: str) -> str:
@@ -122,34 +131,86 @@ class TaskPool:
     @classmethod
     def create(cls, run_dir: str | os.PathLike[str], roots: Iterable[TaskSpec], *,
                band: tuple[float, float] = DEFAULT_BAND, writer: bool = True) -> TaskPool:
-        """A new pool with one slot per root task (slot id = root task id)."""
+        """A new pool with one slot per root task (slot id = root task id).
+
+        Raises ``FileExistsError`` when ``run_dir`` already holds a saved pool: saving a new one over it would erase
+        its history (use ``load``, or another ``run_dir``).
+        """
+        state = Path(run_dir) / "pool" / "state.json"
+        if state.exists():
+            raise FileExistsError(f"run_dir: {state} already holds a task pool; load it with TaskPool.load (or use "
+                                  "a new run_dir) rather than creating one over its history")
         pool = cls(Path(run_dir), band=band, writer=writer)
-        for task in roots:
-            if task.task_id in pool.slots:
-                raise ValueError(f"roots: duplicate task id {task.task_id!r}")
-            pool.tasks[task.task_id] = task
-            pool.slots[task.task_id] = Slot(task.task_id, task.root_id, task.task_id, task.version)
+        try:
+            for task in roots:
+                if task.task_id in pool.slots:
+                    raise ValueError(f"roots: duplicate task id {task.task_id!r}")
+                pool.tasks[task.task_id] = task
+                pool.slots[task.task_id] = Slot(task.task_id, task.root_id, task.task_id, task.version)
+        except BaseException:
+            pool.close()
+            raise
         return pool
 
     @classmethod
     def load(cls, run_dir: str | os.PathLike[str], *, writer: bool = True) -> TaskPool:
-        """Load the last saved state; raises ``FileNotFoundError`` when none was saved."""
+        """Load the last saved state.
+
+        Raises:
+            FileNotFoundError: no state was saved (or a task file it names is missing).
+            CorruptFileError: a state or task file is empty, truncated, garbage or malformed (the message names it).
+            ValueError: the state is inconsistent (e.g. a slot's active task disagrees with the accept history).
+            RuntimeError: ``writer=True`` and another process holds the writer lock.
+
+        The writer lock taken here is released again whenever loading fails, so a retry in this process can work.
+        """
         base = Path(run_dir) / "pool"
-        state = json.loads((base / "state.json").read_text())
+        path = base / "state.json"
+        state = read_json(path)
         if state.get("state_version") != STATE_VERSION:
-            raise ValueError(f"run_dir: unsupported pool state version {state.get('state_version')!r}")
-        pool = cls(Path(run_dir), band=tuple(state["band"]), writer=writer)  # type: ignore[arg-type]
-        pool.generation = int(state["generation"])
-        for task_id, name in state["task_files"].items():
-            pool.tasks[task_id] = TaskSpec.from_dict(json.loads((base / "tasks" / name).read_text()))
-            pool._saved_files.add(task_id)
-        pool.slots = {s["slot_id"]: Slot(**s) for s in state["slots"]}
-        pool.pending = {p["task_id"]: PendingTask(p["slot_id"], Candidate.from_dict(p["candidate"]),
-                                                  float(p["parent_acc"]), int(p["created_iteration"]))
-                        for p in state["pending"]}
-        pool.events = list(state["events"])
-        pool.check()
+            raise CorruptFileError(f"{path}: unsupported pool state version {state.get('state_version')!r}")
+        band = _field(path, state, "band", list)
+        pool = cls(Path(run_dir), band=tuple(band), writer=writer)  # type: ignore[arg-type]
+        try:
+            pool._fill(path, state)
+        except BaseException:
+            pool.close()
+            raise
         return pool
+
+    def _fill(self, path: Path, state: dict[str, Any]) -> None:
+        """Populate from a parsed ``state.json`` (and the task files it names); every error names the file."""
+        base = path.parent
+        try:
+            self.generation = int(_field(path, state, "generation", int))
+            for task_id, name in _field(path, state, "task_files", dict).items():
+                task_path = base / "tasks" / str(name)
+                try:
+                    self.tasks[task_id] = TaskSpec.from_dict(read_json(task_path))
+                except CorruptFileError:
+                    raise
+                except (KeyError, TypeError, ValueError) as err:
+                    raise CorruptFileError(f"{task_path}: malformed task record ({err})") from None
+                if self.tasks[task_id].task_id != task_id:
+                    raise CorruptFileError(f"{task_path}: holds task {self.tasks[task_id].task_id!r}, but the state "
+                                           f"names it as the file of {task_id!r}")
+                self._saved_files.add(task_id)
+            self.slots = {s["slot_id"]: Slot(**s) for s in _field(path, state, "slots", list)}
+            self.pending = {p["task_id"]: PendingTask(p["slot_id"], Candidate.from_dict(p["candidate"]),
+                                                      float(p["parent_acc"]), int(p["created_iteration"]))
+                            for p in _field(path, state, "pending", list)}
+            self.events = list(_field(path, state, "events", list))
+        except (CorruptFileError, FileNotFoundError):
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise CorruptFileError(f"{path}: malformed pool state ({type(err).__name__}: {err})") from None
+        if "num_events" in state and state["num_events"] != len(self.events):
+            raise ValueError(f"{path}: events: the state recorded {state['num_events']} events but holds "
+                             f"{len(self.events)}; the history was truncated or edited")
+        try:
+            self.check()
+        except ValueError as err:
+            raise ValueError(f"{path}: inconsistent pool state: {err}") from None
 
     def close(self) -> None:
         """Release the writer lock (also released when the process exits)."""
@@ -176,6 +237,7 @@ class TaskPool:
                          "parent_acc": p.parent_acc, "created_iteration": p.created_iteration}
                         for tid, p in self.pending.items()],
             "events": self.events,
+            "num_events": len(self.events),
         }
         atomic_write_json(base / "state.json", state)
 
@@ -187,9 +249,38 @@ class TaskPool:
         per_slot = [p.slot_id for p in self.pending.values()]
         if len(per_slot) != len(set(per_slot)) or any(s not in self.slots for s in per_slot):
             raise ValueError(f"pending: expected at most one pending task per known slot, got {per_slot}")
+        for n, event in enumerate(self.events):
+            if not isinstance(event, dict) or event.get("type") not in _EVENT_TYPES:
+                raise ValueError(f"events[{n}]: expected a dict with type in {sorted(_EVENT_TYPES)}, got {event!r}")
         accepted = [e["task_id"] for e in self.events if e["type"] == "accept"]
         if len(accepted) != len(set(accepted)):
             raise ValueError("events: a task was accepted twice")
+        self._check_history()
+
+    def _check_history(self) -> None:
+        """The slots and pending tasks must be what the events say happened (no history silently dropped)."""
+        last_accept: dict[str, str] = {}
+        scheduled: set[str] = set()
+        for event in self.events:
+            if event["type"] == "accept":
+                last_accept[str(event.get("slot_id"))] = str(event.get("task_id"))
+            elif event["type"] == "candidate" and event.get("scheduled"):
+                scheduled.add(str(event.get("task_id")))
+            elif event["type"] == "reject":
+                scheduled.discard(str(event.get("task_id")))
+            if event["type"] == "accept":
+                scheduled.discard(str(event.get("task_id")))
+        for slot in self.slots.values():
+            expected = last_accept.get(slot.slot_id, slot.slot_id)
+            if slot.active_id != expected:
+                raise ValueError(f"slots[{slot.slot_id!r}]: active task {slot.active_id!r} but the accept events "
+                                 f"say {expected!r} (events missing or edited)")
+            if slot.version != self.tasks[slot.active_id].version:
+                raise ValueError(f"slots[{slot.slot_id!r}]: version {slot.version} but its active task has version "
+                                 f"{self.tasks[slot.active_id].version}")
+        unknown = sorted(set(self.pending) - scheduled)
+        if unknown:
+            raise ValueError(f"pending: {unknown[:3]} have no scheduling event in the history (events missing)")
 
     # ---------------------------------------------------------------------------------------------- iteration
     def active_tasks(self) -> list[TaskSpec]:

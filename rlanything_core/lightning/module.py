@@ -91,6 +91,14 @@ class RLAnythingModule(L.LightningModule):
             judge.requires_grad_(False)
         self.update_history: list[dict[str, float]] = []
 
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Keep the per-iteration update metrics with the weights: counts over the whole run survive a restart."""
+        checkpoint["update_history"] = [{k: float(v) for k, v in e.items()} for e in self.update_history]
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Restore the update metrics of the iterations the checkpoint holds (none in an older checkpoint)."""
+        self.update_history = [dict(e) for e in checkpoint.get("update_history", [])]
+
     @property
     def trains_judge(self) -> bool:
         """Whether the judge is optimized (present and given a consistency loss)."""

@@ -139,7 +139,8 @@ def score_task(
         gt_pass=gt_pass,
         gen_pass=gen_pass,
         parsed=parsed,
-        pass_all_rate=float(correct_codes(gt_pass).float().mean()),
+        # from counts, in float64: a float32 mean turns 4/5 into 0.80000001, outside an inclusive 0.8 band edge
+        pass_all_rate=int(correct_codes(gt_pass).sum()) / max(1, int(gt_pass.shape[0])),
         policy_advantages=standardize_unit_test_rewards(fraction),
         test_advantages=None if raw_tests is None else standardize_unit_test_rewards(raw_tests),
         counts=unit_test_counts(gt_pass, gen_pass, parsed) if tests else UnitTestCounts(),

@@ -89,7 +89,13 @@ class PoolSnapshots:
         self.pool = TaskPool.load(self.pool.run_dir, writer=writer)
 
     def save_initial_pool(self) -> None:
-        """Persist the pool as it is before iteration 0 (the state a resume from scratch returns to)."""
+        """Persist the pool as it is before iteration 0 (the state a resume from scratch returns to).
+
+        A run restarted before its first checkpoint already has that state: it returns to it instead.
+        """
+        if (self.pool.run_dir / "pool" / "snapshots" / "initial.json").is_file():
+            self.restore_pool(0)
+            return
         if self.pool.writer:
             self.pool.save()
             self._copy_state(self.pool.run_dir / "pool" / "snapshots" / "initial.json")

@@ -11,7 +11,14 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from rlanything_core._validation import check_bool, check_floating, check_index, check_shape, check_tensor
+from rlanything_core._validation import (
+    check_bool,
+    check_floating,
+    check_index,
+    check_number,
+    check_shape,
+    check_tensor,
+)
 from rlanything_core.constants import EPS, FORMAT_PENALTY
 from rlanything_core.losses.aggregation import Aggregation
 from rlanything_core.losses.functional import KLEstimator
@@ -62,9 +69,8 @@ class ConsistencyRewardLoss(nn.Module):
         aggregation: Aggregation = Aggregation.SEQ_MEAN_TOKEN_MEAN,
     ) -> None:
         super().__init__()
-        if eps < 0:
-            raise ValueError(f"eps: expected >= 0, got {eps}")
-        self.format_penalty = float(format_penalty)
+        eps = check_number("eps", eps, ge=0.0)  # refuses NaN/inf, which ``eps < 0`` lets through
+        self.format_penalty = check_number("format_penalty", format_penalty)
         self.eps = eps
         self.drop_zero_advantage = drop_zero_advantage
         self.objective = PolicyLoss(

@@ -7,6 +7,7 @@ from enum import Enum
 import torch
 from torch import Tensor, nn
 
+from rlanything_core._validation import check_number
 from rlanything_core.losses.aggregation import Aggregation
 from rlanything_core.losses.functional import KLEstimator, clipped_policy_objective, overlong_penalty
 from rlanything_core.types import LossOutput
@@ -71,14 +72,12 @@ class PolicyLoss(nn.Module):
         overlong_penalty_factor: float = 1.0,
     ) -> None:
         super().__init__()
-        if not 0.0 <= clip_eps_low < 1.0:
-            raise ValueError(f"clip_eps_low: expected 0 <= clip_eps_low < 1, got {clip_eps_low}")
-        if clip_eps_high < 0.0:
-            raise ValueError(f"clip_eps_high: expected >= 0, got {clip_eps_high}")
-        if log_ratio_clamp <= 0.0:
-            raise ValueError(f"log_ratio_clamp: expected > 0, got {log_ratio_clamp}")
-        if kl_coef < 0.0:
-            raise ValueError(f"kl_coef: expected >= 0, got {kl_coef}")
+        # check_number refuses NaN and inf (``nan < 0`` is False: plain comparisons would accept them)
+        clip_eps_low = check_number("clip_eps_low", clip_eps_low, ge=0.0, lt=1.0)
+        clip_eps_high = check_number("clip_eps_high", clip_eps_high, ge=0.0)
+        log_ratio_clamp = check_number("log_ratio_clamp", log_ratio_clamp, gt=0.0)
+        kl_coef = check_number("kl_coef", kl_coef, ge=0.0)
+        overlong_penalty_factor = check_number("overlong_penalty_factor", overlong_penalty_factor)
         if not isinstance(kl_estimator, KLEstimator):
             raise ValueError(f"kl_estimator: expected a KLEstimator, got {kl_estimator!r}")
         if not isinstance(kl_reference, KLReference):

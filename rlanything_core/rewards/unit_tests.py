@@ -14,8 +14,18 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from rlanything_core._validation import check_bool, check_shape, check_tensor
+from rlanything_core._validation import (
+    check_bool,
+    check_finite_where,
+    check_floating,
+    check_number,
+    check_shape,
+    check_tensor,
+)
 from rlanything_core.constants import EPS, FORMAT_PENALTY
+
+_ROUNDING_ULPS = 16
+"""A std below this many ulps of the input dtype (relative to the row's scale) is rounding noise, not spread."""
 
 __all__ = [
     "UnitTestCounts",
@@ -134,6 +144,9 @@ def unit_test_rewards(
         >>> unit_test_rewards(gt, gen, torch.tensor([True, True, False]))
         tensor([ 2.,  0., -3.])
     """
+    format_penalty = check_number("format_penalty", format_penalty)  # NaN would compare false everywhere
+    if abs(format_penalty) > torch.finfo(torch.float32).max:
+        raise ValueError(f"format_penalty: expected a value representable in float32, got {format_penalty}")
     correct = correct_codes(gt_pass)
     num_codes = gt_pass.shape[0]
     _check_matrix("gen_pass", gen_pass)
@@ -160,13 +173,17 @@ def unit_test_rewards(
 def standardize_unit_test_rewards(rewards: Tensor, mask: Tensor | None = None, *, eps: float = EPS) -> Tensor:
     """Z-score rewards over the generated tests of each task (last axis; population std); zero variance -> 0.
 
+    The statistics are computed in float64, and a row whose std is within rounding of zero (at most ``eps``, or at
+    most a few ulps of ``rewards.dtype`` relative to the row's largest magnitude) counts as degenerate: seven codes
+    that each pass 1/3 of the tests (float32 ``0.33333334``) all get 0, not +-1 from a mean one ulp off.
+
     Args:
-        rewards: ``(..., K)`` float, one row per task.
+        rewards: ``(..., K)`` float, one row per task; finite where ``mask`` is set.
         mask: optional ``(..., K)`` bool for ragged tasks (padding may hold NaN; it comes out as 0).
-        eps: degenerate-std threshold.
+        eps: degenerate-std threshold, finite and ``> 0``.
 
     Returns:
-        Tensor shaped like ``rewards``.
+        Tensor shaped like ``rewards``, in its dtype.
 
     Examples:
         >>> import torch
@@ -174,18 +191,23 @@ def standardize_unit_test_rewards(rewards: Tensor, mask: Tensor | None = None, *
         tensor([ 1.2247,  0.0000, -1.2247])
     """
     check_tensor("rewards", rewards)
+    check_floating("rewards", rewards)
+    eps = check_number("eps", eps, gt=0.0)
     if mask is None:
         mask = torch.ones_like(rewards, dtype=torch.bool)
     check_bool("mask", mask)
     check_shape("mask", mask, tuple(rewards.shape))
-    zero = torch.zeros((), dtype=rewards.dtype, device=rewards.device)
-    x = torch.where(mask, rewards, zero)
-    count = mask.sum(dim=-1, keepdim=True).clamp(min=1).to(rewards.dtype)
+    check_finite_where("rewards", rewards, mask)
+    x = torch.where(mask, rewards.to(torch.float64), 0.0)
+    count = mask.sum(dim=-1, keepdim=True).clamp(min=1).to(torch.float64)
     mean = x.sum(dim=-1, keepdim=True) / count
-    dev = torch.where(mask, x - mean, zero)
+    dev = torch.where(mask, x - mean, 0.0)
     std = ((dev * dev).sum(dim=-1, keepdim=True) / count).sqrt()
-    z = torch.where(std > eps, dev / std.clamp(min=eps), zero)
-    return torch.where(mask, z, zero)
+    scale = x.abs().amax(dim=-1, keepdim=True) if x.shape[-1] else torch.zeros_like(std)
+    rounding = _ROUNDING_ULPS * torch.finfo(rewards.dtype).eps * scale
+    degenerate = (std <= eps) | (std <= rounding)
+    z = torch.where(degenerate, 0.0, dev / std.clamp(min=eps))
+    return torch.where(mask, z, 0.0).to(rewards.dtype)
 
 
 def unit_test_counts(gt_pass: Tensor, gen_pass: Tensor, parsed: Tensor) -> UnitTestCounts:

@@ -15,10 +15,25 @@ from hypothesis import strategies as st
 
 from rlanything_core.types import StepBatch
 
-__all__ = ["GARBAGE", "step_batches", "with_garbage_padding"]
+__all__ = [
+    "BANDS",
+    "FLOAT_DTYPES",
+    "GARBAGE",
+    "band_edge_groups",
+    "equal_reward_rows",
+    "hyperparameter_values",
+    "step_batches",
+    "with_garbage_padding",
+]
 
 GARBAGE: tuple[float, ...] = (float("nan"), float("inf"), -float("inf"), 1e30, -7.0, 3.0)
 """Values written into padding: every function must ignore them."""
+
+FLOAT_DTYPES: tuple[torch.dtype, ...] = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+"""Every floating dtype a rate or reward may arrive in (collate builds float32 outcomes)."""
+
+BANDS: tuple[tuple[float, float], ...] = ((0.2, 0.8), (1 / 8, 7 / 8), (0.25, 0.75), (0.0, 1.0), (0.2, 0.2))
+"""Success-rate bands the project uses (judge, AlfWorld policy) and a few with other exactly-hit edges."""
 
 
 def _garbage(shape: tuple[int, ...], generator: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
@@ -98,3 +113,43 @@ def with_garbage_padding(batch: StepBatch, *, extra_steps: int, extra_votes: int
     votes[:, :s, :m] = batch.votes
     votes = torch.where(vote_valid, votes, _garbage(shape, gen, batch.votes.dtype))
     return StepBatch(batch.outcome, step_mask, batch.group_index, votes, vote_mask, vote_valid)
+
+
+@st.composite
+def band_edge_groups(draw: Any, *, max_groups: int = 5, max_group_size: int = 40) -> list[tuple[int, int]]:
+    """``(successes k, size n)`` of task groups whose rate ``k/n`` is mostly ON an edge of a band in :data:`BANDS`.
+
+    Edges ``0.2 = 1/5, 2/10, 4/20``, ``0.8 = 4/5, 8/10``, ``1/8``, ``7/8`` ... are where a rate rounded through
+    float32 leaves an inclusive band; the other groups get arbitrary ``k``.
+    """
+    groups = []
+    for _ in range(draw(st.integers(1, max_groups))):
+        band = draw(st.sampled_from(BANDS))
+        edge = draw(st.sampled_from(band))
+        denominators = [n for n in range(1, max_group_size + 1) if abs(edge * n - round(edge * n)) < 1e-9]
+        if denominators and draw(st.booleans()):
+            n = draw(st.sampled_from(denominators))
+            groups.append((round(edge * n), n))
+        else:
+            n = draw(st.integers(1, max_group_size))
+            groups.append((draw(st.integers(0, n)), n))
+    return groups
+
+
+@st.composite
+def equal_reward_rows(draw: Any, *, max_size: int = 64) -> tuple[torch.Tensor, float]:
+    """A row of ``K`` equal rewards (an awkward ``K`` and an inexact value such as ``1/3``) in a drawn dtype."""
+    size = draw(st.integers(1, max_size))
+    numerator = draw(st.integers(-12, 12))
+    denominator = draw(st.integers(1, 12))
+    dtype = draw(st.sampled_from(FLOAT_DTYPES))
+    value = numerator / denominator * draw(st.sampled_from([1.0, 1.0, 1e-3, 1e3]))
+    return torch.full((size,), value, dtype=dtype), value
+
+
+def hyperparameter_values() -> st.SearchStrategy[float]:
+    """Floats for hyperparameters, with NaN, +-inf, signed zeros and subnormals drawn often."""
+    return st.one_of(
+        st.sampled_from([float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 5e-324, 1.0, -1.0]),
+        st.floats(allow_nan=True, allow_infinity=True),
+    )

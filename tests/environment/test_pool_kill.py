@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import os
+import queue
 import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import IO
 
 import pytest
 
 from rlanything_core.environment.pool import TaskPool
+from rlanything_core.testing.processes import reaped
 
 CHILD = Path(__file__).with_name("_pool_child.py")
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,23 +43,43 @@ def _acked(ack_path: Path) -> int:
     return len([line for line in ack_path.read_text().splitlines() if line]) if ack_path.exists() else 0
 
 
+class _Lines:
+    """Lines of a pipe read by a thread, so that a silent child fails the test after ``timeout`` instead of hanging."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._queue: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
+
+    def _pump(self, stream: IO[str]) -> None:
+        for line in stream:
+            self._queue.put(line)
+        self._queue.put("")  # EOF
+
+    def next(self, timeout: float = 120.0) -> str:
+        try:
+            return self._queue.get(timeout=timeout).strip()
+        except queue.Empty:
+            return f"<nothing within {timeout:.0f} s>"
+
+
 @pytest.mark.slow
 def test_pool_survives_random_sigkill(tmp_path: Path) -> None:
-    run_dir, ack_path = tmp_path / "run", tmp_path / "acks.txt"
+    run_dir, ack_path, err_path = tmp_path / "run", tmp_path / "acks.txt", tmp_path / "zygote.err"
     rng = random.Random(1234)
-    zygote = subprocess.Popen([sys.executable, str(CHILD), str(run_dir), str(ack_path)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, text=True, bufsize=1)
-    assert zygote.stdin is not None and zygote.stdout is not None
     kills, last = 0, 0
-    try:
+    with open(err_path, "w") as err, reaped([sys.executable, str(CHILD), str(run_dir), str(ack_path)],
+                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, cwd=ROOT,
+                                            text=True, bufsize=1) as zygote:
+        assert zygote.stdin is not None and zygote.stdout is not None
+        lines = _Lines(zygote.stdout)
         for round_ in range(25):
             acked_before = _acked(ack_path)
             zygote.stdin.write(f"go {round_}\n")
             zygote.stdin.flush()
-            pid_line = zygote.stdout.readline()
-            assert pid_line.startswith("pid "), pid_line + (zygote.stderr.read() if zygote.stderr else "")
-            ready = zygote.stdout.readline()
-            assert ready.strip() == "ready", ready
+            pid_line = lines.next()
+            assert pid_line.startswith("pid "), pid_line + err_path.read_text()
+            ready = lines.next()
+            assert ready == "ready", f"round {round_}: {ready!r}; stderr: {err_path.read_text()[-3000:]}"
             # let the worker acknowledge something first (a loaded machine can be slow to get going), then kill it
             # at a random point of what follows
             deadline = time.monotonic() + 20.0
@@ -63,14 +87,11 @@ def test_pool_survives_random_sigkill(tmp_path: Path) -> None:
                 time.sleep(0.01)
             time.sleep(rng.uniform(0.0, 0.25))
             os.kill(int(pid_line.split()[1]), signal.SIGKILL)
-            assert zygote.stdout.readline().strip() == f"exit {-signal.SIGKILL}"
+            assert lines.next() == f"exit {-signal.SIGKILL}", err_path.read_text()[-3000:]
             kills += 1
             count = _check_pool(run_dir, ack_path)
             assert count >= last, "accepted tasks went backwards"
             last = count
-    finally:
-        zygote.kill()
-        zygote.wait(timeout=30)
     assert kills >= 20
     acked = [line for line in ack_path.read_text().splitlines() if line]
     assert len(acked) > 20, "the worker made too little progress for the test to mean anything"

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import torch
+
+from rlanything_core.testing.processes import run_reaped
 
 REPO = Path(__file__).resolve().parents[2]
 SUMMARY = re.compile(
@@ -50,9 +51,7 @@ def env() -> dict[str, str]:
 
 
 def run(run_dir: Path, *overrides: str, timeout: float = 600) -> re.Match[str]:
-    proc = subprocess.run(
-        train_cmd(run_dir, *overrides), cwd=REPO, env=env(), capture_output=True, text=True, timeout=timeout
-    )
+    proc = run_reaped(train_cmd(run_dir, *overrides), cwd=REPO, env=env(), text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-3000:]
     last = proc.stdout.strip().splitlines()[-1]
     match = SUMMARY.match(last)

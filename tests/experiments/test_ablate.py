@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from _runs import FAST, REPO, env
+
+from rlanything_core.testing.processes import run_reaped
 
 sys.path.insert(0, str(REPO / "experiments"))
 import ablation_runs  # noqa: E402
@@ -36,7 +37,7 @@ def test_a_textworld_ablation_writes_the_table_and_resumes(tmp_path: Path) -> No
         f"results_root={tmp_path}",
         "run_id=test",
     ]
-    first = subprocess.run(cmd, cwd=REPO, env=env(), capture_output=True, text=True, timeout=900)
+    first = run_reaped(cmd, cwd=REPO, env=env(), text=True, timeout=900)
     assert first.returncode == 0, first.stderr[-4000:]
     last = dict(item.split("=") for item in first.stdout.strip().splitlines()[-1].split())
     assert tuple(last) == SUMMARY_KEYS
@@ -45,6 +46,9 @@ def test_a_textworld_ablation_writes_the_table_and_resumes(tmp_path: Path) -> No
     assert last["full_beats_outcome_only"] in ("true", "false")
 
     out = tmp_path / "textworld" / "test"
+    runs = json.loads((out / "runs.json").read_text())
+    for name, run_dir in runs.items():  # relocatable: paths relative to the results folder
+        assert run_dir == f"runs/{name}" and (out / run_dir / "logs" / "metrics.csv").is_file(), run_dir
     for name in ("table.md", "table.csv", "curves.png", "judge.png", "accepted.png", "config.yaml", "meta.json"):
         assert (out / name).is_file(), name
     with open(out / "table.csv") as fh:
@@ -78,14 +82,14 @@ def test_a_textworld_ablation_writes_the_table_and_resumes(tmp_path: Path) -> No
         assert (out / "logs" / f"seed{seed}.log").is_file()
     assert not (out / "init").exists()  # TextWorld has no warm start
 
-    again = subprocess.run(cmd, cwd=REPO, env=env(), capture_output=True, text=True, timeout=900)
+    again = run_reaped(cmd, cwd=REPO, env=env(), text=True, timeout=900)
     assert again.returncode == 0, again.stderr[-4000:]
     assert "training in" not in again.stdout  # every run was complete: nothing retrained
     assert again.stdout.strip().splitlines()[-1].split()[3:] == first.stdout.strip().splitlines()[-1].split()[3:]
 
     # another profile with the same resolved configs copies the finished runs instead of computing them
-    reused = subprocess.run([*cmd[:-1], "run_id=copy", "reuse_from=test"], cwd=REPO, env=env(), capture_output=True,
-                            text=True, timeout=900)  # fmt: skip
+    reused = run_reaped([*cmd[:-1], "run_id=copy", "reuse_from=test"], cwd=REPO, env=env(), text=True,
+                        timeout=900)  # fmt: skip
     assert reused.returncode == 0, reused.stderr[-4000:]
     assert "training in" not in reused.stdout and reused.stdout.count("reused") == 8  # 2 seeds x (before + 3 arms)
     copy = tmp_path / "textworld" / "copy"
@@ -95,7 +99,7 @@ def test_a_textworld_ablation_writes_the_table_and_resumes(tmp_path: Path) -> No
 
 def test_a_bad_arm_order_is_refused_before_any_work(tmp_path: Path) -> None:
     cmd = [sys.executable, "experiments/ablate.py", "arms=[step_only,full]", f"results_root={tmp_path}"]
-    proc = subprocess.run(cmd, cwd=REPO, env=env(), capture_output=True, text=True, timeout=300)
+    proc = run_reaped(cmd, cwd=REPO, env=env(), text=True, timeout=300)
     assert proc.returncode != 0 and "step_only" in proc.stderr and "full" in proc.stderr
     assert not any(tmp_path.rglob("*.ckpt"))
 

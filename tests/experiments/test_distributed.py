@@ -3,11 +3,14 @@ reproducing the single-process run's updates for the same seed (task groups stay
 
 import socket
 import subprocess
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 import torch
 from _runs import REPO, env, run, train_cmd, weights
+
+from rlanything_core.testing.processes import reaped
 
 pytestmark = pytest.mark.slow
 
@@ -49,6 +52,7 @@ def test_simulated_two_node_run_matches_single_process(single: dict[str, torch.T
     run_dir = tmp_path / "nodes"
     port = _free_port()
     procs = []
+    stack = ExitStack()
     for node in (0, 1):
         node_env = env()
         node_env.update(
@@ -61,16 +65,19 @@ def test_simulated_two_node_run_matches_single_process(single: dict[str, torch.T
             }
         )
         procs.append(
-            subprocess.Popen(
-                train_cmd(run_dir, *OVERRIDES, "trainer.num_nodes=2", "trainer.devices=1", "trainer.strategy=ddp"),
-                cwd=REPO,
-                env=node_env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
+            stack.enter_context(
+                reaped(
+                    train_cmd(run_dir, *OVERRIDES, "trainer.num_nodes=2", "trainer.devices=1", "trainer.strategy=ddp"),
+                    cwd=REPO,
+                    env=node_env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
             )
         )
-    outputs = [p.communicate(timeout=900) for p in procs]
+    with stack:  # both nodes' process groups are killed whatever happens
+        outputs = [p.communicate(timeout=900) for p in procs]
     for p, (_out, err) in zip(procs, outputs):
         assert p.returncode == 0, err[-3000:]
     assert outputs[0][0].strip().splitlines()[-1].startswith("iterations=2 ")

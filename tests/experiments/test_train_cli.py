@@ -1,5 +1,6 @@
 """experiments/train.py end to end: the smoke profile, kill-and-resume, and the CLI's summary line."""
 
+import csv
 import json
 import random
 import signal
@@ -10,6 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 from _runs import REPO, env, run, train_cmd, weights
+
+from rlanything_core.testing.processes import reaped
 
 pytestmark = pytest.mark.slow
 
@@ -55,25 +58,22 @@ def test_killed_runs_resume_without_repeating_or_skipping_an_update(
     rng = random.Random(7)
     kills = 0
     for attempt in range(2):
-        proc = subprocess.Popen(
-            train_cmd(run_dir),
-            cwd=REPO,
-            env=env(),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        delay = rng.uniform(0.25, 0.9) * ref_seconds
-        try:
-            proc.wait(timeout=delay)
-        except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
-            kills += 1
+        with reaped(train_cmd(run_dir), cwd=REPO, env=env(), stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL) as proc:
+            delay = rng.uniform(0.25, 0.9) * ref_seconds
+            try:
+                proc.wait(timeout=delay)
+            except subprocess.TimeoutExpired:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait()
+                kills += 1
         del attempt
     final = run(run_dir)
     assert int(final.group(1)) == 3
     assert kills >= 1, "the run finished before any kill: the test proved nothing"
+    ref_history = _csv_history(ref_dir)
+    assert _csv_history(run_dir) == ref_history  # each iteration logged once, as in the uninterrupted run
+    assert (int(final.group(2)), int(final.group(3))) == ref_history[1:]  # counts span the restarts
     ref, got = weights(ref_dir), weights(run_dir)
     assert ref.keys() == got.keys()
     for key in ref:
@@ -89,4 +89,20 @@ def test_killed_runs_resume_without_repeating_or_skipping_an_update(
 def test_a_finished_run_extended_to_more_iterations_continues_from_its_checkpoint(tmp_path: Path) -> None:
     run_dir = tmp_path / "extend"
     assert int(run(run_dir, "iterations=2").group(1)) == 2
-    assert int(run(run_dir, "iterations=3").group(1)) == 3
+    extended = run(run_dir, "iterations=3")
+    assert int(extended.group(1)) == 3
+    # the history spans the restart: the summary counts every update, metrics.csv holds every iteration once
+    history = _csv_history(run_dir)
+    assert history[0] == [0, 1, 2]
+    assert (int(extended.group(2)), int(extended.group(3))) == history[1:]
+
+
+def _csv_history(run_dir: Path) -> tuple[list[int], int, int]:
+    """(iterations logged, policy updates, judge updates) from ``logs/metrics.csv``."""
+    with open(run_dir / "logs" / "metrics.csv", newline="") as handle:
+        rows = [r for r in csv.DictReader(handle) if r.get("iteration")]
+    return (
+        [int(float(r["iteration"])) for r in rows],
+        int(sum(float(r.get("policy/updates") or 0) for r in rows)),
+        int(sum(float(r.get("judge/updates") or 0) for r in rows)),
+    )

@@ -4,7 +4,6 @@ the judge objective with precomputed advantages, the coding evaluator, and the l
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +26,7 @@ from rlanything_core.loop.iteration import IterationData
 from rlanything_core.losses.consistency import ConsistencyRewardLoss
 from rlanything_core.models.tiny import tiny_model_and_tokenizer
 from rlanything_core.sandbox import Sandbox
+from rlanything_core.testing.processes import run_reaped
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO / ".." / "shared" / "coding"
@@ -234,7 +234,7 @@ SUMMARY = re.compile(r"^iterations=(\d+) policy_updates=(\d+) judge_updates=(\d+
 def test_livebench_smoke_cli(tmp_path: Path) -> None:
     cmd = [sys.executable, str(REPO / "experiments" / "train.py"), "+setting=livebench", "+profile=smoke",
            f"run_dir={tmp_path / 'run'}"]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
+    proc = run_reaped(cmd, cwd=REPO, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     last = proc.stdout.strip().splitlines()[-1]
     match = SUMMARY.match(last)

@@ -2,6 +2,7 @@ import json
 import os
 import subprocess
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from rlanything_core.generation.transformers_backend import TransformersBackend
 from rlanything_core.generation.types import FinishReason, SamplingParams
 from rlanything_core.models import smollm2
 from rlanything_core.models.smollm2 import default_cache_dir, gguf_path, load_smollm2, smollm2_path
+from rlanything_core.testing.processes import reaped
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,10 +48,11 @@ def test_concurrent_cold_builds_produce_one_complete_folder(tmp_path: Path) -> N
     target = tmp_path / "cache" / "smollm2"
     code = "import sys; from rlanything_core.models.smollm2 import smollm2_path; print(smollm2_path(sys.argv[1]))"
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(target)], stdout=subprocess.PIPE, text=True, env=env,
-                              stderr=subprocess.DEVNULL) for _ in range(2)]
-    outs = [p.communicate(timeout=600)[0].strip() for p in procs]
-    assert [p.returncode for p in procs] == [0, 0] and outs == [str(target)] * 2
+    with ExitStack() as stack:
+        procs = [stack.enter_context(reaped([sys.executable, "-c", code, str(target)], stdout=subprocess.PIPE,
+                                            text=True, env=env, stderr=subprocess.DEVNULL)) for _ in range(2)]
+        outs = [p.communicate(timeout=600)[0].strip() for p in procs]
+        assert [p.returncode for p in procs] == [0, 0] and outs == [str(target)] * 2
     assert sorted(p.name for p in target.parent.iterdir() if not p.name.startswith(".smollm2.lock")) == ["smollm2"]
     meta = json.loads((target / "rlanything_cache.json").read_text())
     assert meta["save_dtype"] == "float32" and meta["num_parameters"] == 134_515_008

@@ -1,0 +1,352 @@
+"""The schema of train.py's config: typed dataclasses (registered in Hydra's ConfigStore) checked before any work.
+
+Each dataclass gives the keys of one part of the config, their types (``int``, ``float``, ``bool``, Enums for closed
+sets) and, in each field's ``metadata``, its range. :func:`check_schema` merges the composed config into them, so a
+wrong type (``seed=abc``), a value outside a closed set (``setting.rewriter=rulez``), an unknown key in a part whose
+keys are all known (``model.temprature``) or a value out of range (``optim.policy_lr=-1``, ``setting.max_steps=0``)
+becomes a :class:`~config_checks.ConfigError` naming the key and the fix, before any model is built or directory is
+written.
+
+Tolerant of new groups: the top level, ``optim`` and ``eval`` are checked key by key (other top-level keys belong to
+other groups: ``arm``, ``trainer``, ``profile``, ablate.py's own ...); a ``setting`` or ``model`` whose ``name`` has a
+schema in :data:`SETTING_SCHEMAS` / :data:`MODEL_SCHEMAS` is checked strictly (every key known), any other by the
+shared keys of :class:`SettingSchema` / :class:`ModelSchema` only. A new setting or model adds its dataclass there
+(or calls :func:`register_setting` / :func:`register_model` from its own module). Cross-key and filesystem checks
+(bands, data folders, the judge arm) stay in ``config_checks.py``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from hydra.utils import get_method
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import ConfigKeyError, OmegaConfBaseException, ValidationError
+
+from config_checks import ConfigError
+
+__all__ = [
+    "MODEL_SCHEMAS",
+    "SETTING_SCHEMAS",
+    "ActionSelection",
+    "AlfworldSetting",
+    "CodingSetting",
+    "EvalSchema",
+    "JudgeVotes",
+    "ModelSchema",
+    "OptimSchema",
+    "Rewriter",
+    "SettingSchema",
+    "TextworldSetting",
+    "TopLevelSchema",
+    "check_schema",
+    "register_model",
+    "register_setting",
+]
+
+
+def _range(*, ge: float | None = None, gt: float | None = None, lt: float | None = None) -> dict[str, float]:
+    return {k: v for k, v in (("ge", ge), ("gt", gt), ("lt", lt)) if v is not None}
+
+
+def _f(default: Any = dataclasses.MISSING, **bounds: float) -> Any:
+    """A field with a default (``MISSING``: required) and range ``bounds`` (``ge``, ``gt``, ``lt``)."""
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata=_range(**bounds))
+    return field(default=default, metadata=_range(**bounds))
+
+
+class Rewriter(Enum):
+    """How ALFWorld tasks are rewritten: the rule-based goal swap, or the environment LM proposing it."""
+
+    rules = "rules"
+    llm = "llm"
+
+
+class ActionSelection(Enum):
+    """How the policy picks an admissible action."""
+
+    likelihood = "likelihood"
+    boxed = "boxed"
+    scorer = "scorer"  # an encoder scorer over the admissible commands (model=minilm-scorer)
+
+
+class JudgeVotes(Enum):
+    """How the judge votes on a step."""
+
+    scored = "scored"
+    generative = "generative"
+    encoder = "encoder"  # the encoder judge's P(+1) head (model=minilm-scorer)
+
+
+@dataclass
+class OptimSchema:
+    """``optim.*``."""
+
+    policy_lr: float = _f(3e-4, gt=0)
+    judge_lr: float = _f(3e-4, gt=0)
+    policy_updates: int = _f(1, ge=1)
+    judge_updates: int = _f(1, ge=1)
+    micro_batch_tokens: int = _f(8192, ge=1)
+    max_grad_norm: float = _f(1.0, gt=0)
+    clip_eps_low: float = _f(0.2, ge=0, lt=1)
+    clip_eps_high: float = _f(0.2, ge=0)
+    kl_coef: float = _f(0.01, ge=0)
+
+
+@dataclass
+class EvalSchema:
+    """``eval.*``."""
+
+    every: int = _f(0, ge=0)
+    at_start: bool = True
+    games: int = _f(8, ge=1)
+    runs: int = _f(1, ge=1)
+    oracle_episodes: int = _f(4, ge=0)
+    temperature: float = _f(1.0, gt=0)
+    seed: int = 4242  # evaluation episodes are seeded by this, the same for every arm and seed (paired)
+    sample_seed: int = 0  # which games the stratified evaluation sample holds
+    judge_every: int = _f(0, ge=0)  # judge-only probes every k iterations (0: never)
+    judge_episodes: int | None = _f(None, ge=1)  # episodes per split the judge votes on (None: all)
+
+
+@dataclass
+class TopLevelSchema:
+    """The shared top-level keys of train.yaml (other top-level keys belong to their own groups)."""
+
+    seed: int = 0
+    run_dir: str = "runs"
+    resume: bool = True
+    iterations: int = _f(12, ge=1)
+    tasks_per_iteration: int = _f(4, ge=1)
+    group_size: int = _f(4, ge=1)
+    num_votes: int = _f(3, ge=0)  # >= 1 when the arm uses the judge (config_checks)
+    lam: float = _f(1.0, ge=0)
+    policy_band: list[float] = _f([0.125, 0.875])
+    judge_band: list[float] = _f([0.2, 0.8])
+    env_band: list[float] = _f([0.2, 0.8])
+    max_rewrites_per_iteration: int = _f(4, ge=0)
+    progress: bool = True
+    eval_only: bool = False
+
+
+@dataclass
+class SettingSchema:
+    """Keys every setting may have (the profiles set the optional ones for whichever setting is chosen)."""
+
+    name: str = dataclasses.MISSING  # type: ignore[assignment]
+    train_games: int | None = _f(None, ge=1)
+    max_steps: int | None = _f(None, ge=1)
+    eval_max_steps: int | None = _f(None, ge=1)
+    env_workers: int | None = _f(None, ge=1)
+
+
+@dataclass
+class _AgentSetting(SettingSchema):
+    max_history_turns: int = _f(2, ge=0)
+
+
+@dataclass
+class AlfworldSetting(_AgentSetting):
+    """``setting=alfworld``."""
+
+    data_root: str | None = None
+    train_split: str = "valid_train"
+    task_types: list[int] = _f([1, 2, 3, 4, 5, 6])
+    eval_splits: dict[str, str] = field(default_factory=dict)
+    rewriter: Rewriter = Rewriter.rules
+
+
+@dataclass
+class TextworldSetting(_AgentSetting):
+    """``setting=textworld``."""
+
+    nb_objects: int = _f(4, ge=1)
+    train_quest_lengths: list[int] = _f([1, 2, 3])
+    train_rooms: list[int] = _f([1, 2])
+    seeds_per_cell: int = _f(1, ge=1)
+    eval_quest_lengths: list[int] = _f([1, 3, 5])
+    eval_rooms: int = _f(3, ge=1)
+    cache_dir: str | None = None
+
+
+@dataclass
+class CodingSetting(SettingSchema):
+    """``setting=coding`` and ``setting=livebench``."""
+
+    data_dir: str | None = None
+    train_sets: list[str] = _f(["kickstart", "codecontests"])
+    train_problems: int | None = _f(16, ge=1)
+    max_statement_chars: int = _f(6000, ge=1)
+    gt_tests: int = _f(8, ge=1)
+    eval_set: str = "leetcode_lcb"
+    livebench_file: str | None = None
+    eval_problems: int = _f(8, ge=1)
+    eval_samples: int = _f(1, ge=1)
+    eval_tests_per_task: int = _f(4, ge=1)
+    max_new_tokens: int = _f(64, ge=1)
+    tests_per_task: int = _f(4, ge=1)
+    test_temperature: float = _f(0.8, gt=0)
+    sandbox_workers: int = _f(2, ge=1)
+    rewriter_samples: int = _f(3, ge=1)
+    rewriter_max_new_tokens: int = _f(64, ge=1)
+
+
+@dataclass
+class ModelSchema:
+    """``model.*`` (``policy`` / ``judge`` are Hydra ``_target_`` nodes, checked against their target's signature)."""
+
+    name: str = dataclasses.MISSING  # type: ignore[assignment]
+    policy_init: str | None = None
+    policy: Any = None
+    judge: Any = None
+    tokenizer: Any = None
+    action_selection: ActionSelection = ActionSelection.likelihood
+    judge_votes: JudgeVotes = JudgeVotes.scored
+    temperature: float = _f(1.0, gt=0)
+    judge_temperature: float = _f(1.0, gt=0)
+    max_new_tokens: int = _f(64, ge=1)
+    batch_size: int = _f(16, ge=1)
+
+
+SETTING_SCHEMAS: dict[str, type] = {
+    "alfworld": AlfworldSetting,
+    "textworld": TextworldSetting,
+    "coding": CodingSetting,
+    "livebench": CodingSetting,
+}
+"""Settings checked strictly (every key known); other setting names get the shared keys checked."""
+
+MODEL_SCHEMAS: dict[str, type] = {"tiny": ModelSchema, "smollm2-135m": ModelSchema, "qwen2.5-7b": ModelSchema}
+"""Models checked strictly; other model names get the shared keys of :class:`ModelSchema` checked."""
+
+
+def _store() -> None:
+    store = ConfigStore.instance()
+    store.store(group="schema", name="top_level", node=TopLevelSchema)
+    store.store(group="schema", name="optim", node=OptimSchema)
+    store.store(group="schema", name="eval", node=EvalSchema)
+    for name, schema in SETTING_SCHEMAS.items():
+        store.store(group="schema/setting", name=name, node=schema)
+    for name, schema in MODEL_SCHEMAS.items():
+        store.store(group="schema/model", name=name, node=schema)
+
+
+def register_setting(name: str, schema: type) -> None:
+    """Check ``setting.name == name`` configs strictly against the dataclass ``schema`` (a ``SettingSchema``)."""
+    SETTING_SCHEMAS[name] = schema
+    ConfigStore.instance().store(group="schema/setting", name=name, node=schema)
+
+
+def register_model(name: str, schema: type) -> None:
+    """Check ``model.name == name`` configs strictly against the dataclass ``schema`` (a ``ModelSchema``)."""
+    MODEL_SCHEMAS[name] = schema
+    ConfigStore.instance().store(group="schema/model", name=name, node=schema)
+
+
+_store()
+
+
+def _fix(schema: type, name: str) -> str:
+    spec = {f.name: f for f in dataclasses.fields(schema)}.get(name)
+    if spec is None:
+        return f"use one of {sorted(f.name for f in dataclasses.fields(schema))} (a typo?)"
+    if isinstance(spec.type, type) and issubclass(spec.type, Enum):
+        return f"use one of {[m.value for m in spec.type]}"
+    enum = next((m for m in (Rewriter, ActionSelection, JudgeVotes) if m.__name__ in str(spec.type)), None)
+    if enum is not None:
+        return f"use one of {[m.value for m in enum]}"
+    bounds = ", ".join(f"{'>=' if k == 'ge' else '>' if k == 'gt' else '<'} {v}" for k, v in spec.metadata.items())
+    return f"give a value of type {spec.type}" + (f" ({bounds})" if bounds else "")
+
+
+def _check_node(prefix: str, node: Any, schema: type, *, strict: bool) -> None:
+    """Merge ``node`` into ``schema`` (types, Enums, unknown keys when ``strict``), then check the ranges."""
+    if not isinstance(node, DictConfig):
+        raise ConfigError(prefix.rstrip("."), f"expected a group of keys, got {node!r}", "see experiments/conf/")
+    names = {f.name for f in dataclasses.fields(schema)}
+    raw = OmegaConf.to_container(node, resolve=False)
+    assert isinstance(raw, dict)
+    if not strict:
+        raw = {k: v for k, v in raw.items() if k in names}
+    for key, value in raw.items():
+        key = str(key)
+        if key not in names:
+            raise ConfigError(f"{prefix}{key}", "unknown key", _fix(schema, str(key)))
+        try:
+            OmegaConf.merge(OmegaConf.structured(schema), {key: value})
+        except (ValidationError, ConfigKeyError) as err:
+            problem = str(err).splitlines()[0]
+            raise ConfigError(f"{prefix}{key}", problem, _fix(schema, str(key))) from None
+    for spec in dataclasses.fields(schema):
+        if spec.name not in raw:
+            if spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:
+                raise ConfigError(f"{prefix}{spec.name}", "missing", f"set {prefix}{spec.name}")
+            continue
+        if not spec.metadata or OmegaConf.is_interpolation(node, spec.name):
+            continue  # an interpolation is range-checked at the key it points to
+        try:
+            value = node[spec.name]  # resolved now: the types above passed
+        except OmegaConfBaseException as err:
+            raise ConfigError(f"{prefix}{spec.name}", f"cannot be resolved ({err})", "fix the interpolation") from None
+        if value is None:
+            continue
+        number = float(value)
+        bounds = spec.metadata
+        ok = math.isfinite(number) and all(
+            (k != "ge" or number >= v) and (k != "gt" or number > v) and (k != "lt" or number < v)
+            for k, v in bounds.items()
+        )
+        if not ok:
+            raise ConfigError(f"{prefix}{spec.name}", f"out of range: {value!r}", _fix(schema, spec.name))
+
+
+def _check_target_kwargs(key: str, node: Any) -> None:
+    """Every key of a Hydra ``_target_`` node must be a parameter of the target (typos fail here, not at build)."""
+    if not isinstance(node, DictConfig) or "_target_" not in node:
+        return
+    try:
+        target = get_method(str(node["_target_"]))
+    except Exception as err:  # noqa: BLE001 - Hydra raises several types for an unimportable target
+        raise ConfigError(f"{key}._target_", f"cannot import {node['_target_']!r} ({err})", "fix the target") from None
+    try:
+        params = inspect.signature(target).parameters
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return  # accepts anything (transformers' from_pretrained): nothing to check here
+    for item in node:
+        name = str(item)
+        if name.startswith("_") or name in params:
+            continue
+        raise ConfigError(f"{key}.{name}", f"not a parameter of {node['_target_']}",
+                          f"use one of {sorted(n for n in params if not n.startswith('_'))} (a typo?)")
+
+
+def check_schema(cfg: DictConfig) -> None:
+    """Check ``cfg`` against the schema (see the module docstring); raises :class:`ConfigError` on the first fault."""
+    _check_node("", cfg, TopLevelSchema, strict=False)
+    for key, group in (("optim", OptimSchema), ("eval", EvalSchema)):
+        if OmegaConf.select(cfg, key) is not None:
+            _check_node(f"{key}.", cfg[key], group, strict=True)
+    setting = OmegaConf.select(cfg, "setting")
+    if setting is not None:
+        if "name" not in setting:
+            raise ConfigError("setting", "no setting chosen (a profile only adjusts one)",
+                              "add +setting=alfworld (or textworld, coding, livebench)")
+        name = str(setting["name"])
+        schema = SETTING_SCHEMAS.get(name)
+        _check_node("setting.", setting, schema or SettingSchema, strict=schema is not None)
+    model = OmegaConf.select(cfg, "model")
+    if model is not None:
+        name = str(model.get("name", ""))
+        schema = MODEL_SCHEMAS.get(name)
+        _check_node("model.", model, schema or ModelSchema, strict=schema is not None)
+        for role in ("policy", "judge"):
+            _check_target_kwargs(f"model.{role}", model.get(role))
