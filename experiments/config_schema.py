@@ -223,7 +223,10 @@ SETTING_SCHEMAS: dict[str, type] = {
 }
 """Settings checked strictly (every key known); other setting names get the shared keys checked."""
 
-MODEL_SCHEMAS: dict[str, type] = {"tiny": ModelSchema, "smollm2-135m": ModelSchema, "qwen2.5-7b": ModelSchema}
+MODEL_SCHEMAS: dict[str, type] = {
+    name: ModelSchema
+    for name in ("tiny", "minilm-scorer", "smollm2-135m", "qwen2.5-7b", "qwen2.5-vl-7b", "qwen3-vl-8b")
+}
 """Models checked strictly; other model names get the shared keys of :class:`ModelSchema` checked."""
 
 
