@@ -45,3 +45,20 @@ def test_the_scorer_loop_recomputes_the_rollout_log_probs_and_updates_both_model
     changed = [k for k in before if not torch.equal(before[k], after[k])]
     assert changed and all(not k.startswith("encoder.bert.embeddings") for k in changed)  # frozen parts stay
     assert (tmp_path / "run" / "checkpoints" / "last.ckpt").is_file()
+
+
+@pytest.mark.alfworld
+def test_ablate_warm_starts_the_scorer_and_the_arms_load_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ablate
+
+    monkeypatch.setenv("RLANYTHING_CACHE", str(tmp_path / "cache"))
+    with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base=None):
+        cfg = compose("ablate", overrides=["+setting=alfworld", "+profile=smoke"])
+    assert cfg.model.name == "minilm-scorer"  # the ALFWorld default
+    target = ablate._warm_start(cfg, 0, tmp_path / "out")
+    assert target is not None and target.is_file()
+    from rlanything_core.models.scorer import minilm_scorer
+
+    policy = minilm_scorer()[0]
+    policy.load_state_dict(torch.load(target, map_location="cpu", weights_only=True))  # what model.policy_init does
+    assert list((tmp_path / "cache" / "warm_start").glob("encoder-*.pt"))  # cached for the other seeds and arms
