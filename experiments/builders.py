@@ -45,26 +45,42 @@ def load_models(cfg: DictConfig) -> tuple[Any, Any | None, Any]:
     return policy, judge, tokenizer
 
 
+def sampling(cfg: DictConfig, *, max_new_tokens: int, temperature: float) -> Any:
+    """``SamplingParams`` with the model's nucleus mass (``model.top_p``, 1.0 when the model config has none)."""
+    from rlanything_core.generation.types import SamplingParams
+
+    top_p = float(OmegaConf.select(cfg, "model.top_p", default=1.0))
+    return SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p)
+
+
+def judge_max_new_tokens(cfg: DictConfig) -> int:
+    """The judge's generation budget (votes, unit tests): ``model.judge_max_new_tokens``, else the policy's."""
+    return int(OmegaConf.select(cfg, "model.judge_max_new_tokens", default=cfg.model.max_new_tokens))
+
+
+def first(items: list[Any], count: Any) -> list[Any]:
+    """The first ``count`` items (``count`` null: all of them, e.g. a whole evaluation split)."""
+    return list(items) if count is None else list(items)[: int(count)]
+
+
 def _selector(cfg: DictConfig, temperature: float) -> Any:
     from rlanything_core.collect.action_selection import BoxedIndexSelector, LikelihoodSelector
-    from rlanything_core.generation.types import SamplingParams
 
     if cfg.model.action_selection == "likelihood":
         return LikelihoodSelector(temperature=temperature)
     if cfg.model.action_selection == "boxed":
-        return BoxedIndexSelector(SamplingParams(max_new_tokens=int(cfg.model.max_new_tokens), temperature=temperature))
+        return BoxedIndexSelector(sampling(cfg, max_new_tokens=int(cfg.model.max_new_tokens), temperature=temperature))
     raise ConfigError("model.action_selection", f"unknown {cfg.model.action_selection!r}", "use likelihood or boxed")
 
 
 def _votes(cfg: DictConfig) -> Any:
     from rlanything_core.collect.judge import GenerativeVotes, ScoredVotes
-    from rlanything_core.generation.types import SamplingParams
 
     temperature = float(cfg.model.judge_temperature)
     if cfg.model.judge_votes == "scored":
         return ScoredVotes(temperature=temperature)
     if cfg.model.judge_votes == "generative":
-        return GenerativeVotes(SamplingParams(max_new_tokens=int(cfg.model.max_new_tokens), temperature=temperature))
+        return GenerativeVotes(sampling(cfg, max_new_tokens=judge_max_new_tokens(cfg), temperature=temperature))
     raise ConfigError("model.judge_votes", f"unknown {cfg.model.judge_votes!r}", "use scored or generative")
 
 
@@ -160,7 +176,7 @@ def _alfworld_tasks(cfg: DictConfig) -> tuple[list[Any], dict[str, list[Any]], A
     if cfg.setting.train_games is not None:
         train = train[: int(cfg.setting.train_games)]
     evals = {
-        k: list_games(v, root, task_types=types)[: int(cfg.eval.games)] for k, v in cfg.setting.eval_splits.items()
+        k: first(list_games(v, root, task_types=types), cfg.eval.games) for k, v in cfg.setting.eval_splits.items()
     }
     return train, evals, root
 
@@ -399,7 +415,7 @@ def _coding_problems(cfg: DictConfig) -> tuple[list[Any], list[Any]]:
         evals = load_livebench(str(st.livebench_file))
     else:
         evals = [p for p in load_leetcode(root / CODING_FILES["leetcode_lcb"]) if p.also_in_lcb_v5_window]
-    return train, evals[: int(st.eval_problems)]
+    return train, first(evals, st.eval_problems)
 
 
 def _build_coding(cfg: DictConfig) -> Run:
@@ -409,7 +425,6 @@ def _build_coding(cfg: DictConfig) -> Run:
     from rlanything_core.environment.rewriters.coding import CodingRewriter
     from rlanything_core.envs.coding.task import CodingTask
     from rlanything_core.generation.transformers_backend import TransformersBackend
-    from rlanything_core.generation.types import SamplingParams
     from rlanything_core.lightning import CodingModule, RolloutDataModule
     from rlanything_core.loop.adaptation import EnvironmentAdaptation
     from rlanything_core.loop.coding_driver import CodingLoopDriver, coding_spec
@@ -427,8 +442,8 @@ def _build_coding(cfg: DictConfig) -> Run:
     sandbox = Sandbox()
     workers = int(st.sandbox_workers)
     new_tokens = int(st.max_new_tokens)
-    code_params = SamplingParams(max_new_tokens=new_tokens, temperature=float(cfg.model.temperature))
-    test_params = SamplingParams(max_new_tokens=new_tokens, temperature=float(st.test_temperature))
+    code_params = sampling(cfg, max_new_tokens=new_tokens, temperature=float(cfg.model.temperature))
+    test_params = sampling(cfg, max_new_tokens=judge_max_new_tokens(cfg), temperature=float(st.test_temperature))
     tests_k = int(st.tests_per_task)
     writer = UnitTestCollector(judge_backend, tests_per_task=tests_k, sampling=test_params) if judge_backend else None
     adaptation = None
@@ -453,7 +468,7 @@ def _build_coding(cfg: DictConfig) -> Run:
         sandbox=sandbox,
         max_workers=workers,
     )
-    eval_params = SamplingParams(max_new_tokens=new_tokens, temperature=float(cfg.eval.temperature))
+    eval_params = sampling(cfg, max_new_tokens=new_tokens, temperature=float(cfg.eval.temperature))
     eval_writer = (
         UnitTestCollector(judge_backend, tests_per_task=int(st.eval_tests_per_task), sampling=test_params)
         if judge_backend is not None

@@ -156,8 +156,10 @@ def _validate_coding(cfg: DictConfig) -> None:
         raise ConfigError(
             "arm.adapt_environment", "the coding rewriter uses the judge's model", "set arm.use_judge=true"
         )
-    for key in ("tests_per_task", "eval_samples", "eval_problems", "max_new_tokens", "gt_tests", "sandbox_workers"):
+    for key in ("tests_per_task", "eval_samples", "max_new_tokens", "gt_tests", "sandbox_workers"):
         _positive(cfg, f"setting.{key}")
+    if st.eval_problems is not None:  # null: every evaluation problem
+        _positive(cfg, "setting.eval_problems")
 
 
 def _validate_alfworld(cfg: DictConfig) -> None:
