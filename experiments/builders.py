@@ -84,6 +84,54 @@ def _votes(cfg: DictConfig) -> Any:
     raise ConfigError("model.judge_votes", f"unknown {cfg.model.judge_votes!r}", "use scored or generative")
 
 
+def rollout_backends(cfg: DictConfig, policy: Any, judge: Any, tokenizer: Any) -> tuple[Any, Any]:
+    """``(policy backend, judge backend or None)`` as ``backend.name`` says: the trained modules themselves
+    (transformers, the default) or vLLM engines built from the models' folders (``backend=vllm``)."""
+    from rlanything_core.generation.transformers_backend import TransformersBackend
+
+    name = str(OmegaConf.select(cfg, "backend.name", default="transformers"))
+    if name == "transformers":
+        batch = int(cfg.model.batch_size)
+        return (
+            TransformersBackend(policy, tokenizer, batch_size=batch),
+            TransformersBackend(judge, tokenizer, batch_size=batch) if judge is not None else None,
+        )
+    if name != "vllm":
+        raise ConfigError("backend.name", f"unknown backend {name!r}", "use backend=vllm, or no backend")
+    if cfg.model.action_selection != "boxed" or (judge is not None and cfg.model.judge_votes != "generative"):
+        raise ConfigError(
+            "backend", "vLLM generates text; it does not score candidates", "use model=qwen2.5-7b (boxed, generative)"
+        )
+    engine = instantiate(cfg.backend.engine)
+
+    def folder(role: str) -> str:
+        path = OmegaConf.select(cfg, f"model.{role}.pretrained_model_name_or_path")
+        if path is None:
+            raise ConfigError(f"model.{role}", "vLLM loads a model folder", "use a model with a folder (qwen2.5-7b)")
+        return str(path)
+
+    return engine(model=folder("policy")), engine(model=folder("judge")) if judge is not None else None
+
+
+def engine_cycle(cfg: DictConfig, driver: Any, models: list[tuple[Any, Any]]) -> Any:
+    """With vLLM, wrap ``driver`` so that every iteration wakes the engines, pushes the trained weights of each
+    ``(model, engine)`` pair (full tensors, in buckets of ``backend.weight_bucket_mb``) and puts them back to sleep
+    after the rollouts; with the transformers backend the driver as it is."""
+    if str(OmegaConf.select(cfg, "backend.name", default="transformers")) != "vllm":
+        return driver
+    from rlanything_core.generation.weight_sync import EngineCycle, push_weights
+
+    bucket = int(float(cfg.backend.weight_bucket_mb) * 2**20)
+    dtype = getattr(torch, str(cfg.backend.engine.dtype))
+    pairs = [(m, e) for m, e in models if m is not None and e is not None]
+
+    def sync() -> None:
+        for model, engine in pairs:
+            push_weights(model, engine, bucket_bytes=bucket, dtype=dtype)
+
+    return EngineCycle(driver, [e for _, e in pairs], sync=sync)
+
+
 # ---------------------------------------------------------------------------------------------------------- a run
 @dataclass
 class Run:
@@ -149,6 +197,8 @@ def _trainer(cfg: DictConfig, run_dir: Path, callbacks: list[Any]) -> Any:
         from lightning.pytorch.strategies import DDPStrategy
 
         strategy = DDPStrategy(process_group_backend="gloo")  # type: ignore[assignment]
+    elif strategy == "fsdp2":
+        strategy = _fsdp2_strategy(cfg)  # type: ignore[assignment]
     return L.Trainer(
         accelerator=str(t.accelerator),
         devices=t.devices,
@@ -164,6 +214,37 @@ def _trainer(cfg: DictConfig, run_dir: Path, callbacks: list[Any]) -> Any:
         enable_model_summary=False,
         log_every_n_steps=1,
         use_distributed_sampler=False,
+    )
+
+
+def _fsdp2_strategy(cfg: DictConfig) -> Any:
+    """Lightning's ``ModelParallelStrategy`` as pure data parallelism: every rank one FSDP2 shard (no tensor
+    parallelism); ``training_step`` runs outside any forward redirection, so the module's manual optimization works.
+    Checkpoints hold full state dicts (gathered to rank 0), like every other strategy's, so resuming works at any
+    rank count."""
+    from lightning.pytorch.strategies import ModelParallelStrategy
+
+    t = cfg.trainer
+    world = int(t.devices) * int(t.num_nodes)
+    return ModelParallelStrategy(
+        data_parallel_size=world,
+        tensor_parallel_size=1,
+        save_distributed_checkpoint=False,
+        process_group_backend="gloo" if str(t.accelerator) == "cpu" else None,
+    )
+
+
+def _sharding(cfg: DictConfig) -> Any:
+    """The FSDP2 sharding of both models under ``trainer.strategy=fsdp2`` (``fsdp.*``), else ``None``."""
+    from rlanything_core.lightning.sharding import ShardingConfig
+
+    if str(cfg.trainer.strategy) != "fsdp2":
+        return None
+    f = OmegaConf.select(cfg, "fsdp", default=None) or {}
+    return ShardingConfig(
+        param_dtype=getattr(torch, str(f.get("param_dtype", "bfloat16"))),
+        reduce_dtype=getattr(torch, str(f.get("reduce_dtype", "float32"))),
+        activation_checkpointing=bool(f.get("activation_checkpointing", True)),
     )
 
 
@@ -203,15 +284,13 @@ def _build_agent(cfg: DictConfig) -> Run:
     from rlanything_core.collect.agent import AgentCollector, SequentialRunner
     from rlanything_core.collect.judge import JudgeCollector
     from rlanything_core.environment.rewriters.protocol import TaskSpec
-    from rlanything_core.generation.transformers_backend import TransformersBackend
     from rlanything_core.lightning import ALFWorldModule, RolloutDataModule, TextWorldModule
     from rlanything_core.loop.adaptation import EnvironmentAdaptation
     from rlanything_core.loop.driver import AgentLoopDriver
     from rlanything_core.loop.evaluation import AgentEvaluator, EvalSplit
 
     run_dir, policy, judge, tokenizer, pad_id = _prepare(cfg)
-    policy_backend = TransformersBackend(policy, tokenizer, batch_size=int(cfg.model.batch_size))
-    judge_backend = TransformersBackend(judge, tokenizer, batch_size=int(cfg.model.batch_size)) if judge else None
+    policy_backend, judge_backend = rollout_backends(cfg, policy, judge, tokenizer)
 
     if cfg.setting.name == "alfworld":
         from rlanything_core.envs.alfworld.env import AlfworldEnvFactory
@@ -330,7 +409,8 @@ def _build_agent(cfg: DictConfig) -> Run:
         seed=int(cfg.seed) + 4242,
     )
     module = _module(cfg, module_cls, policy, judge, judge_loss, evaluator)
-    return _run(cfg, run_dir, module, RolloutDataModule(driver, iterations=int(cfg.iterations)))
+    cycle = engine_cycle(cfg, driver, [(policy, policy_backend), (judge, judge_backend)])
+    return _run(cfg, run_dir, module, RolloutDataModule(cycle, iterations=int(cfg.iterations)))
 
 
 def _pool(cfg: DictConfig, run_dir: Path, roots: list[Any]) -> Any:
@@ -377,6 +457,7 @@ def _module(cfg: DictConfig, module_cls: Any, policy: Any, judge: Any, judge_los
         judge_updates=int(o.judge_updates),
         micro_batch_tokens=int(o.micro_batch_tokens),
         max_grad_norm=float(o.max_grad_norm),
+        sharding=_sharding(cfg),
         evaluator=evaluator,
         eval_every=int(cfg.eval.every),
         eval_at_start=bool(cfg.eval.at_start),
@@ -424,7 +505,6 @@ def _build_coding(cfg: DictConfig) -> Run:
     from rlanything_core.environment.llm import BackendChatModel
     from rlanything_core.environment.rewriters.coding import CodingRewriter
     from rlanything_core.envs.coding.task import CodingTask
-    from rlanything_core.generation.transformers_backend import TransformersBackend
     from rlanything_core.lightning import CodingModule, RolloutDataModule
     from rlanything_core.loop.adaptation import EnvironmentAdaptation
     from rlanything_core.loop.coding_driver import CodingLoopDriver, coding_spec
@@ -433,9 +513,7 @@ def _build_coding(cfg: DictConfig) -> Run:
 
     st = cfg.setting
     run_dir, policy, judge, tokenizer, pad_id = _prepare(cfg)
-    batch = int(cfg.model.batch_size)
-    policy_backend = TransformersBackend(policy, tokenizer, batch_size=batch)
-    judge_backend = TransformersBackend(judge, tokenizer, batch_size=batch) if judge is not None else None
+    policy_backend, judge_backend = rollout_backends(cfg, policy, judge, tokenizer)
     train, evals = _coding_problems(cfg)
     roots = [coding_spec(p, max_tests=int(st.gt_tests)) for p in train]
     pool = _pool(cfg, run_dir, roots)
@@ -483,7 +561,8 @@ def _build_coding(cfg: DictConfig) -> Run:
         max_workers=workers,
     )
     module = _module(cfg, CodingModule, policy, judge, _judge_loss(cfg), evaluator)
-    return _run(cfg, run_dir, module, RolloutDataModule(driver, iterations=int(cfg.iterations)))
+    cycle = engine_cycle(cfg, driver, [(policy, policy_backend), (judge, judge_backend)])
+    return _run(cfg, run_dir, module, RolloutDataModule(cycle, iterations=int(cfg.iterations)))
 
 
 def _textworld_spec(params: dict[str, Any]) -> Any:

@@ -44,9 +44,12 @@ class AgentModule(RLAnythingModule):
         self.evaluations: list[dict[str, float]] = []
 
     def _evaluate(self, completed: int) -> None:
-        if self.evaluator is None or not self.trainer.is_global_zero:
+        if self.evaluator is None:
             return
-        metrics = {f"eval/{k}": v for k, v in self.evaluator().items()}
+        with self.gathered_models():  # every rank gathers (collective); rank 0 evaluates on the full weights
+            if not self.trainer.is_global_zero:
+                return
+            metrics = {f"eval/{k}": v for k, v in self.evaluator().items()}
         metrics["eval/iteration"] = float(completed)
         self.evaluations.append(metrics)
         for logger in self.loggers:
