@@ -113,12 +113,12 @@ def rollout_backends(cfg: DictConfig, policy: Any, judge: Any, tokenizer: Any) -
     return engine(model=folder("policy")), engine(model=folder("judge")) if judge is not None else None
 
 
-def engine_cycle(cfg: DictConfig, driver: Any, models: list[tuple[Any, Any]]) -> Any:
-    """With vLLM, wrap ``driver`` so that every iteration wakes the engines, pushes the trained weights of each
-    ``(model, engine)`` pair (full tensors, in buckets of ``backend.weight_bucket_mb``) and puts them back to sleep
-    after the rollouts; with the transformers backend the driver as it is."""
+def rollout_context(cfg: DictConfig, models: list[tuple[Any, Any]]) -> Any:
+    """With vLLM, the module's rollout context: wake the engines, push the trained weights of each ``(model, engine)``
+    pair (full tensors, in buckets of ``backend.weight_bucket_mb``), sleep after; with transformers ``None`` (the
+    module gathers its sharded weights itself)."""
     if str(OmegaConf.select(cfg, "backend.name", default="transformers")) != "vllm":
-        return driver
+        return None
     from rlanything_core.generation.weight_sync import EngineCycle, push_weights
 
     bucket = int(float(cfg.backend.weight_bucket_mb) * 2**20)
@@ -129,7 +129,7 @@ def engine_cycle(cfg: DictConfig, driver: Any, models: list[tuple[Any, Any]]) ->
         for model, engine in pairs:
             push_weights(model, engine, bucket_bytes=bucket, dtype=dtype)
 
-    return EngineCycle(driver, [e for _, e in pairs], sync=sync)
+    return EngineCycle([e for _, e in pairs], sync=sync).awake
 
 
 # ---------------------------------------------------------------------------------------------------------- a run
@@ -409,8 +409,8 @@ def _build_agent(cfg: DictConfig) -> Run:
         seed=int(cfg.seed) + 4242,
     )
     module = _module(cfg, module_cls, policy, judge, judge_loss, evaluator)
-    cycle = engine_cycle(cfg, driver, [(policy, policy_backend), (judge, judge_backend)])
-    return _run(cfg, run_dir, module, RolloutDataModule(cycle, iterations=int(cfg.iterations)))
+    module.rollout_context = rollout_context(cfg, [(policy, policy_backend), (judge, judge_backend)])
+    return _run(cfg, run_dir, module, RolloutDataModule(driver, iterations=int(cfg.iterations)))
 
 
 def _pool(cfg: DictConfig, run_dir: Path, roots: list[Any]) -> Any:
@@ -561,8 +561,8 @@ def _build_coding(cfg: DictConfig) -> Run:
         max_workers=workers,
     )
     module = _module(cfg, CodingModule, policy, judge, _judge_loss(cfg), evaluator)
-    cycle = engine_cycle(cfg, driver, [(policy, policy_backend), (judge, judge_backend)])
-    return _run(cfg, run_dir, module, RolloutDataModule(cycle, iterations=int(cfg.iterations)))
+    module.rollout_context = rollout_context(cfg, [(policy, policy_backend), (judge, judge_backend)])
+    return _run(cfg, run_dir, module, RolloutDataModule(driver, iterations=int(cfg.iterations)))
 
 
 def _textworld_spec(params: dict[str, Any]) -> Any:

@@ -8,9 +8,9 @@ parameters and prints, per GPU, the bytes of each part of the two phases of an i
   the all-gathered bf16 layers in flight, and the activations of one micro-batch of ``optim.micro_batch_tokens``
   tokens (with activation checkpointing: every layer's input plus one layer recomputed; without: every layer's saved
   tensors), plus the LM head's logits;
-- rollouts: the sharded training states stay resident; the generating model's full bf16 weights (gathered for the
-  transformers backend), its KV cache for ``model.batch_size`` sequences, and the prefill's transient MLP tensors; or,
-  with ``backend=vllm``, the engine's ``gpu_memory_utilization`` share of the GPU.
+- rollouts: the sharded training states stay resident; with the transformers backend both models' full bf16 weights
+  (gathered once for the iteration), the KV cache for ``model.batch_size`` sequences and the prefill's transient MLP
+  tensors; with ``backend=vllm`` each engine's ``gpu_memory_utilization`` share of the GPU (the modules stay sharded).
 
 The last line is ``fits=<true|false> peak_gib=<float> capacity_gib=<float>``. Estimates, not measurements: they count
 the tensors the maths needs (bf16 compute, SDPA/flash attention without a sequence-squared term) and leave allocator
@@ -171,16 +171,18 @@ def plan(cfg: DictConfig) -> MemoryPlan:
     parts["train.activations"] = activation_bytes(largest, tokens=tokens, checkpointing=checkpointing)
     training = states + parts["train.gathered_layers"] + parts["train.activations"] + margin
     backend = str(OmegaConf.select(cfg, "backend.name", default="transformers"))
-    if backend == "vllm":
-        parts["rollout.vllm_share"] = int(float(cfg.backend.gpu_memory_utilization) * capacity)
-        rollout = states + parts["rollout.vllm_share"] + margin
-    else:
+    if backend == "vllm":  # one engine per model in every process, each its share of the GPU
+        share = float(cfg.backend.engine.gpu_memory_utilization) * len(shapes)
+        parts["rollout.vllm_engines"] = int(share * capacity)
+        rollout = states + parts["rollout.vllm_engines"] + margin
+    else:  # both models gathered for the iteration's rollouts; one generates at a time
         gen = rollout_bytes(
             largest,
             sequences=int(cfg.model.batch_size),
             prompt_tokens=int(mem.get("prompt_tokens", 4096)),
             new_tokens=max(int(cfg.model.max_new_tokens), int(cfg.model.get("judge_max_new_tokens") or 0)),
         )
+        gen["gathered_weights"] = sum(s.params * 2 for s in shapes.values())
         parts.update({f"rollout.{k}": v for k, v in gen.items()})
         rollout = states + sum(gen.values()) + margin
     parts["margin"] = margin

@@ -12,6 +12,7 @@ for GPU memory.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 import torch
@@ -84,30 +85,29 @@ def push_weights(
 
 
 class EngineCycle:
-    """A driver wrapper: engines awake, with the current weights, for ``driver(iteration)``; asleep for the update.
+    """Engines awake, holding the current trained weights, within ``awake()``; asleep otherwise (the updates).
+
+    ``awake()`` is the rollout context of ``RLAnythingModule`` (``rollout_context``): entered on every rank before an
+    iteration's rollouts and before an evaluation, so the (collective) weight push runs everywhere in step.
 
     Args:
-        driver: ``driver(iteration) -> IterationData`` (other attributes are passed through).
         engines: backends with ``wake_up()`` / ``sleep()`` (e.g. ``VLLMBackend`` with sleep mode).
-        sync: called after waking, before the rollouts: pushes the trained weights (``push_weights``).
+        sync: called after waking: pushes the trained weights (``push_weights``).
     """
 
-    def __init__(self, driver: Any, engines: Sequence[Any], *, sync: Callable[[], None] | None = None) -> None:
-        self.driver = driver
+    def __init__(self, engines: Sequence[Any], *, sync: Callable[[], None] | None = None) -> None:
         self.engines = list(engines)
         self.sync = sync
 
-    def __call__(self, iteration: int) -> Any:
-        """Wake, sync the weights, collect iteration ``iteration``, sleep."""
+    @contextmanager
+    def awake(self) -> Iterator[None]:
+        """Wake the engines and push the weights; put the engines back to sleep at the end."""
         for engine in self.engines:
             engine.wake_up()
-        if self.sync is not None:
-            self.sync()
         try:
-            return self.driver(iteration)
+            if self.sync is not None:
+                self.sync()
+            yield
         finally:
             for engine in self.engines:
                 engine.sleep()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.driver, name)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from typing import Any
 
 import lightning as L
@@ -58,6 +59,9 @@ class RLAnythingModule(L.LightningModule):
         max_grad_norm: gradient clipping (the paper's DeepSpeed config: 1.0).
         sharding: how ``configure_model`` shards both models with FSDP2 when the strategy provides a device mesh
             (Lightning's ``ModelParallelStrategy``); ``None``: never sharded (single process, DDP).
+        rollout_context: entered on every rank around the rollouts and evaluations; default: the models' full
+            weights gathered (``sharding.gathered``), as the transformers backend generates with them. Generation
+            engines (vLLM) pass their own (wake, push the weights, sleep after).
     """
 
     def __init__(
@@ -74,6 +78,7 @@ class RLAnythingModule(L.LightningModule):
         micro_batch_tokens: int = 8192,
         max_grad_norm: float = 1.0,
         sharding: ShardingConfig | None = None,
+        rollout_context: Callable[[], AbstractContextManager[Any]] | None = None,
     ) -> None:
         super().__init__()
         if policy_updates < 1 or judge_updates < 1:
@@ -92,6 +97,7 @@ class RLAnythingModule(L.LightningModule):
         self.micro_batch_tokens = micro_batch_tokens
         self.max_grad_norm = max_grad_norm
         self.sharding = sharding
+        self.rollout_context = rollout_context
         if judge is not None and judge_loss is None:
             judge.requires_grad_(False)
         self.update_history: list[dict[str, float]] = []
@@ -111,8 +117,10 @@ class RLAnythingModule(L.LightningModule):
         if self.judge is not None:
             shard_model(self.judge, dp_mesh, self.sharding)
 
-    def gathered_models(self) -> Any:
-        """A context in which sharded models hold their full weights on every rank (collective on entry)."""
+    def gathered_models(self) -> AbstractContextManager[Any]:
+        """The rollout context: by default sharded models hold their full weights on every rank (collective entry)."""
+        if self.rollout_context is not None:
+            return self.rollout_context()
         return gathered(self.policy, self.judge)
 
     def configure_optimizers(self) -> list[torch.optim.Optimizer]:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
@@ -165,3 +166,34 @@ def test_the_ablation_default_keeps_its_values() -> None:
     with initialize_config_dir(config_dir=str(EXPERIMENTS / "conf"), version_base="1.3"):
         cfg = compose(config_name="ablate", overrides=["+setting=alfworld"])
     assert (cfg.iterations, cfg.optim.policy_lr, cfg.setting.max_steps, cfg.setting.train_games) == (5, 1e-3, 20, 32)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key"),
+    [
+        (["trainer.strategy=fsdp"], "trainer.strategy"),  # manual optimization inside FSDP's forward redirection
+        (["trainer.strategy=fsdp2", "trainer.precision=bf16-true"], "trainer.precision"),  # bf16 master weights
+    ],
+)
+def test_sharded_configs_that_cannot_learn_are_refused(overrides: list[str], key: str) -> None:
+    from config_checks import ConfigError, validate
+
+    with pytest.raises(ConfigError) as err:
+        validate(_cfg("+setting=textworld", *overrides))
+    assert err.value.key == key
+
+
+def test_fsdp2_builds_model_parallel_strategy_as_pure_data_parallelism() -> None:
+    from builders import _fsdp2_strategy, _sharding
+
+    cfg = _cfg("+setting=alfworld", "scale=multinode", "model=qwen2.5-7b")
+    strategy = _fsdp2_strategy(cfg)
+    assert type(strategy).__name__ == "ModelParallelStrategy"
+    assert (strategy._data_parallel_size, strategy._tensor_parallel_size) == (64, 1)
+    sharding = _sharding(cfg)
+    assert (sharding.param_dtype, sharding.reduce_dtype, sharding.master_dtype) == (
+        torch.bfloat16,
+        torch.float32,
+        torch.float32,
+    )
+    assert sharding.activation_checkpointing and _sharding(_cfg("+setting=alfworld")) is None

@@ -18,7 +18,7 @@ EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 sys.path.insert(0, str(EXPERIMENTS))
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
-from builders import engine_cycle, rollout_backends  # noqa: E402
+from builders import rollout_backends, rollout_context  # noqa: E402
 from config_checks import ConfigError  # noqa: E402
 
 
@@ -61,16 +61,13 @@ def test_engines_wake_get_the_weights_serve_the_rollouts_then_sleep() -> None:
         def sleep(self) -> None:
             events.append("sleep")
 
-    class Driver:
-        pool = "the pool"
-
-        def __call__(self, iteration: int) -> str:
-            events.append(f"collect {iteration}")
-            return "data"
-
-    cycle = EngineCycle(Driver(), [Engine()], sync=lambda: events.append("sync"))
-    assert cycle(3) == "data" and cycle.pool == "the pool"
-    assert events == ["wake", "sync", "collect 3", "sleep"]
+    cycle = EngineCycle([Engine()], sync=lambda: events.append("sync"))
+    with cycle.awake():
+        events.append("collect")
+    assert events == ["wake", "sync", "collect", "sleep"]
+    with pytest.raises(RuntimeError), cycle.awake():
+        raise RuntimeError("a failed rollout")
+    assert events[-1] == "sleep"
 
 
 def test_the_backend_comes_from_the_config() -> None:
@@ -82,8 +79,7 @@ def test_the_backend_comes_from_the_config() -> None:
     tok = tiny_chat_tokenizer()
     policy_backend, judge_backend = rollout_backends(cfg, model, model, tok)
     assert type(policy_backend).__name__ == "TransformersBackend" and policy_backend.model is model
-    driver = object()
-    assert engine_cycle(cfg, driver, [(model, policy_backend)]) is driver
+    assert rollout_context(cfg, [(model, policy_backend)]) is None  # the module gathers its own weights
     # backend=vllm: VLLMBackend engines from the model folders, with the config's memory share and tensor parallelism
     overrides = [
         "+setting=alfworld",
@@ -98,7 +94,8 @@ def test_the_backend_comes_from_the_config() -> None:
     assert policy_engine.model == "/p" and judge_engine.model == str(stand_in.model.judge.pretrained_model_name_or_path)
     assert policy_engine.gpu_memory_utilization == 0.2 and policy_engine.tensor_parallel_size == 1
     assert policy_engine.enable_sleep_mode is True and policy_engine.dtype == "bfloat16"
-    assert isinstance(engine_cycle(stand_in, driver, [(model, policy_engine)]), EngineCycle)
+    context = rollout_context(stand_in, [(model, policy_engine)])
+    assert context is not None and context.__self__.engines == [policy_engine]
     # a model without a folder, or candidate scoring, cannot run on vLLM: refused naming the key
     with pytest.raises(ConfigError) as err:
         rollout_backends(
