@@ -270,7 +270,10 @@ def _prepare(cfg: DictConfig) -> tuple[Path, Any, Any, Any, int]:
     """Run folder (with the resolved config), seeded models, tokenizer and pad id."""
     run_dir = Path(str(cfg.run_dir)).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    if is_writer_rank():  # one writer, atomically: the other ranks would race on the same file
+        from rlanything_core.environment._io import atomic_write_text
+
+        atomic_write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     threads = OmegaConf.select(cfg, "torch_threads")
     if threads is not None:
         torch.set_num_threads(int(threads))
@@ -413,15 +416,22 @@ def _build_agent(cfg: DictConfig) -> Run:
     return _run(cfg, run_dir, module, RolloutDataModule(driver, iterations=int(cfg.iterations)))
 
 
+RANK_VARIABLES = ("RANK", "SLURM_PROCID", "NODE_RANK", "LOCAL_RANK")
+
+
+def is_writer_rank() -> bool:
+    """Whether this process is global rank 0, from the launchers' variables (the run is built before the process
+    group exists): torchrun's ``RANK``, SLURM's ``SLURM_PROCID`` (``srun`` sets no ``RANK``), Lightning's
+    ``NODE_RANK``/``LOCAL_RANK`` (its spawned processes inherit ``SLURM_PROCID=0`` from a one-task allocation, so
+    every variable present must be 0)."""
+    return all(int(os.environ.get(var, "0")) == 0 for var in RANK_VARIABLES)
+
+
 def _pool(cfg: DictConfig, run_dir: Path, roots: list[Any]) -> Any:
     """The task pool: created by the writer rank (rank 0), loaded (or created identically) by the others."""
     from rlanything_core.environment.pool import TaskPool
 
-    writer = (
-        int(os.environ.get("RANK", "0")) == 0
-        and int(os.environ.get("NODE_RANK", "0")) == 0
-        and int(os.environ.get("LOCAL_RANK", "0")) == 0
-    )
+    writer = is_writer_rank()
     state = run_dir / "pool" / "state.json"
     env_band = band(cfg, "env_band", strict=True)
     if writer or not state.is_file():

@@ -197,3 +197,25 @@ def test_fsdp2_builds_model_parallel_strategy_as_pure_data_parallelism() -> None
         torch.float32,
     )
     assert sharding.activation_checkpointing and _sharding(_cfg("+setting=alfworld")) is None
+
+
+@pytest.mark.parametrize(
+    ("env", "writer"),
+    [
+        ({}, True),
+        ({"RANK": "0", "LOCAL_RANK": "0"}, True),
+        ({"SLURM_PROCID": "5"}, False),  # srun sets no RANK: every task used to think it wrote the pool
+        ({"SLURM_PROCID": "0", "LOCAL_RANK": "3"}, False),  # Lightning's spawned process in a one-task allocation
+        ({"NODE_RANK": "1", "LOCAL_RANK": "0"}, False),
+    ],
+)
+def test_the_writer_rank_comes_from_any_launchers_variables(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], writer: bool
+) -> None:
+    from builders import RANK_VARIABLES, is_writer_rank
+
+    for var in RANK_VARIABLES:
+        monkeypatch.delenv(var, raising=False)
+    for var, value in env.items():
+        monkeypatch.setenv(var, value)
+    assert is_writer_rank() is writer
