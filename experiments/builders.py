@@ -45,9 +45,26 @@ def load_models(cfg: DictConfig) -> tuple[Any, Any | None, Any]:
     return policy, judge, tokenizer
 
 
+def sampling(cfg: DictConfig, *, max_new_tokens: int, temperature: float) -> Any:
+    """``SamplingParams`` with the model's nucleus mass (``model.top_p``, 1.0 when the model config has none)."""
+    from rlanything_core.generation.types import SamplingParams
+
+    top_p = float(OmegaConf.select(cfg, "model.top_p", default=1.0))
+    return SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p)
+
+
+def judge_max_new_tokens(cfg: DictConfig) -> int:
+    """The judge's generation budget (votes, unit tests): ``model.judge_max_new_tokens``, else the policy's."""
+    return int(OmegaConf.select(cfg, "model.judge_max_new_tokens", default=cfg.model.max_new_tokens))
+
+
+def first(items: list[Any], count: Any) -> list[Any]:
+    """The first ``count`` items (``count`` null: all of them, e.g. a whole evaluation split)."""
+    return list(items) if count is None else list(items)[: int(count)]
+
+
 def _selector(cfg: DictConfig, temperature: float) -> Any:
     from rlanything_core.collect.action_selection import BoxedIndexSelector, LikelihoodSelector
-    from rlanything_core.generation.types import SamplingParams
 
     if cfg.model.action_selection == "likelihood":
         return LikelihoodSelector(temperature=temperature)
@@ -56,7 +73,7 @@ def _selector(cfg: DictConfig, temperature: float) -> Any:
 
         return ScorerSelector(temperature=temperature, earlier_turns=int(cfg.setting.max_history_turns))
     if cfg.model.action_selection == "boxed":
-        return BoxedIndexSelector(SamplingParams(max_new_tokens=int(cfg.model.max_new_tokens), temperature=temperature))
+        return BoxedIndexSelector(sampling(cfg, max_new_tokens=int(cfg.model.max_new_tokens), temperature=temperature))
     raise ConfigError(
         "model.action_selection", f"unknown {cfg.model.action_selection!r}", "use likelihood, boxed or scorer"
     )
@@ -64,7 +81,6 @@ def _selector(cfg: DictConfig, temperature: float) -> Any:
 
 def _votes(cfg: DictConfig) -> Any:
     from rlanything_core.collect.judge import GenerativeVotes, ScoredVotes
-    from rlanything_core.generation.types import SamplingParams
 
     temperature = float(cfg.model.judge_temperature)
     if cfg.model.judge_votes == "scored":
@@ -74,8 +90,54 @@ def _votes(cfg: DictConfig) -> Any:
 
         return EncoderVotes()
     if cfg.model.judge_votes == "generative":
-        return GenerativeVotes(SamplingParams(max_new_tokens=int(cfg.model.max_new_tokens), temperature=temperature))
+        return GenerativeVotes(sampling(cfg, max_new_tokens=judge_max_new_tokens(cfg), temperature=temperature))
     raise ConfigError("model.judge_votes", f"unknown {cfg.model.judge_votes!r}", "use scored, generative or encoder")
+
+
+def rollout_backends(cfg: DictConfig, policy: Any, judge: Any, tokenizer: Any) -> tuple[Any, Any]:
+    """``(policy backend, judge backend or None)`` as ``backend.name`` says: the trained modules themselves
+    (transformers, the default) or vLLM engines built from the models' folders (``backend=vllm``)."""
+
+    name = str(OmegaConf.select(cfg, "backend.name", default="transformers"))
+    if name == "transformers":
+        return (
+            _agent_backend(cfg, policy, tokenizer),
+            _agent_backend(cfg, judge, tokenizer) if judge is not None else None,
+        )
+    if name != "vllm":
+        raise ConfigError("backend.name", f"unknown backend {name!r}", "use backend=vllm, or no backend")
+    if cfg.model.action_selection != "boxed" or (judge is not None and cfg.model.judge_votes != "generative"):
+        raise ConfigError(
+            "backend", "vLLM generates text; it does not score candidates", "use model=qwen2.5-7b (boxed, generative)"
+        )
+    engine = instantiate(cfg.backend.engine)
+
+    def folder(role: str) -> str:
+        path = OmegaConf.select(cfg, f"model.{role}.pretrained_model_name_or_path")
+        if path is None:
+            raise ConfigError(f"model.{role}", "vLLM loads a model folder", "use a model with a folder (qwen2.5-7b)")
+        return str(path)
+
+    return engine(model=folder("policy")), engine(model=folder("judge")) if judge is not None else None
+
+
+def rollout_context(cfg: DictConfig, models: list[tuple[Any, Any]]) -> Any:
+    """With vLLM, the module's rollout context: wake the engines, push the trained weights of each ``(model, engine)``
+    pair (full tensors, in buckets of ``backend.weight_bucket_mb``), sleep after; with transformers ``None`` (the
+    module gathers its sharded weights itself)."""
+    if str(OmegaConf.select(cfg, "backend.name", default="transformers")) != "vllm":
+        return None
+    from rlanything_core.generation.weight_sync import EngineCycle, push_weights
+
+    bucket = int(float(cfg.backend.weight_bucket_mb) * 2**20)
+    dtype = getattr(torch, str(cfg.backend.engine.dtype))
+    pairs = [(m, e) for m, e in models if m is not None and e is not None]
+
+    def sync() -> None:
+        for model, engine in pairs:
+            push_weights(model, engine, bucket_bytes=bucket, dtype=dtype)
+
+    return EngineCycle([e for _, e in pairs], sync=sync).awake
 
 
 # ---------------------------------------------------------------------------------------------------------- a run
@@ -162,6 +224,8 @@ def _trainer(cfg: DictConfig, run_dir: Path, callbacks: list[Any]) -> Any:
         from lightning.pytorch.strategies import DDPStrategy
 
         strategy = DDPStrategy(process_group_backend="gloo")  # type: ignore[assignment]
+    elif strategy == "fsdp2":
+        strategy = _fsdp2_strategy(cfg)  # type: ignore[assignment]
     return L.Trainer(
         accelerator=str(t.accelerator),
         devices=t.devices,
@@ -177,6 +241,37 @@ def _trainer(cfg: DictConfig, run_dir: Path, callbacks: list[Any]) -> Any:
         enable_model_summary=False,
         log_every_n_steps=1,
         use_distributed_sampler=False,
+    )
+
+
+def _fsdp2_strategy(cfg: DictConfig) -> Any:
+    """Lightning's ``ModelParallelStrategy`` as pure data parallelism: every rank one FSDP2 shard (no tensor
+    parallelism); ``training_step`` runs outside any forward redirection, so the module's manual optimization works.
+    Checkpoints hold full state dicts (gathered to rank 0), like every other strategy's, so resuming works at any
+    rank count."""
+    from lightning.pytorch.strategies import ModelParallelStrategy
+
+    t = cfg.trainer
+    world = int(t.devices) * int(t.num_nodes)
+    return ModelParallelStrategy(
+        data_parallel_size=world,
+        tensor_parallel_size=1,
+        save_distributed_checkpoint=False,
+        process_group_backend="gloo" if str(t.accelerator) == "cpu" else None,
+    )
+
+
+def _sharding(cfg: DictConfig) -> Any:
+    """The FSDP2 sharding of both models under ``trainer.strategy=fsdp2`` (``fsdp.*``), else ``None``."""
+    from rlanything_core.lightning.sharding import ShardingConfig
+
+    if str(cfg.trainer.strategy) != "fsdp2":
+        return None
+    f = OmegaConf.select(cfg, "fsdp", default=None) or {}
+    return ShardingConfig(
+        param_dtype=getattr(torch, str(f.get("param_dtype", "bfloat16"))),
+        reduce_dtype=getattr(torch, str(f.get("reduce_dtype", "float32"))),
+        activation_checkpointing=bool(f.get("activation_checkpointing", True)),
     )
 
 
@@ -197,7 +292,7 @@ def _eval_games(cfg: DictConfig, games: list[Any]) -> list[Any]:
     games for every arm and training seed: the ablation's statistics are paired by game)."""
     from rlanything_core.envs.alfworld.sampling import stratified_sample
 
-    n = min(int(cfg.eval.games), len(games))
+    n = len(games) if cfg.eval.games is None else min(int(cfg.eval.games), len(games))  # null: the whole split
     return stratified_sample(games, n, stratum=lambda g: g.task_type, seed=int(cfg.eval.sample_seed))
 
 
@@ -209,7 +304,10 @@ def _prepare(cfg: DictConfig) -> tuple[Path, Any, Any, Any, int]:
     """Run folder (with the resolved config), seeded models, tokenizer and pad id."""
     run_dir = Path(str(cfg.run_dir)).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    if is_writer_rank():  # one writer, atomically: the other ranks would race on the same file
+        from rlanything_core.environment._io import atomic_write_text
+
+        atomic_write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     threads = OmegaConf.select(cfg, "torch_threads")
     if threads is not None:
         torch.set_num_threads(int(threads))
@@ -229,8 +327,7 @@ def _build_agent(cfg: DictConfig) -> Run:
     from rlanything_core.loop.evaluation import AgentEvaluator, EvalSplit
 
     run_dir, policy, judge, tokenizer, pad_id = _prepare(cfg)
-    policy_backend = _agent_backend(cfg, policy, tokenizer)
-    judge_backend = _agent_backend(cfg, judge, tokenizer) if judge else None
+    policy_backend, judge_backend = rollout_backends(cfg, policy, judge, tokenizer)
 
     if cfg.setting.name == "alfworld":
         from rlanything_core.envs.alfworld.env import AlfworldEnvFactory
@@ -350,6 +447,7 @@ def _build_agent(cfg: DictConfig) -> Run:
         judge_episodes=None if cfg.eval.judge_episodes is None else int(cfg.eval.judge_episodes),
     )
     module = _module(cfg, module_cls, policy, judge, judge_loss, evaluator)
+    module.rollout_context = rollout_context(cfg, [(policy, policy_backend), (judge, judge_backend)])
     return _run(cfg, run_dir, module, RolloutDataModule(driver, iterations=int(cfg.iterations)))
 
 
@@ -362,15 +460,22 @@ def _agent_backend(cfg: DictConfig, model: Any, tokenizer: Any) -> Any:
     return TransformersBackend(model, tokenizer, batch_size=int(cfg.model.batch_size))
 
 
+RANK_VARIABLES = ("RANK", "SLURM_PROCID", "NODE_RANK", "LOCAL_RANK")
+
+
+def is_writer_rank() -> bool:
+    """Whether this process is global rank 0, from the launchers' variables (the run is built before the process
+    group exists): torchrun's ``RANK``, SLURM's ``SLURM_PROCID`` (``srun`` sets no ``RANK``), Lightning's
+    ``NODE_RANK``/``LOCAL_RANK`` (its spawned processes inherit ``SLURM_PROCID=0`` from a one-task allocation, so
+    every variable present must be 0)."""
+    return all(int(os.environ.get(var, "0")) == 0 for var in RANK_VARIABLES)
+
+
 def _pool(cfg: DictConfig, run_dir: Path, roots: list[Any]) -> Any:
     """The task pool: created by the writer rank (rank 0), loaded (or created identically) by the others."""
     from rlanything_core.environment.pool import TaskPool
 
-    writer = (
-        int(os.environ.get("RANK", "0")) == 0
-        and int(os.environ.get("NODE_RANK", "0")) == 0
-        and int(os.environ.get("LOCAL_RANK", "0")) == 0
-    )
+    writer = is_writer_rank()
     state = run_dir / "pool" / "state.json"
     env_band = band(cfg, "env_band", strict=True)
     if state.is_file():  # a rerun: the datamodule rolls it back to the checkpoint's (or the initial) snapshot
@@ -406,6 +511,7 @@ def _module(cfg: DictConfig, module_cls: Any, policy: Any, judge: Any, judge_los
         judge_updates=int(o.judge_updates),
         micro_batch_tokens=int(o.micro_batch_tokens),
         max_grad_norm=float(o.max_grad_norm),
+        sharding=_sharding(cfg),
         evaluator=evaluator,
         eval_every=int(cfg.eval.every),
         eval_at_start=bool(cfg.eval.at_start),
@@ -446,7 +552,7 @@ def _coding_problems(cfg: DictConfig) -> tuple[list[Any], list[Any]]:
         evals = load_livebench(str(st.livebench_file))
     else:
         evals = [p for p in load_leetcode(root / CODING_FILES["leetcode_lcb"]) if p.also_in_lcb_v5_window]
-    return train, evals[: int(st.eval_problems)]
+    return train, first(evals, st.eval_problems)
 
 
 def _build_coding(cfg: DictConfig) -> Run:
@@ -455,8 +561,6 @@ def _build_coding(cfg: DictConfig) -> Run:
     from rlanything_core.environment.llm import BackendChatModel
     from rlanything_core.environment.rewriters.coding import CodingRewriter
     from rlanything_core.envs.coding.task import CodingTask
-    from rlanything_core.generation.transformers_backend import TransformersBackend
-    from rlanything_core.generation.types import SamplingParams
     from rlanything_core.lightning import CodingModule, RolloutDataModule
     from rlanything_core.loop.adaptation import EnvironmentAdaptation
     from rlanything_core.loop.coding_driver import CodingLoopDriver, coding_spec
@@ -465,17 +569,15 @@ def _build_coding(cfg: DictConfig) -> Run:
 
     st = cfg.setting
     run_dir, policy, judge, tokenizer, pad_id = _prepare(cfg)
-    batch = int(cfg.model.batch_size)
-    policy_backend = TransformersBackend(policy, tokenizer, batch_size=batch)
-    judge_backend = TransformersBackend(judge, tokenizer, batch_size=batch) if judge is not None else None
+    policy_backend, judge_backend = rollout_backends(cfg, policy, judge, tokenizer)
     train, evals = _coding_problems(cfg)
     roots = [coding_spec(p, max_tests=int(st.gt_tests)) for p in train]
     pool = _pool(cfg, run_dir, roots)
     sandbox = Sandbox()
     workers = int(st.sandbox_workers)
     new_tokens = int(st.max_new_tokens)
-    code_params = SamplingParams(max_new_tokens=new_tokens, temperature=float(cfg.model.temperature))
-    test_params = SamplingParams(max_new_tokens=new_tokens, temperature=float(st.test_temperature))
+    code_params = sampling(cfg, max_new_tokens=new_tokens, temperature=float(cfg.model.temperature))
+    test_params = sampling(cfg, max_new_tokens=judge_max_new_tokens(cfg), temperature=float(st.test_temperature))
     tests_k = int(st.tests_per_task)
     writer = UnitTestCollector(judge_backend, tests_per_task=tests_k, sampling=test_params) if judge_backend else None
     adaptation = None
@@ -500,7 +602,7 @@ def _build_coding(cfg: DictConfig) -> Run:
         sandbox=sandbox,
         max_workers=workers,
     )
-    eval_params = SamplingParams(max_new_tokens=new_tokens, temperature=float(cfg.eval.temperature))
+    eval_params = sampling(cfg, max_new_tokens=new_tokens, temperature=float(cfg.eval.temperature))
     eval_writer = (
         UnitTestCollector(judge_backend, tests_per_task=int(st.eval_tests_per_task), sampling=test_params)
         if judge_backend is not None
@@ -515,6 +617,7 @@ def _build_coding(cfg: DictConfig) -> Run:
         max_workers=workers,
     )
     module = _module(cfg, CodingModule, policy, judge, _judge_loss(cfg), evaluator)
+    module.rollout_context = rollout_context(cfg, [(policy, policy_backend), (judge, judge_backend)])
     return _run(cfg, run_dir, module, RolloutDataModule(driver, iterations=int(cfg.iterations)))
 
 

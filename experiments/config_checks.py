@@ -88,8 +88,22 @@ def validate(cfg: DictConfig) -> None:
             "use scale=cpu here (or run on a GPU machine)",
         )
     strategy = str(cfg.trainer.strategy)
-    if accelerator == "cpu" and any(s in strategy for s in ("fsdp", "deepspeed")):
+    if strategy == "fsdp" or strategy.startswith("fsdp_"):
+        raise ConfigError(
+            "trainer.strategy",
+            "Lightning's FSDP strategy runs training_step inside its forward redirection, where the manual updates "
+            "of the policy and the judge cannot call backward",
+            "use trainer.strategy=fsdp2 (FSDP2 per decoder layer through ModelParallelStrategy)",
+        )
+    if accelerator == "cpu" and "deepspeed" in strategy:
         raise ConfigError("trainer.strategy", f"{strategy!r} needs GPUs", "use trainer.strategy=ddp (gloo) on CPU")
+    if strategy == "fsdp2" and str(cfg.trainer.precision) != "32-true":
+        raise ConfigError(
+            "trainer.precision",
+            f"{cfg.trainer.precision!r} would store the parameters and Adam states in low precision (a 1e-6 step on a "
+            "bf16 weight rounds away); FSDP2 computes in fsdp.param_dtype anyway",
+            "set trainer.precision=32-true",
+        )
     _check_model_source(cfg, "policy")
     if arm.use_judge:
         _check_model_source(cfg, "judge")
@@ -153,6 +167,10 @@ def _validate_coding(cfg: DictConfig) -> None:
         raise ConfigError(
             "arm.adapt_environment", "the coding rewriter uses the judge's model", "set arm.use_judge=true"
         )
+    for key in ("tests_per_task", "eval_samples", "max_new_tokens", "gt_tests", "sandbox_workers"):
+        _positive(cfg, f"setting.{key}")
+    if st.eval_problems is not None:  # null: every evaluation problem
+        _positive(cfg, "setting.eval_problems")
 
 
 def _validate_alfworld(cfg: DictConfig) -> None:

@@ -106,7 +106,7 @@ class EvalSchema:
 
     every: int = _f(0, ge=0)
     at_start: bool = True
-    games: int = _f(8, ge=1)
+    games: int | None = _f(8, ge=1)  # null: every game of each evaluation split (the GPU scale)
     runs: int = _f(1, ge=1)
     oracle_episodes: int = _f(4, ge=0)
     temperature: float = _f(1.0, gt=0)

@@ -13,6 +13,8 @@ import os
 import shutil
 from pathlib import Path
 
+import yaml
+
 __all__ = ["reuse_file", "reuse_run"]
 
 
@@ -40,7 +42,7 @@ def reuse_run(source: Path, target: Path, expected_config: str, source_root: Pat
     if not config.is_file():
         return False
     mapped = config.read_text().replace(str(source_root), str(target_root))
-    if mapped != expected_config:
+    if yaml.safe_load(mapped) != yaml.safe_load(expected_config):  # key order may differ (config group order)
         return False
     partial = target.with_name(target.name + ".reusing")
     shutil.rmtree(partial, ignore_errors=True)

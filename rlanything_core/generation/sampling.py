@@ -64,12 +64,14 @@ def sample_next(logits: Tensor, *, temperature: float, top_p: float, generators:
         return logits.argmax(dim=-1)
     if len(generators) != logits.shape[0]:
         raise ValueError(f"generators: expected {logits.shape[0]} (one per row), got {len(generators)}")
-    probs = sampling_probs(logits, temperature=temperature, top_p=top_p).cpu()
+    # The probabilities stay on the logits' device (on a GPU a (B, V) copy to the host every token, 64 x 152k floats
+    # for Qwen, would dominate a decode step): only the B uniforms cross, the other way.
+    probs = sampling_probs(logits, temperature=temperature, top_p=top_p)
     # One uniform per row from that row's own generator keeps every draw independent of the batch; the inverse-CDF
     # search then runs batched (a per-row `torch.multinomial` costs ~2 ms a row on this CPU, several passes over the
     # vocabulary in small kernels: a large share of a batched decode step of a 135M model).
     uniforms = torch.stack([torch.rand((), generator=g, dtype=torch.float64) for g in generators])
-    return inverse_cdf(probs, uniforms).to(logits.device)
+    return inverse_cdf(probs, uniforms.to(probs.device))
 
 
 _CDF_BLOCK = 256

@@ -70,6 +70,7 @@ class VLLMBackend:
             ) from err
         self._vllm = vllm
         self.max_model_len = max_model_len
+        self.sleep_mode = bool(engine_kwargs.get("enable_sleep_mode", False))
         from vllm.platforms import current_platform
 
         if current_platform.is_cpu():
@@ -135,7 +136,22 @@ class VLLMBackend:
         return Generation(prompt_ids, tokens, logprobs, text, FinishReason.EOS)
 
     def update_weights(self, named_tensors: Mapping[str, Any]) -> None:
-        """Reload the engine's weights in place from ``(name, tensor)`` pairs (names as in the HF ``state_dict``)."""
-        items = list(named_tensors.items())
-        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(items)})
+        """Reload the engine's weights in place from ``(name, tensor)`` pairs (names as in the HF ``state_dict``).
+
+        A part of the model (one bucket of ``weight_sync.push_weights``) is enough: ``load_weights`` loads what it is
+        given. The pairs go as a list, which pickles to tensor-parallel workers in other processes (an iterator
+        would not), each worker taking its slice.
+        """
+        items = [(name, tensor) for name, tensor in named_tensors.items()]
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": items})
         self.llm.reset_prefix_cache()
+
+    def sleep(self) -> None:
+        """Free the KV cache and offload the weights to host memory while the trainer updates (sleep mode only)."""
+        if self.sleep_mode:
+            self.llm.sleep(level=1)
+
+    def wake_up(self) -> None:
+        """Take the GPU memory back before the rollouts (sleep mode only)."""
+        if self.sleep_mode:
+            self.llm.wake_up()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from typing import Any
 
 import lightning as L
@@ -25,6 +26,7 @@ import torch.distributed as dist
 from torch import Tensor, nn
 
 from rlanything_core.lightning.datamodule import PendingIteration
+from rlanything_core.lightning.sharding import ShardingConfig, clip_grad_norm, gathered, is_sharded, shard_model
 from rlanything_core.loop.iteration import IterationData, TrainingRows
 from rlanything_core.losses.aggregation import Aggregation
 from rlanything_core.losses.consistency import ConsistencyRewardLoss
@@ -55,6 +57,11 @@ class RLAnythingModule(L.LightningModule):
         judge_updates: optimizer steps per iteration for the judge.
         micro_batch_tokens: padded-token budget of one forward/backward.
         max_grad_norm: gradient clipping (the paper's DeepSpeed config: 1.0).
+        sharding: how ``configure_model`` shards both models with FSDP2 when the strategy provides a device mesh
+            (Lightning's ``ModelParallelStrategy``); ``None``: never sharded (single process, DDP).
+        rollout_context: entered on every rank around the rollouts and evaluations; default: the models' full
+            weights gathered (``sharding.gathered``), as the transformers backend generates with them. Generation
+            engines (vLLM) pass their own (wake, push the weights, sleep after).
     """
 
     def __init__(
@@ -70,6 +77,8 @@ class RLAnythingModule(L.LightningModule):
         judge_updates: int = 1,
         micro_batch_tokens: int = 8192,
         max_grad_norm: float = 1.0,
+        sharding: ShardingConfig | None = None,
+        rollout_context: Callable[[], AbstractContextManager[Any]] | None = None,
     ) -> None:
         super().__init__()
         if policy_updates < 1 or judge_updates < 1:
@@ -87,6 +96,8 @@ class RLAnythingModule(L.LightningModule):
         self.judge_updates = judge_updates
         self.micro_batch_tokens = micro_batch_tokens
         self.max_grad_norm = max_grad_norm
+        self.sharding = sharding
+        self.rollout_context = rollout_context
         if judge is not None and judge_loss is None:
             judge.requires_grad_(False)
         self.update_history: list[dict[str, float]] = []
@@ -104,6 +115,22 @@ class RLAnythingModule(L.LightningModule):
         """Whether the judge is optimized (present and given a consistency loss)."""
         return self.judge is not None and self.judge_loss is not None
 
+    def configure_model(self) -> None:
+        """Under ``ModelParallelStrategy``: shard the policy and the judge per decoder layer (FSDP2), once."""
+        mesh = self._device_mesh
+        if self.sharding is None or mesh is None or is_sharded(self.policy):
+            return
+        dp_mesh = mesh["data_parallel"] if mesh.mesh_dim_names and "data_parallel" in mesh.mesh_dim_names else mesh
+        shard_model(self.policy, dp_mesh, self.sharding)
+        if self.judge is not None:
+            shard_model(self.judge, dp_mesh, self.sharding)
+
+    def gathered_models(self) -> AbstractContextManager[Any]:
+        """The rollout context: by default sharded models hold their full weights on every rank (collective entry)."""
+        if self.rollout_context is not None:
+            return self.rollout_context()
+        return gathered(self.policy, self.judge)
+
     def configure_optimizers(self) -> list[torch.optim.Optimizer]:
         """Policy optimizer, then the judge's when it is trained."""
         optimizers = [self.policy_optimizer_factory(self.policy.parameters())]
@@ -112,14 +139,30 @@ class RLAnythingModule(L.LightningModule):
             optimizers.append(self.judge_optimizer_factory(self.judge.parameters()))
         return optimizers
 
+    def _zero_grads_for_checkpoint(self, optimizers: list[Any]) -> None:
+        """Give every sharded parameter a (zero) gradient before the first update.
+
+        torch.distributed.checkpoint (how ModelParallelStrategy saves optimizers) fills an empty optimizer state with a
+        zero-lr step when no parameter has a gradient; that step counts in Adam's bias correction and shrinks the
+        first real update to 0.74x (an iteration without update is then checkpointed: the policy's rows may all fall
+        outside the band). With gradients present it leaves the state alone.
+        """
+        for opt in optimizers:
+            for group in opt.param_groups:
+                for p in group["params"]:
+                    if p.grad is None and is_sharded(self.policy):
+                        p.grad = torch.zeros_like(p)
+
     # ------------------------------------------------------------------------------------------------ the step
     def training_step(self, pending: PendingIteration, batch_idx: int) -> None:
         """Collect the iteration (with the current weights), update the policy, then the judge; log metrics."""
         self._disable_ddp_gradient_hooks()
         self.policy.eval()  # rollouts and old log-probs without dropout; the models have none by default anyway
-        data = pending.collect()
+        with self.gathered_models():  # rollouts: ranks run different numbers of forwards, with no collective
+            data = pending.collect()
         optimizers = self.optimizers()
         opts = optimizers if isinstance(optimizers, list) else [optimizers]
+        self._zero_grads_for_checkpoint(opts)
         metrics: dict[str, float] = {f"rollout/{k}": v for k, v in data.metrics.items()}
         metrics["iteration"] = float(data.iteration)
 
@@ -203,11 +246,32 @@ class RLAnythingModule(L.LightningModule):
     def _world(self) -> int:
         return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
 
-    def _all_reduce_sum(self, values: list[float]) -> list[float]:
-        t = torch.tensor(values, dtype=torch.float64)
+    def _all_reduce_sum(self, values: list[float], op: Any = None) -> list[float]:
+        # on the module's device: NCCL reduces CUDA tensors only
+        t = torch.tensor(values, dtype=torch.float64, device=self.device)
         if self._world() > 1:
-            dist.all_reduce(t)
-        return [float(x) for x in t]
+            dist.all_reduce(t, op=dist.ReduceOp.SUM if op is None else op)
+        return [float(x) for x in t.cpu()]
+
+    def _micro_batches_everywhere(self, model: nn.Module, local: int) -> int:
+        """How many micro-batches every rank runs: the busiest rank's count when the model is sharded.
+
+        Each FSDP forward and backward is a collective, so every rank must make as many; unsharded, this rank's own.
+        """
+        if not is_sharded(model) or self._world() == 1:
+            return local
+        return int(self._all_reduce_sum([float(local)], op=dist.ReduceOp.MAX)[0])
+
+    def _padding_pass(self, model: nn.Module, *, backward: bool) -> None:
+        """A zero-weight forward (and backward) on one two-token row (its gradient is exactly zero).
+
+        This rank's share of the collectives when it has fewer micro-batches than the busiest rank.
+        """
+        ids = torch.zeros((1, 2), dtype=torch.int64, device=self.device)
+        mask = torch.ones((1, 2), dtype=torch.bool, device=self.device)
+        logp = sequence_token_logprobs(model, ids, mask, score_mask=mask)
+        if backward:
+            self.manual_backward(logp.sum() * 0.0)
 
     def _disable_ddp_gradient_hooks(self) -> None:
         """Under DDP, keep its gradient hooks off: gradients are all-reduced by ``_sync_and_step``.
@@ -221,12 +285,17 @@ class RLAnythingModule(L.LightningModule):
         if wrapped is not None and hasattr(wrapped, "require_backward_grad_sync"):
             wrapped.require_backward_grad_sync = False
 
-    def _old_logprobs(self, model: nn.Module, rows: TrainingRows) -> Tensor:
+    def _old_logprobs(self, model: nn.Module, rows: TrainingRows | None) -> Tensor:
         """Log-probs of every row under the current (pre-update) weights, micro-batched, no grad."""
-        lengths = rows.rows.attention_mask.sum(dim=1).tolist()
-        out = torch.zeros(rows.rows.input_ids.shape, dtype=torch.float32)
+        lengths = rows.rows.attention_mask.sum(dim=1).tolist() if rows is not None else []
+        out = torch.zeros(rows.rows.input_ids.shape if rows is not None else (0, 0), dtype=torch.float32)
+        micros = pack_by_length(lengths, max_tokens=self.micro_batch_tokens)
+        model.eval()
         with torch.no_grad():
-            for micro in pack_by_length(lengths, max_tokens=self.micro_batch_tokens):
+            for _ in range(self._micro_batches_everywhere(model, len(micros)) - len(micros)):
+                self._padding_pass(model, backward=False)
+            for micro in micros:
+                assert rows is not None
                 idx = torch.tensor(micro)
                 part = rows.rows.select(idx)
                 lp = sequence_token_logprobs(
@@ -250,7 +319,7 @@ class RLAnythingModule(L.LightningModule):
     ) -> dict[str, float]:
         """Run ``updates`` optimizer steps on ``rows`` (possibly none on this rank); return averaged metrics."""
         logs: dict[str, list[float]] = {}
-        old_all = self._old_logprobs(model, rows) if rows is not None else None
+        old_all = self._old_logprobs(model, rows) if rows is not None or is_sharded(model) else None
         for k in range(updates):
             if rows is not None:
                 index = (rows.group % updates == k).nonzero().squeeze(1)
@@ -262,12 +331,16 @@ class RLAnythingModule(L.LightningModule):
             if n_tok == 0:
                 continue
             optimizer.zero_grad(set_to_none=False)
-            if rows is not None and index.numel():
-                part_rows = rows.subset(index)
-                lengths = part_rows.rows.attention_mask.sum(dim=1).tolist()
+            model.train()  # activation checkpointing runs in train mode only (the models have no dropout)
+            part_rows = rows.subset(index) if rows is not None and index.numel() else None
+            lengths = part_rows.rows.attention_mask.sum(dim=1).tolist() if part_rows is not None else []
+            micros = pack_by_length(lengths, max_tokens=self.micro_batch_tokens)
+            for _ in range(self._micro_batches_everywhere(model, len(micros)) - len(micros)):
+                self._padding_pass(model, backward=True)
+            if part_rows is not None:
                 assert old_all is not None
                 old_part = old_all[index]
-                for micro in pack_by_length(lengths, max_tokens=self.micro_batch_tokens):
+                for micro in micros:
                     midx = torch.tensor(micro)
                     part = part_rows.subset(midx)
                     logp = sequence_token_logprobs(
@@ -284,6 +357,7 @@ class RLAnythingModule(L.LightningModule):
                         if value.numel() == 1:
                             logs.setdefault(f"{name}/{key}", []).append(float(value))
                     logs.setdefault(f"{name}/loss", []).append(float(out.loss.detach()))
+            model.eval()
             self._sync_and_step(model, optimizer)
             logs.setdefault(f"{name}/updates", []).append(1.0)
         summary = {key: sum(v) / len(v) for key, v in logs.items() if not key.endswith("/updates")}
@@ -293,6 +367,11 @@ class RLAnythingModule(L.LightningModule):
 
     def _sync_and_step(self, model: nn.Module, optimizer: Any) -> None:
         params = [p for p in model.parameters() if p.requires_grad]
+        if is_sharded(model):  # FSDP reduce-scattered (summed) every backward; clip by the whole model's norm
+            if self.max_grad_norm > 0:
+                clip_grad_norm(params, self.max_grad_norm)
+            optimizer.step()
+            return
         if self._world() > 1:
             for p in params:
                 if p.grad is None:

@@ -50,12 +50,15 @@ class AgentModule(RLAnythingModule):
         self.evaluations: list[dict[str, float]] = []
 
     def _evaluate(self, completed: int, *, judge_only: bool = False) -> None:
-        if self.evaluator is None or not self.trainer.is_global_zero:
+        if self.evaluator is None:
             return
-        scores = self.evaluator.judge_accuracy() if judge_only else self.evaluator()  # type: ignore[attr-defined]
-        if judge_only and not scores:
-            return
-        metrics = {f"eval/{k}": v for k, v in scores.items()}
+        with self.gathered_models():  # every rank gathers (collective); rank 0 evaluates on the full weights
+            if not self.trainer.is_global_zero:
+                return
+            scores = self.evaluator.judge_accuracy() if judge_only else self.evaluator()  # type: ignore[attr-defined]
+            if judge_only and not scores:
+                return
+            metrics = {f"eval/{k}": v for k, v in scores.items()}
         metrics["eval/iteration"] = float(completed)
         if not judge_only:
             self.evaluations.append(metrics)

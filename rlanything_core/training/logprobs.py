@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import torch
@@ -10,11 +11,21 @@ from torch import Tensor
 __all__ = ["sequence_token_logprobs"]
 
 
+def _is_fsdp_unit(model: Any) -> bool:
+    try:
+        from torch.distributed.fsdp import FSDPModule
+    except ImportError:  # a torch without distributed support
+        return False
+    return isinstance(model, FSDPModule)
+
+
 def _split_head(model: Any) -> tuple[Any, Any] | None:
     """``(decoder, lm_head)`` of a transformers causal LM, or ``None`` when the model does not expose them."""
     get_decoder = getattr(model, "get_decoder", None)
     get_head = getattr(model, "get_output_embeddings", None)
     if get_decoder is None or get_head is None:
+        return None
+    if _is_fsdp_unit(model):  # its root unit gathers the head and embeddings only in its own forward
         return None
     decoder, head = get_decoder(), get_head()
     if decoder is None or head is None or getattr(model.config, "final_logit_softcapping", None):
@@ -58,10 +69,17 @@ def sequence_token_logprobs(
     parts = _split_head(model)
     if parts is None or score_mask is None:
         # Right padding: positions are 0..len-1 for every row, which is what the model assumes without position_ids.
-        logits = model(input_ids=input_ids, attention_mask=attention_mask.long()).logits
+        # Only the positions from the first scored one on need logits (``logits_to_keep`` keeps the last k).
+        scored = wanted.any(dim=0).nonzero()
+        first = int(scored[0]) if score_mask is not None and scored.numel() else 0
+        keeps = "logits_to_keep" in inspect.signature(model.forward).parameters
+        kwargs = {"logits_to_keep": input_ids.shape[1] - first} if first and keeps else {}
+        first = first if kwargs else 0
+        logits = model(input_ids=input_ids, attention_mask=attention_mask.long(), **kwargs).logits
         logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
-        picked = logp.gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
-        out[:, 1:] = torch.where(wanted, picked, torch.zeros_like(picked))
+        picked = logp.gather(-1, input_ids[:, first + 1 :].unsqueeze(-1)).squeeze(-1)
+        part = wanted[:, first:]
+        out[:, first + 1 :] = torch.where(part, picked, torch.zeros_like(picked))
         return out
     decoder, head = parts
     hidden = decoder(input_ids=input_ids, attention_mask=attention_mask.long()).last_hidden_state  # (N, L, H)

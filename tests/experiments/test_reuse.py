@@ -43,3 +43,12 @@ def test_a_file_is_reused_only_when_it_was_made_the_same_way(tmp_path: Path) -> 
     assert reuse_file(source, target, '["--epochs", "2"]', '["--epochs", "2"]')
     assert target.read_bytes() == b"weights"
     assert not reuse_file(tmp_path / "none.pt", target, "", "")
+
+
+def test_a_run_is_reused_when_only_the_key_order_of_its_config_differs(tmp_path: Path) -> None:
+    # the order of config groups (train.yaml's defaults) changes the order of keys, not the configuration
+    a, b = tmp_path / "default", tmp_path / "full"
+    source = _run(a, "full_seed0", f"run_dir: {a}/runs/full_seed0\nsetting:\n  max_steps: 20\n  name: alfworld\n")
+    target = b / "runs" / "full_seed0"
+    reordered = f"run_dir: {b}/runs/full_seed0\nsetting:\n  name: alfworld\n  max_steps: 20\n"
+    assert reuse_run(source, target, reordered, a, b)

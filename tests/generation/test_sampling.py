@@ -76,3 +76,10 @@ def test_inverse_cdf_extreme_uniforms_land_on_positive_weights() -> None:
 def test_inverse_cdf_checks_shapes() -> None:
     with pytest.raises(ValueError, match="uniforms"):
         inverse_cdf(torch.ones(3, 4), torch.zeros(2, dtype=torch.float64))
+
+
+def test_sampling_stays_on_the_logits_device() -> None:
+    # the meta device stands for a GPU here: copying its (B, V) probabilities to the host would raise
+    logits = torch.randn(3, 1000, device="meta")
+    out = sample_next(logits, temperature=1.0, top_p=0.95, generators=row_generators(0, range(3)))
+    assert out.device.type == "meta" and out.shape == (3,) and out.dtype == torch.int64

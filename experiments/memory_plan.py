@@ -1,0 +1,208 @@
+"""Per-GPU memory plan of a training config: `python experiments/memory_plan.py scale=gpu model=qwen2.5-7b`.
+
+Builds the policy and the judge on the meta device from their configs (no weights, no hub: ``model.architecture`` names
+a transformers config.json in the repository, e.g. experiments/model_configs/), counts their
+parameters and prints, per GPU, the bytes of each part of the two phases of an iteration:
+
+- training (FSDP2, parameters sharded over every rank): fp32 master weights, fp32 gradients, Adam's two fp32 moments,
+  the all-gathered bf16 layers in flight, and the activations of one micro-batch of ``optim.micro_batch_tokens``
+  tokens (with activation checkpointing: every layer's input plus one layer recomputed; without: every layer's saved
+  tensors), plus the LM head's logits;
+- rollouts: the sharded training states stay resident; with the transformers backend both models' full bf16 weights
+  (gathered once for the iteration), the KV cache for ``model.batch_size`` sequences and the prefill's transient MLP
+  tensors; with ``backend=vllm`` each engine's ``gpu_memory_utilization`` share of the GPU (the modules stay sharded).
+
+The last line is ``fits=<true|false> peak_gib=<float> capacity_gib=<float>``. Estimates, not measurements: they count
+the tensors the maths needs (bf16 compute, SDPA/flash attention without a sequence-squared term) and leave allocator
+fragmentation and CUDA context (~1-3 GiB) to the margin (``memory.margin_gib``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import hydra
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
+
+REPO = Path(__file__).resolve().parents[1]
+GIB = 1024**3
+
+__all__ = [
+    "ModelShape",
+    "MemoryPlan",
+    "activation_bytes",
+    "model_shape",
+    "plan",
+    "rollout_bytes",
+    "training_state_bytes",
+]
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What the memory of a decoder-only LM depends on (counted on the meta device)."""
+
+    params: int
+    layers: int
+    layer_params: int  # the largest decoder layer (one FSDP unit)
+    hidden: int
+    intermediate: int
+    kv_dim: int  # key/value heads x head dim
+    vocab: int
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """Bytes per GPU of each part, the two phases' totals, and whether the larger fits."""
+
+    parts: dict[str, int]
+    training: int
+    rollout: int
+    capacity: int
+
+    @property
+    def peak(self) -> int:
+        """The larger phase."""
+        return max(self.training, self.rollout)
+
+    @property
+    def fits(self) -> bool:
+        """Whether the peak stays within the capacity."""
+        return self.peak <= self.capacity
+
+
+def _meta_model(node: DictConfig, architecture: Any) -> Any:
+    """A model on the meta device: from ``architecture`` (a transformers config.json) or by instantiating ``node``."""
+    from hydra.utils import instantiate
+
+    with torch.device("meta"):
+        if architecture is not None:
+            from transformers import AutoConfig, AutoModelForCausalLM
+
+            path = Path(str(architecture))
+            values = json.loads((path if path.is_absolute() else REPO / path).read_text())
+            config = AutoConfig.for_model(values.pop("model_type"), **values)
+            return AutoModelForCausalLM.from_config(config)
+        built = instantiate(node)
+        return built[0] if isinstance(built, tuple) else built
+
+
+def model_shape(model: Any) -> ModelShape:
+    """The shape of a transformers causal LM (``model.model.layers``, ``model.config``)."""
+    c = model.config
+    layers = model.get_decoder().layers
+    heads = int(c.num_attention_heads)
+    head_dim = int(getattr(c, "head_dim", None) or c.hidden_size // heads)
+    return ModelShape(
+        params=sum(p.numel() for p in model.parameters()),
+        layers=len(layers),
+        layer_params=max(sum(p.numel() for p in layer.parameters()) for layer in layers),
+        hidden=int(c.hidden_size),
+        intermediate=int(c.intermediate_size),
+        kv_dim=int(getattr(c, "num_key_value_heads", None) or heads) * head_dim,
+        vocab=int(c.vocab_size),
+    )
+
+
+def training_state_bytes(shape: ModelShape, *, shards: int, trained: bool) -> dict[str, int]:
+    """Sharded fp32 master weights, and for a trained model fp32 gradients and Adam's two fp32 moments (bytes)."""
+    per_param = {"weights": 4, "grads": 4 if trained else 0, "optimizer": 8 if trained else 0}
+    return {k: -(-shape.params * v // shards) for k, v in per_param.items()}
+
+
+def activation_bytes(shape: ModelShape, *, tokens: int, checkpointing: bool, compute_bytes: int = 2) -> int:
+    """Activations kept for the backward of one micro-batch of ``tokens`` tokens (bytes).
+
+    Per token and layer the backward keeps (bf16): the inputs of the two norms, of q/k/v, of o_proj and of the MLP's
+    projections, the rotated q/k and v, the attention output (8 hidden-sized, 3 kv-sized), the gate, up, SiLU and
+    product tensors (4 intermediate-sized), and the norms' fp32 statistics copies (2 hidden-sized fp32). With
+    checkpointing only each layer's input is kept, and one layer is recomputed at a time. The LM head adds its logits
+    (bf16), their fp32 log-softmax and its gradient, for every token (an upper bound: only response tokens need it).
+    """
+    per_token_layer = compute_bytes * (8 * shape.hidden + 3 * shape.kv_dim + 4 * shape.intermediate) + 8 * shape.hidden
+    if checkpointing:
+        layers = shape.layers * tokens * shape.hidden * compute_bytes + tokens * per_token_layer
+    else:
+        layers = shape.layers * tokens * per_token_layer
+    head = tokens * shape.vocab * (compute_bytes + 4 + 4)
+    return layers + head
+
+
+def rollout_bytes(shape: ModelShape, *, sequences: int, prompt_tokens: int, new_tokens: int) -> dict[str, int]:
+    """The transformers backend's generation: gathered bf16 weights, KV cache, prefill transients (bytes)."""
+    kv_per_token = 2 * shape.layers * shape.kv_dim * 2
+    prefill = sequences * prompt_tokens * (3 * shape.intermediate * 2 + 4 * shape.hidden * 2)
+    return {
+        "gathered_weights": shape.params * 2,
+        "kv_cache": sequences * (prompt_tokens + new_tokens) * kv_per_token,
+        "prefill_transient": prefill,
+    }
+
+
+def plan(cfg: DictConfig) -> MemoryPlan:
+    """The per-GPU memory plan of ``cfg`` (its trainer, optim, fsdp, model and memory keys)."""
+    shards = int(cfg.trainer.devices) * int(cfg.trainer.num_nodes)
+    tokens = int(cfg.optim.micro_batch_tokens)
+    checkpointing = bool(OmegaConf.select(cfg, "fsdp.activation_checkpointing", default=False))
+    mem = OmegaConf.select(cfg, "memory", default={}) or {}
+    capacity = int(float(mem.get("gpu_gib", 80)) * GIB)
+    margin = int(float(mem.get("margin_gib", 4)) * GIB)
+    architecture = OmegaConf.select(cfg, "model.architecture")
+    shapes = {"policy": model_shape(_meta_model(cfg.model.policy, architecture))}
+    if bool(OmegaConf.select(cfg, "arm.use_judge", default=True)):
+        shapes["judge"] = model_shape(_meta_model(cfg.model.judge, architecture))
+    trains_judge = bool(OmegaConf.select(cfg, "arm.train_judge", default=True))
+    parts: dict[str, int] = {}
+    for name, shape in shapes.items():
+        for key, value in training_state_bytes(shape, shards=shards, trained=name == "policy" or trains_judge).items():
+            parts[f"{name}.{key}"] = value
+    states = sum(parts.values())
+    largest = max(shapes.values(), key=lambda s: s.params)
+    # FSDP2 keeps the current and the prefetched layer gathered (bf16) and one layer's fp32 gradient unsharded
+    parts["train.gathered_layers"] = 2 * largest.layer_params * 2 + largest.layer_params * 4
+    parts["train.activations"] = activation_bytes(largest, tokens=tokens, checkpointing=checkpointing)
+    training = states + parts["train.gathered_layers"] + parts["train.activations"] + margin
+    backend = str(OmegaConf.select(cfg, "backend.name", default="transformers"))
+    if backend == "vllm":  # one engine per model in every process, each its share of the GPU
+        share = float(cfg.backend.engine.gpu_memory_utilization) * len(shapes)
+        parts["rollout.vllm_engines"] = int(share * capacity)
+        rollout = states + parts["rollout.vllm_engines"] + margin
+    else:  # both models gathered for the iteration's rollouts; one generates at a time
+        gen = rollout_bytes(
+            largest,
+            sequences=int(cfg.model.batch_size),
+            prompt_tokens=int(mem.get("prompt_tokens", 4096)),
+            new_tokens=max(int(cfg.model.max_new_tokens), int(cfg.model.get("judge_max_new_tokens") or 0)),
+        )
+        gen["gathered_weights"] = sum(s.params * 2 for s in shapes.values())
+        parts.update({f"rollout.{k}": v for k, v in gen.items()})
+        rollout = states + sum(gen.values()) + margin
+    parts["margin"] = margin
+    return MemoryPlan(parts=parts, training=training, rollout=rollout, capacity=capacity)
+
+
+def render(p: MemoryPlan) -> str:
+    """The plan as a table, then the machine-readable last line."""
+    lines = [f"{'part':<28}{'GiB per GPU':>12}"]
+    lines += [f"{k:<28}{v / GIB:>12.2f}" for k, v in p.parts.items()]
+    lines += [f"{'training phase':<28}{p.training / GIB:>12.2f}", f"{'rollout phase':<28}{p.rollout / GIB:>12.2f}"]
+    lines.append(f"fits={str(p.fits).lower()} peak_gib={p.peak / GIB:.2f} capacity_gib={p.capacity / GIB:.2f}")
+    return "\n".join(lines)
+
+
+@hydra.main(config_path="conf", config_name="train", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    """Print the plan of the composed config (no setting needed)."""
+    print(render(plan(cfg)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""Weight sync to generation engines: buckets, the wake/sync/rollout/sleep cycle, and the backend chosen by config."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from rlanything_core.generation.weight_sync import EngineCycle, buckets, named_full_tensors, push_weights
+from rlanything_core.models.tiny import tiny_causal_lm
+
+EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
+sys.path.insert(0, str(EXPERIMENTS))
+OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
+
+from builders import rollout_backends, rollout_context  # noqa: E402
+from config_checks import ConfigError  # noqa: E402
+
+
+def _cfg(*overrides: str) -> Any:
+    with initialize_config_dir(config_dir=str(EXPERIMENTS / "conf"), version_base="1.3"):
+        return compose(config_name="train", overrides=list(overrides))
+
+
+def test_buckets_keep_order_and_size() -> None:
+    named = [(f"w{i}", torch.zeros(n)) for i, n in enumerate([3, 3, 10, 1, 1])]  # 12, 12, 40, 4, 4 bytes
+    got = [[n for n, _ in b] for b in buckets(named, bucket_bytes=24)]
+    assert got == [["w0", "w1"], ["w2"], ["w3", "w4"]]
+    with pytest.raises(ValueError, match="bucket_bytes"):
+        list(buckets(named, bucket_bytes=0))
+
+
+def test_push_sends_every_parameter_once_under_its_hf_name_cast_to_the_engine_dtype() -> None:
+    model = tiny_causal_lm(300, hidden=16, layers=2)
+    received: dict[str, torch.Tensor] = {}
+
+    class Engine:
+        def update_weights(self, named: dict[str, torch.Tensor]) -> None:
+            assert not set(named) & set(received)
+            received.update(named)
+
+    count = push_weights(model, Engine(), bucket_bytes=4096, dtype=torch.bfloat16)
+    assert count > 1 and sorted(received) == sorted(n for n, _ in model.named_parameters())
+    assert "model.layers.1.mlp.up_proj.weight" in received
+    assert all(t.dtype == torch.bfloat16 for t in received.values())
+    assert dict(named_full_tensors(model)).keys() == received.keys()
+
+
+def test_engines_wake_get_the_weights_serve_the_rollouts_then_sleep() -> None:
+    events: list[str] = []
+
+    class Engine:
+        def wake_up(self) -> None:
+            events.append("wake")
+
+        def sleep(self) -> None:
+            events.append("sleep")
+
+    cycle = EngineCycle([Engine()], sync=lambda: events.append("sync"))
+    with cycle.awake():
+        events.append("collect")
+    assert events == ["wake", "sync", "collect", "sleep"]
+    with pytest.raises(RuntimeError), cycle.awake():
+        raise RuntimeError("a failed rollout")
+    assert events[-1] == "sleep"
+
+
+def test_the_backend_comes_from_the_config() -> None:
+    # the default: the trained modules generate (transformers), and the driver is used as it is
+    cfg = _cfg("+setting=alfworld")
+    model = tiny_causal_lm(300, hidden=16, layers=1)
+    from rlanything_core.models.tiny import tiny_chat_tokenizer
+
+    tok = tiny_chat_tokenizer()
+    policy_backend, judge_backend = rollout_backends(cfg, model, model, tok)
+    assert type(policy_backend).__name__ == "TransformersBackend" and policy_backend.model is model
+    assert rollout_context(cfg, [(model, policy_backend)]) is None  # the module gathers its own weights
+    # backend=vllm: VLLMBackend engines from the model folders, with the config's memory share and tensor parallelism
+    overrides = [
+        "+setting=alfworld",
+        "model=qwen2.5-7b",
+        "backend=vllm",
+        "model.policy.pretrained_model_name_or_path=/p",
+    ]
+    vllm_cfg = _cfg(*overrides)
+    assert vllm_cfg.backend.engine._target_ == "rlanything_core.generation.vllm_backend.VLLMBackend"
+    stand_in = _cfg(*overrides, "backend.engine._target_=types.SimpleNamespace")  # vLLM is not installed here
+    policy_engine, judge_engine = rollout_backends(stand_in, model, model, None)
+    assert policy_engine.model == "/p" and judge_engine.model == str(stand_in.model.judge.pretrained_model_name_or_path)
+    assert policy_engine.gpu_memory_utilization == 0.2 and policy_engine.tensor_parallel_size == 1
+    assert policy_engine.enable_sleep_mode is True and policy_engine.dtype == "bfloat16"
+    context = rollout_context(stand_in, [(model, policy_engine)])
+    assert context is not None and context.__self__.engines == [policy_engine]
+    # a model without a folder, or candidate scoring, cannot run on vLLM: refused naming the key
+    with pytest.raises(ConfigError) as err:
+        rollout_backends(
+            _cfg("+setting=alfworld", "backend=vllm", "model.action_selection=boxed", "model.judge_votes=generative"),
+            model,
+            model,
+            tok,
+        )
+    assert err.value.key == "model.policy"
+    with pytest.raises(ConfigError) as err:
+        rollout_backends(_cfg("+setting=alfworld", "backend=vllm"), model, model, tok)
+    assert err.value.key == "backend"
