@@ -428,7 +428,7 @@ def _build_coding(cfg: DictConfig) -> Run:
     workers = int(st.sandbox_workers)
     new_tokens = int(st.max_new_tokens)
     code_params = SamplingParams(max_new_tokens=new_tokens, temperature=float(cfg.model.temperature))
-    test_params = SamplingParams(max_new_tokens=new_tokens, temperature=float(st.test_temperature))
+    test_params = SamplingParams(max_new_tokens=int(st.test_max_new_tokens), temperature=float(st.test_temperature))
     tests_k = int(st.tests_per_task)
     code_prefill, scaffold = str(st.code_prefill), bool(st.test_scaffold)  # how responses begin (collect/prefill.py)
     writer = (

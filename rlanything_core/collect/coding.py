@@ -17,13 +17,19 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from rlanything_core.collect.prefill import CodePrefill, code_prefill, parse_scaffolded_test, unit_test_prefill
+from rlanything_core.collect.prefill import (
+    FENCE_CLOSE,
+    CodePrefill,
+    code_prefill,
+    parse_scaffolded_test,
+    unit_test_prefill,
+)
 from rlanything_core.collect.prompts import Messages, code_messages, unit_test_messages
 from rlanything_core.envs.coding.extract import extract_code, parse_unit_test
 from rlanything_core.envs.coding.problem import TestType
 from rlanything_core.envs.coding.task import CodingTask
 from rlanything_core.generation.prompts import render_prefilled_prompt, sanitize_untrusted
-from rlanything_core.generation.types import Prompt, SamplingParams
+from rlanything_core.generation.types import FinishReason, Prompt, SamplingParams
 from rlanything_core.sandbox.config import StdinTest
 
 __all__ = ["CodeCollector", "CodeSample", "GeneratedTest", "UnitTestCollector", "generated_test_pass_matrix"]
@@ -85,7 +91,8 @@ class CodeCollector:
         sampling: sampling parameters (the seed is set per call).
         max_workers: concurrent sandbox processes.
         prefill: how the response begins (:class:`~rlanything_core.collect.prefill.CodePrefill`); with a prefill the
-            prompt asks for the code block only.
+            prompt asks for the code block only, and generation stops at the block's closing fence (nothing after it
+            is read: with no stop strings of its own in ``sampling``, the fence is restored in ``text``).
     """
 
     def __init__(
@@ -126,11 +133,15 @@ class CodeCollector:
             for chat, prefill in zip(chats, prefills)
             for _ in range(self.samples_per_task)
         ]
-        generations = self.backend.generate(prompts, replace(self.sampling, seed=seed))
+        sampling = replace(self.sampling, seed=seed)
+        if not think:
+            sampling = replace(sampling, stop=(*sampling.stop, FENCE_CLOSE))
+        generations = self.backend.generate(prompts, sampling)
         samples = []
         for n, gen in enumerate(generations):
             k = n // self.samples_per_task
-            text = prefills[k] + gen.text
+            closed = not think and not self.sampling.stop and gen.finish_reason is FinishReason.STOP_STRING
+            text = prefills[k] + gen.text + (FENCE_CLOSE if closed else "")
             samples.append(
                 CodeSample(
                     tasks[k].problem.id,

@@ -16,6 +16,7 @@ from enum import Enum
 
 __all__ = [
     "CODE_FENCE",
+    "FENCE_CLOSE",
     "UNIT_TEST_SCAFFOLD",
     "CodePrefill",
     "code_prefill",
@@ -25,6 +26,9 @@ __all__ = [
 
 CODE_FENCE = "```python\n"
 """The opening of the coder's ``python`` block."""
+
+FENCE_CLOSE = "```"
+"""What closes a fenced block (the coder's generation stops there when its response is prefilled)."""
 
 UNIT_TEST_SCAFFOLD = "**Test Input:**\n```\n"
 """The opening of the unit-test format: the model writes the input, closes its block, then writes the output section."""

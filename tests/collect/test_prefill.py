@@ -15,6 +15,7 @@ from rlanything_core.collect.batching import rows_from_sequences
 from rlanything_core.collect.coding import CodeCollector, UnitTestCollector
 from rlanything_core.collect.prefill import (
     CODE_FENCE,
+    FENCE_CLOSE,
     UNIT_TEST_SCAFFOLD,
     CodePrefill,
     code_prefill,
@@ -104,20 +105,26 @@ def test_prefilled_prompt_is_the_chat_then_the_prefill(tiny: tuple[Any, Any]) ->
 
 
 class ContinuationBackend:
-    """Answers every prompt with a fixed continuation in turn, tokenized with the real tokenizer; records prompts."""
+    """Answers every prompt with a fixed continuation in turn, tokenized with the real tokenizer, cut at the first
+    stop string as a backend does; records prompts and sampling parameters."""
 
     def __init__(self, tokenizer: Any, continuations: Sequence[str]) -> None:
         self.tokenizer = tokenizer
         self.continuations = list(continuations)
         self.prompts: list[Any] = []
+        self.params: list[SamplingParams] = []
 
     def generate(self, prompts: Sequence[Any], params: SamplingParams) -> list[Generation]:
         self.prompts.extend(prompts)
+        self.params.append(params)
         out = []
         for n, prompt in enumerate(prompts):
-            text = self.continuations[n % len(self.continuations)]
+            text, finish = self.continuations[n % len(self.continuations)], FinishReason.EOS
+            cuts = [i for i in (text.find(s) for s in params.stop) if i >= 0]
+            if cuts:
+                text, finish = text[: min(cuts)], FinishReason.STOP_STRING
             toks = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-            out.append(Generation(list(prompt), toks, [-1.0] * len(toks), text, FinishReason.EOS))
+            out.append(Generation(list(prompt), toks, [-1.0] * len(toks), text, finish))
         return out
 
     def update_weights(self, named_tensors: Any) -> None:
@@ -146,10 +153,16 @@ def test_unit_test_collector_prefills_the_prompt_and_parses_scaffold_plus_contin
 
 def test_code_collector_prefills_the_fence_and_extracts_from_the_whole_response(tiny: tuple[Any, Any]) -> None:
     _, tok = tiny
-    backend = ContinuationBackend(tok, ["a, b = map(int, input().split())\nprint(a + b)\n```", "print(4"])
+    code = "a, b = map(int, input().split())\nprint(a + b)\n"
+    backend = ContinuationBackend(tok, [code + "```\nThis adds.\n```python\nprint(0)\n```", "print(4"])
     samples = CodeCollector(backend, samples_per_task=2, prefill="fence").collect([_add_task()], seed=0)
-    assert samples[0].text.startswith(CODE_FENCE) and samples[0].program is not None
+    assert backend.params[0].stop == (FENCE_CLOSE,)  # the block's closing fence ends the response
+    assert samples[0].text == CODE_FENCE + code + FENCE_CLOSE and samples[0].program == code
     assert samples[0].gt_passed == [True] and samples[1].program is None and samples[1].gt_passed == [False]
+    think = ContinuationBackend(tok, ["Think.\n```python\n" + code + "```"])
+    again = CodeCollector(think, samples_per_task=1).collect([_add_task()], seed=0)
+    assert think.params[0].stop == () and isinstance(think.prompts[0], list) and isinstance(think.prompts[0][0], dict)
+    assert again[0].program == code  # no prefill: the chat itself, the whole response, no stop
 
 
 def test_a_prefill_needs_the_backends_tokenizer() -> None:
