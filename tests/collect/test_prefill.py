@@ -225,11 +225,12 @@ def test_garbage_continuations_get_the_format_penalty_in_the_driver(tmp_path: Pa
 @pytest.mark.slow
 @pytest.mark.smollm2
 def test_smollm2_writes_a_parseable_test_after_the_scaffold() -> None:
-    """A tiny real generation: SmolLM2-135M, the scaffold, 8 tests of 48 tokens for the sum problem."""
+    """A tiny real generation: SmolLM2-135M, the scaffold, 4 tests of 32 tokens for the sum problem (2 of them
+    parse with this seed; without the scaffold none of SmolLM2's tests parsed in the livebench smoke run)."""
     from rlanything_core.models.smollm2 import load_smollm2
 
     model, tok = load_smollm2()
-    backend = TransformersBackend(model, tok, batch_size=8)
-    params = SamplingParams(max_new_tokens=48, temperature=0.8)
-    tests = UnitTestCollector(backend, tests_per_task=8, sampling=params, scaffold=True).collect([_add_task()], seed=0)
+    backend = TransformersBackend(model, tok, batch_size=4)
+    params = SamplingParams(max_new_tokens=32, temperature=0.8)
+    tests = UnitTestCollector(backend, tests_per_task=4, sampling=params, scaffold=True).collect([_add_task()], seed=0)
     assert any(t.test is not None for t in tests), [t.text for t in tests]
