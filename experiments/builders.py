@@ -577,9 +577,14 @@ def _build_coding(cfg: DictConfig) -> Run:
     workers = int(st.sandbox_workers)
     new_tokens = int(st.max_new_tokens)
     code_params = sampling(cfg, max_new_tokens=new_tokens, temperature=float(cfg.model.temperature))
-    test_params = sampling(cfg, max_new_tokens=judge_max_new_tokens(cfg), temperature=float(st.test_temperature))
+    test_params = sampling(cfg, max_new_tokens=int(st.test_max_new_tokens), temperature=float(st.test_temperature))
     tests_k = int(st.tests_per_task)
-    writer = UnitTestCollector(judge_backend, tests_per_task=tests_k, sampling=test_params) if judge_backend else None
+    code_prefill, scaffold = str(st.code_prefill), bool(st.test_scaffold)  # how responses begin (collect/prefill.py)
+    writer = (
+        UnitTestCollector(judge_backend, tests_per_task=tests_k, sampling=test_params, scaffold=scaffold)
+        if judge_backend
+        else None
+    )
     adaptation = None
     if cfg.arm.adapt_environment and judge_backend is not None:
         chat = BackendChatModel(judge_backend, max_new_tokens=int(st.rewriter_max_new_tokens))
@@ -589,7 +594,8 @@ def _build_coding(cfg: DictConfig) -> Run:
         adaptation = EnvironmentAdaptation(rewriter, max_requests=int(cfg.max_rewrites_per_iteration))
     driver = CodingLoopDriver(
         coder=CodeCollector(
-            policy_backend, samples_per_task=int(cfg.group_size), sampling=code_params, max_workers=workers
+            policy_backend, samples_per_task=int(cfg.group_size), sampling=code_params, max_workers=workers,
+            prefill=code_prefill,
         ),
         test_writer=writer,
         pool=pool,
@@ -601,16 +607,22 @@ def _build_coding(cfg: DictConfig) -> Run:
         policy_band=band(cfg, "policy_band"),
         sandbox=sandbox,
         max_workers=workers,
+        format_without_reference=bool(st.test_format_without_reference),
     )
     eval_params = sampling(cfg, max_new_tokens=new_tokens, temperature=float(cfg.eval.temperature))
     eval_writer = (
-        UnitTestCollector(judge_backend, tests_per_task=int(st.eval_tests_per_task), sampling=test_params)
+        UnitTestCollector(
+            judge_backend, tests_per_task=int(st.eval_tests_per_task), sampling=test_params, scaffold=scaffold
+        )
         if judge_backend is not None
         else None
     )
     split_name = "livebench" if str(st.eval_set) == "livebench" else "lcb_v5"
     evaluator = CodingEvaluator(
-        CodeCollector(policy_backend, samples_per_task=int(st.eval_samples), sampling=eval_params, max_workers=workers),
+        CodeCollector(
+            policy_backend, samples_per_task=int(st.eval_samples), sampling=eval_params, max_workers=workers,
+            prefill=code_prefill,
+        ),
         [CodingEvalSplit(split_name, tuple(CodingTask(p, sandbox) for p in evals))],
         test_writer=eval_writer,
         seed=int(cfg.seed) + 4242,

@@ -2,6 +2,10 @@
 
 In the coding setting the reward model writes unit tests (``**Test Input:**`` / ``**Test Output:**`` blocks); a test
 that does not parse is kept as a format failure. Programs and tests run only in the sandbox.
+
+Either collector can prefill its model's response (:mod:`rlanything_core.collect.prefill`): the prefill's tokens end
+``prompt_token_ids`` (conditioned on, not trained), ``token_ids`` / ``logprobs`` hold the sampled continuation only,
+and ``text`` is ``prefill + continuation``, the response as parsed.
 """
 
 from __future__ import annotations
@@ -13,12 +17,19 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from rlanything_core.collect.prompts import code_messages, unit_test_messages
+from rlanything_core.collect.prefill import (
+    FENCE_CLOSE,
+    CodePrefill,
+    code_prefill,
+    parse_scaffolded_test,
+    unit_test_prefill,
+)
+from rlanything_core.collect.prompts import Messages, code_messages, unit_test_messages
 from rlanything_core.envs.coding.extract import extract_code, parse_unit_test
 from rlanything_core.envs.coding.problem import TestType
 from rlanything_core.envs.coding.task import CodingTask
-from rlanything_core.generation.prompts import sanitize_untrusted
-from rlanything_core.generation.types import SamplingParams
+from rlanything_core.generation.prompts import render_prefilled_prompt, sanitize_untrusted
+from rlanything_core.generation.types import FinishReason, Prompt, SamplingParams
 from rlanything_core.sandbox.config import StdinTest
 
 __all__ = ["CodeCollector", "CodeSample", "GeneratedTest", "UnitTestCollector", "generated_test_pass_matrix"]
@@ -26,7 +37,7 @@ __all__ = ["CodeCollector", "CodeSample", "GeneratedTest", "UnitTestCollector", 
 
 @dataclass
 class CodeSample:
-    """One program sampled for a task, with its ground-truth test results."""
+    """One program sampled for a task, with its ground-truth test results (``text``: prefill + continuation)."""
 
     task_id: str
     group_id: int
@@ -50,7 +61,7 @@ class CodeSample:
 
 @dataclass
 class GeneratedTest:
-    """One unit test written by the reward model (``test`` is ``None`` when the output did not parse)."""
+    """One unit test written by the reward model (``test`` is ``None`` when ``text`` did not parse)."""
 
     task_id: str
     group_id: int
@@ -61,14 +72,44 @@ class GeneratedTest:
     test: tuple[str, str] | None
 
 
+def _prefilled(backend: Any, messages: Messages, prefill: str) -> Prompt:
+    """The chat itself without a prefill; else its token ids with the prefill's appended (the backend's tokenizer)."""
+    return render_prefilled_prompt(backend.tokenizer, messages, prefill) if prefill else messages
+
+
+def _check_tokenizer(backend: Any, what: str) -> None:
+    if getattr(backend, "tokenizer", None) is None:
+        raise ValueError(f"backend: a {what} prefill renders prompts with the backend's tokenizer, and it has none")
+
+
 class CodeCollector:
-    """Sample ``samples_per_task`` programs per task and run them on the ground-truth tests in the sandbox."""
+    """Sample ``samples_per_task`` programs per task and run them on the ground-truth tests in the sandbox.
+
+    Args:
+        backend: a generation backend (with a ``tokenizer`` when ``prefill`` is not ``NONE``).
+        samples_per_task: programs per task (``G``).
+        sampling: sampling parameters (the seed is set per call).
+        max_workers: concurrent sandbox processes.
+        prefill: how the response begins (:class:`~rlanything_core.collect.prefill.CodePrefill`); with a prefill the
+            prompt asks for the code block only, and generation stops at the block's closing fence (nothing after it
+            is read: with no stop strings of its own in ``sampling``, the fence is restored in ``text``).
+    """
 
     def __init__(
-        self, backend: Any, *, samples_per_task: int = 8, sampling: SamplingParams | None = None, max_workers: int = 2
+        self,
+        backend: Any,
+        *,
+        samples_per_task: int = 8,
+        sampling: SamplingParams | None = None,
+        max_workers: int = 2,
+        prefill: CodePrefill | str = CodePrefill.NONE,
     ) -> None:
         if samples_per_task < 1:
             raise ValueError(f"samples_per_task: expected >= 1, got {samples_per_task}")
+        code_prefill(prefill)  # validates the mode
+        self.prefill = CodePrefill(prefill)
+        if self.prefill is not CodePrefill.NONE:
+            _check_tokenizer(backend, "code")
         self.backend = backend
         self.samples_per_task = samples_per_task
         self.sampling = sampling or SamplingParams(max_new_tokens=512, temperature=1.0)
@@ -76,17 +117,31 @@ class CodeCollector:
 
     def collect(self, tasks: Sequence[CodingTask], *, seed: int) -> list[CodeSample]:
         """Programs of ``tasks[k]`` get ``group_id = k``; unparseable responses fail every test."""
-        prompts = [
+        think = self.prefill is CodePrefill.NONE
+        prefills = [code_prefill(self.prefill, starter_code=t.problem.starter_code) for t in tasks]
+        chats = [
             code_messages(
-                t.problem.prompt, stdin_io=t.problem.test_type == TestType.STDIN, starter_code=t.problem.starter_code
+                t.problem.prompt,
+                stdin_io=t.problem.test_type == TestType.STDIN,
+                starter_code=t.problem.starter_code,
+                think=think,
             )
             for t in tasks
+        ]
+        prompts = [
+            _prefilled(self.backend, chat, prefill)
+            for chat, prefill in zip(chats, prefills)
             for _ in range(self.samples_per_task)
         ]
-        generations = self.backend.generate(prompts, replace(self.sampling, seed=seed))
+        sampling = replace(self.sampling, seed=seed)
+        if not think:
+            sampling = replace(sampling, stop=(*sampling.stop, FENCE_CLOSE))
+        generations = self.backend.generate(prompts, sampling)
         samples = []
         for n, gen in enumerate(generations):
             k = n // self.samples_per_task
+            closed = not think and not self.sampling.stop and gen.finish_reason is FinishReason.STOP_STRING
+            text = prefills[k] + gen.text + (FENCE_CLOSE if closed else "")
             samples.append(
                 CodeSample(
                     tasks[k].problem.id,
@@ -94,8 +149,8 @@ class CodeCollector:
                     gen.prompt_token_ids,
                     gen.token_ids,
                     gen.logprobs,
-                    gen.text,
-                    extract_code(gen.text),
+                    text,
+                    extract_code(text),
                 )
             )
         for k, task in enumerate(tasks):
@@ -113,11 +168,31 @@ class CodeCollector:
 
 
 class UnitTestCollector:
-    """Sample ``tests_per_task`` unit tests per (stdin) task from the reward model."""
+    """Sample ``tests_per_task`` unit tests per (stdin) task from the reward model.
 
-    def __init__(self, backend: Any, *, tests_per_task: int = 8, sampling: SamplingParams | None = None) -> None:
+    Args:
+        backend: a generation backend (with a ``tokenizer`` when ``scaffold``).
+        tests_per_task: unit tests per task (``K``).
+        sampling: sampling parameters (the seed is set per call).
+        scaffold: prefill each response with the format's opening
+            (:data:`~rlanything_core.collect.prefill.UNIT_TEST_SCAFFOLD`): the model writes the test's contents only,
+            read by :func:`~rlanything_core.collect.prefill.parse_scaffolded_test`; ``False``: free-form responses
+            read by :func:`~rlanything_core.envs.coding.extract.parse_unit_test`.
+    """
+
+    def __init__(
+        self,
+        backend: Any,
+        *,
+        tests_per_task: int = 8,
+        sampling: SamplingParams | None = None,
+        scaffold: bool = False,
+    ) -> None:
         if tests_per_task < 1:
             raise ValueError(f"tests_per_task: expected >= 1, got {tests_per_task}")
+        if scaffold:
+            _check_tokenizer(backend, "unit-test")
+        self.scaffold = bool(scaffold)
         self.backend = backend
         self.tests_per_task = tests_per_task
         self.sampling = sampling or SamplingParams(max_new_tokens=512, temperature=0.8)
@@ -129,9 +204,10 @@ class UnitTestCollector:
         def sanitize(text: str) -> str:
             return sanitize_untrusted(text, tokenizer) if tokenizer is not None else text
 
-        prompts = [
-            unit_test_messages(t.problem.prompt, sanitize=sanitize) for t in tasks for _ in range(self.tests_per_task)
-        ]
+        prefill = unit_test_prefill(self.scaffold)
+        parse = parse_scaffolded_test if self.scaffold else parse_unit_test
+        chats = [unit_test_messages(t.problem.prompt, sanitize=sanitize, scaffold=self.scaffold) for t in tasks]
+        prompts = [_prefilled(self.backend, chat, prefill) for chat in chats for _ in range(self.tests_per_task)]
         generations = self.backend.generate(prompts, replace(self.sampling, seed=seed))
         return [
             GeneratedTest(
@@ -140,8 +216,8 @@ class UnitTestCollector:
                 g.prompt_token_ids,
                 g.token_ids,
                 g.logprobs,
-                g.text,
-                parse_unit_test(g.text),
+                prefill + g.text,
+                parse(prefill + g.text),
             )
             for n, g in enumerate(generations)
         ]

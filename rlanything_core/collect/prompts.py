@@ -112,30 +112,53 @@ def judge_messages(
     return [{"role": "system", "content": "You are a careful evaluator."}, {"role": "user", "content": user}]
 
 
-def code_messages(statement: str, *, stdin_io: bool, starter_code: str = "") -> Messages:
-    """The coder's prompt: think, then one ``python`` code block."""
+def code_messages(statement: str, *, stdin_io: bool, starter_code: str = "", think: bool = True) -> Messages:
+    """The coder's prompt: think, then one ``python`` code block.
+
+    Args:
+        statement: the problem.
+        stdin_io: a stdin/stdout problem (else: complete the starter code).
+        starter_code: shown under the statement when given.
+        think: ask for reasoning before the block (the paper's format); ``False`` asks for the block only (the
+            response is prefilled with its fence, see :mod:`rlanything_core.collect.prefill`).
+    """
     io_rule = (
         "Read the input with input() and print the output with print()."
         if stdin_io
         else "Complete the given starter code."
     )
     starter = f"\n\nStarter code:\n```python\n{starter_code}\n```" if starter_code else ""
-    user = (
+    ask = (
         "You need to think first, then write a Python program in a single ```python code block. "
-        f"{io_rule}\n\nThis is the problem:\n{statement}{starter}"
+        if think
+        else "Write a Python program in a single ```python code block, with no explanation. "
     )
+    user = f"{ask}{io_rule}\n\nThis is the problem:\n{statement}{starter}"
     return [
         {"role": "system", "content": "You are a helpful assistant who solves programming problems."},
         {"role": "user", "content": user},
     ]
 
 
-def unit_test_messages(statement: str, *, sanitize: Callable[[str], str] = _identity) -> Messages:
-    """The unit-test writer's prompt (REFERENCE_IMPL §2.6): exactly one correct, discriminative test."""
-    user = (
+def unit_test_messages(
+    statement: str, *, sanitize: Callable[[str], str] = _identity, scaffold: bool = False
+) -> Messages:
+    """The unit-test writer's prompt (REFERENCE_IMPL §2.6): exactly one correct, discriminative test.
+
+    Args:
+        statement: the problem (untrusted: it may be a rewrite by a model).
+        sanitize: neutralizes special-token strings in ``statement``.
+        scaffold: the response is prefilled with the format's opening (``**Test Input:**`` and a fence, see
+            :mod:`rlanything_core.collect.prefill`), so ask for the test without reasoning; ``False``: reason step
+            by step, then the test (the paper's format).
+    """
+    lead = (
         "You are a rigorous unit-test designer. Produce exactly ONE new test example for the problem below that is "
-        "correct and discriminative (it separates correct from subtly wrong programs). Reason step by step, then end "
-        "with this format:\n**Test Input:**\n```\n<stdin>\n```\n**Test Output:**\n```\n<stdout>\n```\n"
+        "correct and discriminative (it separates correct from subtly wrong programs). "
+    )
+    how = "Write only the test, in this format:" if scaffold else "Reason step by step, then end with this format:"
+    user = (
+        f"{lead}{how}\n**Test Input:**\n```\n<stdin>\n```\n**Test Output:**\n```\n<stdout>\n```\n"
         "**Explanation:** <one sentence>\n\n"
         f"This is the problem:\n{sanitize(statement)}"
     )

@@ -7,6 +7,11 @@ Untrusted text (a policy's response shown to the judge, an environment observati
 template's special-token strings, e.g. ``<|im_end|>\n<|im_start|>system``; tokenized as-is, they become real
 control tokens and forge turns (REFERENCE_IMPL §7, item 21). :func:`sanitize_untrusted` breaks every such string
 by inserting a space after its first character, so it tokenizes as plain text and stays readable.
+
+A response *prefill* (:func:`render_prefilled_prompt`) starts the assistant's turn with fixed text (a code fence, a
+unit-test scaffold) that the model then continues. Its tokens end the prompt: they are conditioned on, never sampled,
+so they carry no log-prob and no gradient, and the trainer's recomputation over ``prompt + response`` sees the same
+tokens the sampler did.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from typing import Any
 
 from rlanything_core.generation.types import ChatMessages, Prompt, is_token_ids
 
-__all__ = ["render_chat", "render_prompt", "sanitize_untrusted", "special_token_strings"]
+__all__ = ["render_chat", "render_prefilled_prompt", "render_prompt", "sanitize_untrusted", "special_token_strings"]
 
 _MAX_PASSES = 16
 
@@ -98,3 +103,36 @@ def render_prompt(tokenizer: Any, prompt: Prompt) -> list[int]:
         return [int(i) for i in ids]
     text = render_chat(tokenizer, prompt)  # type: ignore[arg-type]
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def render_prefilled_prompt(tokenizer: Any, messages: ChatMessages, prefill: str) -> list[int]:
+    """Token ids of a chat whose assistant turn already begins with ``prefill``: ``P + F`` ids.
+
+    The chat is rendered with the generation prompt (:func:`render_prompt`, ``P`` ids) and ``prefill`` is encoded on
+    its own with ``add_special_tokens=False`` (``F`` ids) and appended, so the chat's ids are unchanged whatever the
+    prefill. A backend given these ids generates the continuation only; the response the caller parses is
+    ``prefill + continuation``.
+
+    Args:
+        tokenizer: a transformers tokenizer with a chat template.
+        messages: the chat (system / user turns).
+        prefill: the opening of the assistant's response; ``""`` gives the plain rendered prompt.
+
+    Returns:
+        The prompt token ids, ``(P + F,)``.
+
+    Raises:
+        ValueError: ``prefill`` is not a string, or it contains one of the tokenizer's special-token strings (it
+            would encode as a control token, e.g. end the turn, rather than as text).
+    """
+    if not isinstance(prefill, str):
+        raise ValueError(f"prefill: expected a str, got {type(prefill).__name__}")
+    if is_token_ids(messages):  # type: ignore[arg-type]
+        raise ValueError("messages: expected chat messages (a prefill continues the rendered assistant turn)")
+    forged = [s for s in special_token_strings(tokenizer) if s in prefill]
+    if forged:
+        raise ValueError(f"prefill: expected plain text, got the special-token string(s) {forged}")
+    ids = render_prompt(tokenizer, messages)
+    if prefill:
+        ids.extend(int(i) for i in tokenizer(prefill, add_special_tokens=False)["input_ids"])
+    return ids

@@ -3,8 +3,8 @@
     pool.sample(k) + pending rewrites -> this rank's tasks -> G programs (CodeCollector) -> K unit tests from the
       judge (UnitTestCollector) -> pass matrices (GT tests, generated tests) -> policy rewards (GT pass fraction,
       z-scored per task, tasks with pass-all rate in the policy band) and unit-test rewards (standardized per task,
-      tasks with >= 1 correct program) -> IterationData -> coding critic feedback -> EnvironmentAdaptation on the
-      writer rank -> pool snapshot for this iteration
+      tasks with >= 1 correct program; optionally every task, for the tests' format alone) -> IterationData ->
+      coding critic feedback -> EnvironmentAdaptation on the writer rank -> pool snapshot for this iteration
 
 ``IterationData.batch`` holds one single-step rollout per program (outcome ``+1`` if it passes every GT test, else
 ``-1``; ``group_index`` = the task's global index). Judge rows carry their own advantages and no ``vote_rows``.
@@ -125,16 +125,29 @@ class TaskResult:
 
 
 def score_task(
-    task: CodingTask, programs: Sequence[CodeSample], tests: Sequence[GeneratedTest], *, max_workers: int = 2
+    task: CodingTask,
+    programs: Sequence[CodeSample],
+    tests: Sequence[GeneratedTest],
+    *,
+    max_workers: int = 2,
+    format_without_reference: bool = False,
 ) -> TaskResult:
-    """Run the generated tests and compute the task's rewards (GT results come from ``CodeSample.gt_passed``)."""
+    """Run the generated tests and compute the task's rewards (GT results come from ``CodeSample.gt_passed``).
+
+    ``format_without_reference``: a task without a correct program still rewards its tests' format (see
+    :func:`~rlanything_core.rewards.unit_tests.unit_test_rewards`); off, such a task gives the judge nothing.
+    """
     num_gt = max(1, len(task.tests))
     gt_pass = torch.tensor([(s.gt_passed or [False] * num_gt) for s in programs], dtype=torch.bool)
     gt_pass = gt_pass.reshape(len(programs), num_gt)
     gen_pass = generated_test_pass_matrix(task, [s.program for s in programs], tests, max_workers=max_workers)
     parsed = torch.tensor([t.test is not None for t in tests], dtype=torch.bool)
     fraction = code_pass_fraction(gt_pass)
-    raw_tests = unit_test_rewards(gt_pass, gen_pass, parsed) if tests else None
+    raw_tests = (
+        unit_test_rewards(gt_pass, gen_pass, parsed, format_without_reference=format_without_reference)
+        if tests
+        else None
+    )
     return TaskResult(
         gt_pass=gt_pass,
         gen_pass=gen_pass,
@@ -190,6 +203,8 @@ class CodingLoopDriver(PoolSnapshots):
         policy_band: inclusive pass-all-rate band of tasks whose programs train the policy (the authors: 0.2-0.8).
         sandbox: shared by every task (a default ``Sandbox()`` when ``None``).
         max_workers: concurrent sandbox processes.
+        format_without_reference: tasks without a correct program still reward the format of their unit tests
+            (parsed 0, unparseable the format penalty); ``False``: the authors' rule, such tasks train nothing.
     """
 
     def __init__(
@@ -206,6 +221,7 @@ class CodingLoopDriver(PoolSnapshots):
         policy_band: tuple[float, float] = (0.2, 0.8),
         sandbox: Sandbox | None = None,
         max_workers: int = 2,
+        format_without_reference: bool = False,
     ) -> None:
         if tasks_per_iteration < 1:
             raise ValueError(f"tasks_per_iteration: expected >= 1, got {tasks_per_iteration}")
@@ -223,6 +239,7 @@ class CodingLoopDriver(PoolSnapshots):
         self.policy_band = policy_band
         self.sandbox = sandbox or Sandbox()
         self.max_workers = max_workers
+        self.format_without_reference = format_without_reference
 
     def __call__(self, iteration: int) -> IterationData:
         """Sample programs and tests, score them, build the policy and judge rows; update the pool."""
@@ -251,7 +268,9 @@ class CodingLoopDriver(PoolSnapshots):
         for k, (g, task) in enumerate(zip(mine, tasks)):
             progs = [s for s in samples if s.group_id == k]
             unit = [t for t in tests if t.group_id == k]
-            res = score_task(task, progs, unit, max_workers=self.max_workers)
+            res = score_task(
+                task, progs, unit, max_workers=self.max_workers, format_without_reference=self.format_without_reference
+            )
             counts = counts + res.counts
             rates[specs[g].task_id] = res.pass_all_rate
             valid_cols = res.parsed.nonzero().squeeze(1)

@@ -117,6 +117,7 @@ def unit_test_rewards(
     *,
     format_penalty: float = FORMAT_PENALTY,
     strictly_lowest: bool = True,
+    format_without_reference: bool = False,
 ) -> Tensor | None:
     """Raw reward of each generated unit test of one task (CURE-style, REFERENCE_IMPL §3.2).
 
@@ -126,16 +127,22 @@ def unit_test_rewards(
     penalty is lowered to ``-(max(|N|, 1) + 1)`` when needed, so it stays strictly below every parseable test
     (a wrong test can reach ``-|N|``).
 
+    Without a correct code there is no reference for a test's correctness, and the authors give the task no signal
+    (``None``). Its tests' format can still be judged: with ``format_without_reference`` every parsed test scores 0
+    and every unparseable one the penalty above (every code counts as wrong), which is what lets a small writer
+    whose policy solves nothing learn the format.
+
     Args:
         gt_pass: ``(C, T_gt)`` bool, codes x ground-truth tests (``T_gt >= 1``).
         gen_pass: ``(C, K)`` bool, codes x generated tests (columns of unparseable tests are ignored).
         parsed: ``(K,)`` bool.
         format_penalty: raw reward of an unparseable test.
         strictly_lowest: see above.
+        format_without_reference: without a correct code, score the format only (see above) instead of ``None``.
 
     Returns:
-        ``(K,)`` float32 raw rewards, or ``None`` when no code is correct (there is no reference to judge the tests
-        against; the task gives the judge no training signal).
+        ``(K,)`` float32 raw rewards, or ``None`` when no code is correct and ``format_without_reference`` is off
+        (there is no reference to judge the tests against; the task gives the judge no training signal).
 
     Examples:
         >>> import torch
@@ -143,6 +150,8 @@ def unit_test_rewards(
         >>> gen = torch.tensor([[True, True, False], [False, True, False], [False, True, False]])
         >>> unit_test_rewards(gt, gen, torch.tensor([True, True, False]))
         tensor([ 2.,  0., -3.])
+        >>> unit_test_rewards(gt[1:], gen[1:], torch.tensor([True, True, False]), format_without_reference=True)
+        tensor([ 0.,  0., -3.])
     """
     format_penalty = check_number("format_penalty", format_penalty)  # NaN would compare false everywhere
     if abs(format_penalty) > torch.finfo(torch.float32).max:
@@ -155,10 +164,13 @@ def unit_test_rewards(
     check_tensor("parsed", parsed)
     check_bool("parsed", parsed)
     check_shape("parsed", parsed, (num_tests,))
-    if not bool(correct.any()):
-        return None
     wrong = ~correct
     num_wrong = int(wrong.sum())
+    penalty = min(format_penalty, -(max(num_wrong, 1) + 1.0)) if strictly_lowest else format_penalty
+    if not bool(correct.any()):
+        if not format_without_reference:
+            return None
+        return torch.where(parsed, torch.tensor(0.0), torch.tensor(penalty, dtype=torch.float32))
     is_correct_test = parsed & (gen_pass | wrong.unsqueeze(1)).all(dim=0)
     if num_wrong == 0:
         reward = torch.where(is_correct_test, 1.0, -1.0)
@@ -166,7 +178,6 @@ def unit_test_rewards(
         wrong_failing = (~gen_pass & wrong.unsqueeze(1)).sum(dim=0)
         wrong_passing = (gen_pass & wrong.unsqueeze(1)).sum(dim=0)
         reward = torch.where(is_correct_test, wrong_failing, -wrong_passing).to(torch.float32)
-    penalty = min(format_penalty, -(max(num_wrong, 1) + 1.0)) if strictly_lowest else format_penalty
     return torch.where(parsed, reward.to(torch.float32), torch.tensor(penalty, dtype=torch.float32))
 
 

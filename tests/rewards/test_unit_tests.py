@@ -101,6 +101,21 @@ def test_no_correct_code_returns_none_and_empty_counts() -> None:
     assert unit_test_counts(gt, gen, torch.tensor([T])) == UnitTestCounts()
 
 
+def test_format_without_reference_scores_only_the_format() -> None:
+    gt = torch.tensor([[T, F], [F, F], [F, T]])  # no code passes both ground-truth tests
+    gen = torch.tensor([[T, F, T], [F, F, T], [T, T, T]])
+    parsed = torch.tensor([T, F, T])
+    got = unit_test_rewards(gt, gen, parsed, format_without_reference=True)
+    assert got is not None and got.tolist() == [0.0, -4.0, 0.0]  # every code counts as wrong: -(3 + 1)
+    loose = unit_test_rewards(gt, gen, parsed, format_without_reference=True, strictly_lowest=False)
+    assert loose is not None and loose.tolist() == [0.0, FORMAT_PENALTY, 0.0]
+    assert unit_test_counts(gt, gen, parsed) == UnitTestCounts()  # UT / Detect still need a correct code
+    # with a correct code the flag changes nothing
+    gt_ok = torch.tensor([[T, T], [F, F], [F, T]])
+    assert torch.equal(unit_test_rewards(gt_ok, gen, parsed, format_without_reference=True),  # type: ignore[arg-type]
+                       unit_test_rewards(gt_ok, gen, parsed))  # type: ignore[arg-type]
+
+
 def test_format_penalty_as_given_when_not_strict() -> None:
     gt = torch.tensor([[T], [F], [F], [F]])
     gen = torch.tensor([[T, F], [T, F], [T, F], [T, F]])
