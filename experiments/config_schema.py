@@ -69,6 +69,14 @@ class Rewriter(Enum):
     llm = "llm"
 
 
+class CodePrefill(Enum):
+    """How the coder's response begins (``rlanything_core.collect.prefill``)."""
+
+    none = "none"
+    fence = "fence"
+    starter = "starter"
+
+
 class ActionSelection(Enum):
     """How the policy picks an admissible action."""
 
@@ -145,6 +153,7 @@ class SettingSchema:
     max_steps: int | None = _f(None, ge=1)
     eval_max_steps: int | None = _f(None, ge=1)
     env_workers: int | None = _f(None, ge=1)
+    test_max_new_tokens: int | None = _f(None, ge=1)  # the smoke profile sets it for whichever setting (coding reads it)
 
 
 @dataclass
@@ -187,12 +196,15 @@ class CodingSetting(SettingSchema):
     gt_tests: int = _f(8, ge=1)
     eval_set: str = "leetcode_lcb"
     livebench_file: str | None = None
-    eval_problems: int = _f(8, ge=1)
+    eval_problems: int | None = _f(8, ge=1)  # null: every evaluation problem (the GPU scale)
     eval_samples: int = _f(1, ge=1)
     eval_tests_per_task: int = _f(4, ge=1)
     max_new_tokens: int = _f(64, ge=1)
     tests_per_task: int = _f(4, ge=1)
     test_temperature: float = _f(0.8, gt=0)
+    code_prefill: CodePrefill = CodePrefill.starter
+    test_scaffold: bool = True
+    test_format_without_reference: bool = True
     sandbox_workers: int = _f(2, ge=1)
     rewriter_samples: int = _f(3, ge=1)
     rewriter_max_new_tokens: int = _f(64, ge=1)
@@ -213,6 +225,9 @@ class ModelSchema:
     judge_temperature: float = _f(1.0, gt=0)
     max_new_tokens: int = _f(64, ge=1)
     batch_size: int = _f(16, ge=1)
+    architecture: str | None = None  # a transformers config.json (meta-device memory plans, no hub)
+    judge_max_new_tokens: int | None = _f(None, ge=1)  # the judge's generation budget (None: max_new_tokens)
+    top_p: float = _f(1.0, gt=0)
 
 
 SETTING_SCHEMAS: dict[str, type] = {
