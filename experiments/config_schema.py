@@ -153,7 +153,7 @@ class SettingSchema:
     max_steps: int | None = _f(None, ge=1)
     eval_max_steps: int | None = _f(None, ge=1)
     env_workers: int | None = _f(None, ge=1)
-    test_max_new_tokens: int | None = _f(None, ge=1)  # the smoke profile sets it for whichever setting (coding reads it)
+    test_max_new_tokens: int | None = _f(None, ge=1)  # the smoke profile sets it for any setting (coding reads it)
 
 
 @dataclass
