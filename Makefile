@@ -58,11 +58,13 @@ docs: setup docs-assets
 	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict
 
 # Re-execute every tutorial from a clean kernel and commit the result: the notebooks are read on the repository page
-# with their outputs. Edit either the notebook or its paired percent script; this syncs them first.
+# with their outputs (library warnings, which name this machine's paths, are left out). Edit either the notebook or
+# its paired percent script; this syncs them first.
 tutorials: setup
 	.venv/bin/jupytext --sync tutorials/[0-9]*.ipynb
 	cd tutorials && for nb in [0-9]*.ipynb; do \
-	  ../.venv/bin/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=1800 "$$nb" || exit 1; done
+	  PYTHONWARNINGS=ignore ../.venv/bin/jupyter nbconvert --to notebook --execute --inplace \
+	    --ExecutePreprocessor.timeout=1800 "$$nb" || exit 1; done
 
 test: lint docs unit
 

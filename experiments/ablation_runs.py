@@ -216,7 +216,8 @@ def _train(
             log(f"{LABELS[name or arm]}, seed {seed}: reused {_shown(other)} (identical resolved config)")
             return run_dir
     started = time.monotonic()
-    log(f"{LABELS[name or arm]}, seed {seed}: {'evaluating' if name else 'training'} in {_shown(run_dir)}")
+    where = run_dir.relative_to(out) if run_dir.is_relative_to(out) else run_dir  # logs stay relocatable
+    log(f"{LABELS[name or arm]}, seed {seed}: {'evaluating' if name else 'training'} in <results>/{where}")
     run_training(arm_cfg)
     log(f"{LABELS[name or arm]}, seed {seed}: done in {(time.monotonic() - started) / 60:.1f} min")
     return run_dir

@@ -64,7 +64,7 @@ roots = [TaskSpec(task_id=n, kind="alfworld", root_id=n,
 run_dir = Path(tempfile.mkdtemp(prefix="rlanything-env-"))
 pool = TaskPool.create(run_dir, roots)
 pool.save()
-print(run_dir, [t.task_id for t in pool.active_tasks()])
+print([t.task_id for t in pool.active_tasks()])  # the pool lives in a temporary run folder
 
 # %% [markdown]
 # ## The cheap policy, played on the engine
