@@ -196,7 +196,7 @@ def test_group_compaction_in_numpy_and_torch_agree(scale: int, dtype: torch.dtyp
 
 
 @with_backends
-@pytest.mark.parametrize(("b", "s", "m"), [(0, 3, 2), (2, 0, 2), (2, 3, 0), (3, 2, 1)])
+@pytest.mark.parametrize(("b", "s", "m"), [(0, 3, 2), (2, 0, 2), (3, 2, 1)])  # m = 0: refused by StepBatch (below)
 def test_empty_axes_and_no_votes(backend: Backend, b: int, s: int, m: int) -> None:
     outcome = torch.ones(b, dtype=torch.float64)
     step_mask = torch.ones(b, s, dtype=torch.bool)
@@ -207,6 +207,14 @@ def test_empty_axes_and_no_votes(backend: Backend, b: int, s: int, m: int) -> No
     want = composed(batch)
     assert got.advantages.shape == (b, s) and got.targets.shape == (b, s, m)
     assert torch.equal(got.advantages, want[0]) and torch.equal(got.targets, want[1])
+
+
+def test_a_vote_grid_without_vote_slots_is_refused() -> None:
+    """Votes of shape (B, S, 0) would silently give outcome-only advantages: StepBatch refuses m = 0."""
+    mask = torch.zeros(2, 3, 0, dtype=torch.bool)
+    with pytest.raises(ValueError, match="m >= 1"):
+        StepBatch(torch.ones(2), torch.ones(2, 3, dtype=torch.bool), torch.zeros(2, dtype=torch.int64),
+                  torch.zeros(2, 3, 0), mask, mask)
 
 
 @with_backends
