@@ -49,13 +49,13 @@ def test_the_scorer_loop_recomputes_the_rollout_log_probs_and_updates_both_model
 
 @pytest.mark.alfworld
 def test_ablate_warm_starts_the_scorer_and_the_arms_load_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ablate
+    import ablation_runs
 
     monkeypatch.setenv("RLANYTHING_CACHE", str(tmp_path / "cache"))
     with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base=None):
         cfg = compose("ablate", overrides=["+setting=alfworld", "+profile=smoke"])
     assert cfg.model.name == "minilm-scorer"  # the ALFWorld default
-    target = ablate._warm_start(cfg, 0, tmp_path / "out")
+    target = ablation_runs.warm_start_policy(cfg, 0, tmp_path / "out")
     assert target is not None and target.is_file()
     from rlanything_core.models.scorer import minilm_scorer
 
