@@ -124,11 +124,12 @@ def _format_rules(cells: list[str], pattern: str) -> list[dict[str, Any]]:
     ]
 
 
+# Dialogs (rename, insert sheet) can take seconds to open on a loaded machine: the scripted solutions wait 3 s.
 _NEW_SHEET = [
     {"action_type": "CLICK", "parameters": {"x": SHEET_MENU[0], "y": SHEET_MENU[1]}},
     "time.sleep(0.5)",
     {"action_type": "CLICK", "parameters": {"x": INSERT_SHEET_AT_END[0], "y": INSERT_SHEET_AT_END[1]}},
-    "time.sleep(1.0)",
+    "time.sleep(3.0)",
     hotkey("ctrl", "a"),
     typing("Summary\n"),
     "time.sleep(0.5)",
@@ -249,9 +250,9 @@ TASKS: list[CalcTask] = [
     CalcTask("rename-sheet", 4, "In sales.xlsx, rename the sheet Sheet1 to Sales.",
              "Double-click the sheet tab at the bottom, type Sales and press Enter.",
              {"Sheet1": SALES}, {"Sales": SALES},
-             [f"pyautogui.doubleClick{FIRST_SHEET_TAB}; time.sleep(1.0)", "pyautogui.hotkey('ctrl', 'a')",
+             [f"pyautogui.doubleClick{FIRST_SHEET_TAB}; time.sleep(3.0)", "pyautogui.hotkey('ctrl', 'a')",
               typing("Sales\n"), "DONE"],
-             [f"pyautogui.doubleClick{FIRST_SHEET_TAB}; time.sleep(1.0)", "pyautogui.hotkey('ctrl', 'a')",
+             [f"pyautogui.doubleClick{FIRST_SHEET_TAB}; time.sleep(3.0)", "pyautogui.hotkey('ctrl', 'a')",
               typing("Sale\n"), "DONE"]),
     CalcTask("summary-sheet", 5, "In sales.xlsx, add a sheet named Summary after Sheet1 with Metric and Value in "
              "A1:B1 and, in row 2, Total Units and the sum of Sheet1's Units.",

@@ -4,7 +4,7 @@ ACTIONS = [
     {'action_type': 'CLICK', 'parameters': {'x': 265, 'y': 28}},
     'time.sleep(0.5)',
     {'action_type': 'CLICK', 'parameters': {'x': 335, 'y': 229}},
-    'time.sleep(1.0)',
+    'time.sleep(3.0)',
     {'action_type': 'HOTKEY', 'parameters': {'keys': ['ctrl', 'a']}},
     {'action_type': 'TYPING', 'parameters': {'text': 'Summary\n'}},
     'time.sleep(0.5)',
