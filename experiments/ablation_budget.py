@@ -1,8 +1,10 @@
 """What an ablation config will cost, added up from per-step costs (printed by ``ablate.py`` before it starts).
 
 A step of an episode costs the policy's scoring of the admissible commands plus the engine's step, and, where the
-judge votes, one judge pass; a planner-labelled step (the judge's process accuracy) costs a planner search; a
-trained-on step costs its share of the update (old log-probs, forward and backward). An episode of ``limit`` steps
+judge votes, one judge pass; a trained-on step costs its share of the update (old log-probs, forward and backward).
+The judge's process accuracy is measured on a fixed probe set of planner-labelled steps
+(``rlanything_core/loop/judge_probe.py``): the planner labels them once per seed worker, in the "before"
+evaluation, and every later evaluation or judge-only probe costs one judge pass per probe step. An episode of ``limit`` steps
 is won after ``won_steps`` steps on average with probability ``success``, else runs to the limit. Seeds run in
 ``jobs`` parallel workers, one core each; the warm start runs once before them. The defaults of :class:`StepCosts`
 are this project's figures for the encoder policy on one core of the 2-core CPU machine (the ``budget`` section of
@@ -25,7 +27,7 @@ class StepCosts:
         policy_s: the policy's scoring of one step (state embedding, command scores).
         engine_s: ALFWorld's engine step.
         judge_s: one step's judge pass (its m votes come from one pass).
-        planner_s: one planner label (the process accuracy's oracle).
+        planner_s: one planner label (the process accuracy's oracle; ~2.4 s measured on ALFWorld's kitchens).
         update_s: one trained-on step's update work (old log-probs, forward, backward).
         run_overhead_s: starting one run (building the models, loading games).
         warm_start_s: the supervised warm start, cold (made once, shared by the seeds).
@@ -36,7 +38,7 @@ class StepCosts:
     policy_s: float = 0.050
     engine_s: float = 0.025
     judge_s: float = 0.050
-    planner_s: float = 0.2
+    planner_s: float = 2.4
     update_s: float = 0.1
     run_overhead_s: float = 20.0
     warm_start_s: float = 600.0
@@ -64,7 +66,7 @@ class AblationPlan:
         eval_episodes: evaluation episodes per split (games x runs).
         eval_splits: evaluation splits.
         judge_episodes: episodes the judge votes on per split (None: all).
-        oracle_episodes: planner-labelled episodes per split.
+        oracle_episodes: planner-labelled episodes per split (the probe set, labelled once per seed worker).
         judge_every: the judge-only evaluation period in iterations (0: none).
         warm_start: whether a warm start is made.
         cores: CPU cores (seeds beyond them share cores).
@@ -91,14 +93,19 @@ _JUDGED = {"policy", "policy_judge", "full", "step_only"}  # arms whose judge vo
 _JUDGE_TRAINED = {"policy_judge", "full"}
 
 
+def _probe_steps(plan: AblationPlan, c: StepCosts) -> float:
+    """Planner-labelled steps of the probe set, all splits."""
+    voted = plan.eval_episodes if plan.judge_episodes is None else min(plan.judge_episodes, plan.eval_episodes)
+    return plan.eval_splits * min(plan.oracle_episodes, voted) * c.episode_steps(plan.eval_max_steps)
+
+
 def _evaluation(plan: AblationPlan, c: StepCosts, *, judged: bool) -> float:
     steps = c.episode_steps(plan.eval_max_steps)
     per_split = plan.eval_episodes * steps * (c.policy_s + c.engine_s)
     if judged:
         voted = plan.eval_episodes if plan.judge_episodes is None else min(plan.judge_episodes, plan.eval_episodes)
-        labelled = min(plan.oracle_episodes, voted)
-        per_split += voted * steps * c.judge_s + labelled * steps * c.planner_s
-    return plan.eval_splits * per_split
+        per_split += voted * steps * c.judge_s
+    return plan.eval_splits * per_split + (_probe_steps(plan, c) * c.judge_s if judged else 0.0)
 
 
 def estimate_seconds(plan: AblationPlan, costs: StepCosts | None = None) -> dict[str, float]:
@@ -128,7 +135,8 @@ def estimate_seconds(plan: AblationPlan, costs: StepCosts | None = None) -> dict
     )
     if min(counts) < 1:
         raise ValueError(f"plan: expected positive counts, got {plan}")
-    evaluation = _evaluation(plan, c, judged=True)  # "before" evaluates the starting judge too
+    # "before" evaluates the starting judge too, and labels the probe set
+    evaluation = _evaluation(plan, c, judged=True) + _probe_steps(plan, c) * c.planner_s
     training = probes = 0.0
     train_steps = c.episode_steps(plan.max_steps)
     for arm in plan.arms:
@@ -138,13 +146,7 @@ def estimate_seconds(plan: AblationPlan, costs: StepCosts | None = None) -> dict
         training += plan.iterations * episodes * train_steps * per_step
         if arm in _JUDGE_TRAINED and plan.judge_every:
             count = (plan.iterations - 1) // plan.judge_every  # the last iteration has the full evaluation
-            labelled = min(plan.oracle_episodes, plan.judge_episodes or plan.oracle_episodes)
-            probes += (
-                count
-                * labelled
-                * c.episode_steps(plan.eval_max_steps)
-                * (c.policy_s + c.engine_s + c.judge_s + c.planner_s)
-            )
+            probes += count * _probe_steps(plan, c) * c.judge_s
     overhead = (len(plan.arms) + 1) * c.run_overhead_s
     per_seed = evaluation + training + probes + overhead
     warm = c.warm_start_s if plan.warm_start else 0.0

@@ -160,6 +160,22 @@ def warm_start_policy(cfg: DictConfig, seed: int, out: Path) -> Path | None:
     return target
 
 
+def judge_probe_file(cfg: DictConfig, out: Path, init: Path | None) -> Path:
+    """Where the planner-labelled probe steps of the runs starting from ``init`` live (all arms share them).
+
+    The first "before" evaluation labels them (the starting policy's first evaluation episodes); every later
+    evaluation scores its judge on the same steps. A ``reuse_from`` run's file is copied when its starting policy is
+    the same file (then its episodes are exactly the ones this run would play).
+    """
+    target = out / "init" / f"judge_probe_{init.stem if init is not None else 'base'}.json"
+    source = _reuse_root(cfg, out)
+    if not target.is_file() and source is not None and (source / "init" / target.name).is_file():
+        if init is None or _same_file(source / "init" / init.name, init):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(target, (source / "init" / target.name).read_text())
+    return target
+
+
 def _same_file(a: Path, b: Path) -> bool:
     return a.is_file() and b.is_file() and filecmp.cmp(a, b, shallow=False)
 
@@ -231,9 +247,10 @@ def run_seed(cfg: DictConfig, seed: int, out: Path, arms: list[str]) -> dict[str
     """
     try:
         init = warm_start_policy(cfg, seed, out)
-        dirs = {"before": _train(cfg, "policy", seed, out, init, extra=["++eval_only=true"], name="before")}
+        probe = ["++eval.probe_file=" + str(judge_probe_file(cfg, out, init))]
+        dirs = {"before": _train(cfg, "policy", seed, out, init, extra=["++eval_only=true", *probe], name="before")}
         for arm in arms:
-            extra = ["++eval.at_start=false"]
+            extra = ["++eval.at_start=false", *probe]
             if arm == "step_only":  # the step-wise rewards of the judge that the full arm optimized
                 judge = out / "runs" / f"full_seed{seed}" / "checkpoints" / "last.ckpt"
                 extra.append(f"++arm.judge_checkpoint={judge}")

@@ -445,6 +445,7 @@ def _build_agent(cfg: DictConfig) -> Run:
         oracle_episodes=int(cfg.eval.oracle_episodes),
         seed=int(cfg.eval.seed),  # not the training seed: every arm and seed plays the same evaluation episodes
         judge_episodes=None if cfg.eval.judge_episodes is None else int(cfg.eval.judge_episodes),
+        probe_file=cfg.eval.get("probe_file"),
     )
     module = _module(cfg, module_cls, policy, judge, judge_loss, evaluator)
     module.rollout_context = rollout_context(cfg, [(policy, policy_backend), (judge, judge_backend)])

@@ -122,6 +122,7 @@ class EvalSchema:
     sample_seed: int = 0  # which games the stratified evaluation sample holds
     judge_every: int = _f(0, ge=0)  # judge-only probes every k iterations (0: never)
     judge_episodes: int | None = _f(None, ge=1)  # episodes per split the judge votes on (None: all)
+    probe_file: str | None = None  # the planner-labelled probe steps: read if present, else labelled and saved
 
 
 @dataclass

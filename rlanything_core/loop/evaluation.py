@@ -8,7 +8,9 @@ authors' code which used the training limit). Judge (when given):
 - **process accuracy** ("local", ALFWorld only): the step's majority vote (a tie counts as ``-1``) against the
   planner oracle's label (``PROGRESS`` = a good step, ``+1``; ``NEUTRAL`` or ``REGRESS`` = ``-1``). The paper labels
   steps with a stronger model's majority vote; the planner is exact. It is used for evaluation only, never for
-  training.
+  training. The labelled steps are a fixed probe set (:mod:`rlanything_core.loop.judge_probe`): the first
+  evaluation labels its first ``oracle_episodes`` episodes per split and, given ``probe_file``, saves them; every
+  later evaluation (of any run given the file) scores its judge on those same steps, so the planner runs once.
 
 Pairing: the evaluator plays the same tasks with the same episode seeds at every call (``seed`` does not depend on
 the training seed when the caller passes the same one), so two models evaluated by evaluators built alike are
@@ -23,8 +25,10 @@ voting ``-1`` everywhere scores well above chance in accuracy and exactly 0.5 in
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -32,6 +36,15 @@ from torchmetrics.classification import BinaryAccuracy
 
 from rlanything_core.collect.agent import AgentCollector
 from rlanything_core.collect.judge import JudgeCollector
+from rlanything_core.loop.judge_probe import (
+    JudgeProbe,
+    balanced_accuracy,
+    label_probe,
+    load_probes,
+    probe_accuracy,
+    save_probes,
+    step_majority_votes,
+)
 from rlanything_core.records import Episode
 from rlanything_core.seeding import derive_seed
 
@@ -43,29 +56,6 @@ __all__ = [
     "judge_outcome_predictions",
     "step_majority_votes",
 ]
-
-
-def balanced_accuracy(predicted: torch.Tensor, actual: torch.Tensor) -> float:
-    """Mean over the classes present in ``actual`` of the fraction of them ``predicted`` gets right.
-
-    Args:
-        predicted: bool predictions.
-        actual: bool labels, as many.
-
-    Raises:
-        ValueError: different shapes, or no labels.
-    """
-    if predicted.shape != actual.shape or actual.numel() == 0:
-        raise ValueError(f"predicted, actual: expected equal non-empty shapes, got {tuple(predicted.shape)}, "
-                         f"{tuple(actual.shape)}")
-    predicted, actual = predicted.bool(), actual.bool()
-    recalls = [float((predicted[actual == c] == c).float().mean()) for c in (False, True) if bool((actual == c).any())]
-    return sum(recalls) / len(recalls)
-
-
-def step_majority_votes(episode: Episode) -> list[int]:
-    """Per step, the sign of the summed valid votes (``+1`` / ``-1``; a tie or no valid vote gives ``-1``)."""
-    return [1 if sum(s.vote for s in step.judge) > 0 else -1 for step in episode.steps]
 
 
 def judge_outcome_predictions(episodes: Sequence[Episode]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -125,8 +115,10 @@ class AgentEvaluator:
         oracle_episodes: label at most this many episodes per split (the planner costs ~0.2 s a step).
         seed: evaluation seed (the same tasks and seeds at every evaluation, so curves compare like with like).
         judge_episodes: the judge votes on the first this many episodes of each split only (``None``: all); its
-            outcome accuracy is over them and its process accuracy over the first ``oracle_episodes`` of them. A
-            judge's vote costs about a policy step, so this keeps a large policy evaluation affordable.
+            outcome accuracy is over them, and the probe set is labelled from the first ``oracle_episodes`` of them.
+            A judge's vote costs about a policy step, so this keeps a large policy evaluation affordable.
+        probe_file: where the probe set of planner-labelled episodes is read from (when it exists) or saved to (after
+            the first evaluation labels it); ``None``: kept in memory only.
 
     Raises:
         ValueError: ``oracle_episodes < 0`` or ``judge_episodes < 1``.
@@ -142,6 +134,7 @@ class AgentEvaluator:
         oracle_episodes: int = 8,
         seed: int = 1234,
         judge_episodes: int | None = None,
+        probe_file: str | os.PathLike[str] | None = None,
     ) -> None:
         if oracle_episodes < 0:
             raise ValueError(f"oracle_episodes: expected >= 0, got {oracle_episodes}")
@@ -155,48 +148,56 @@ class AgentEvaluator:
         self.oracle_episodes = oracle_episodes
         self.seed = seed
         self.last_outcomes: list[EpisodeOutcome] = []
+        self.probe_file = None if probe_file is None else Path(probe_file)
+        self.probes: dict[str, JudgeProbe] = {}
+        if self.probe_file is not None and self.probe_file.is_file():
+            self.probes = load_probes(self.probe_file)
 
-    def _process_accuracy(self, split: EvalSplit, episodes: Sequence[Episode]) -> dict[str, float]:
-        """The judge's process accuracy on the first ``oracle_episodes`` (judged) episodes, against the planner."""
-        if self.oracle is None:
-            return {}
+    def _probe(self, split: EvalSplit, episodes: Sequence[Episode]) -> JudgeProbe | None:
+        """The split's probe set: loaded, or labelled now from the first ``oracle_episodes`` of ``episodes``."""
+        if split.name in self.probes:
+            return self.probes[split.name]
+        if self.oracle is None or self.oracle_episodes == 0:
+            return None
         by_id = dict(zip(split.task_ids, split.tasks))
-        votes, labels = [], []
-        for e in episodes[: self.oracle_episodes]:
-            if not e.steps:
-                continue
-            labels.extend(self.oracle(by_id[e.task_id], [s.action for s in e.steps]))
-            votes.extend(step_majority_votes(e))
-        if not labels:
+        probe = label_probe(split.name, episodes[: self.oracle_episodes], by_id.__getitem__, self.oracle)
+        self.probes[split.name] = probe
+        if self.probe_file is not None and all(s.name in self.probes for s in self.splits):
+            save_probes(self.probe_file, [self.probes[s.name] for s in self.splits])
+        return probe
+
+    def _process_accuracy(self, probe: JudgeProbe | None) -> dict[str, float]:
+        """The judge's votes on the probe's steps against the planner's labels (the same vote seeds every call)."""
+        if probe is None or self.judge is None:
             return {}
-        good_vote, good_step = torch.tensor(votes) > 0, torch.tensor(labels) > 0
-        return {
-            f"{split.name}/judge_process_acc": float(BinaryAccuracy()(good_vote.long(), good_step.long())),
-            f"{split.name}/judge_process_bacc": balanced_accuracy(good_vote, good_step),
-            f"{split.name}/oracle_progress_rate": sum(x > 0 for x in labels) / len(labels),
-        }
+        self.judge.judge(probe.episodes, seed=derive_seed(self.seed, probe.split, "probe"))
+        return probe_accuracy(probe)
 
     @torch.no_grad()
     def judge_accuracy(self) -> dict[str, float]:
-        """Only the judge's process accuracy on the first split, at a fraction of a full evaluation's cost.
+        """Only the judge's process accuracy, on the probe set: no policy rollouts, no planner once it is labelled.
 
-        Plays just the games whose episodes the full evaluation labels (the first ``oracle_episodes`` episodes), with
-        the same episode and vote seeds, so the numbers are the full evaluation's process accuracy at this point
-        (exactly so for judges that seed each vote on its own, as the scored judge does); empty without a judge or
-        an oracle.
+        The numbers equal the full evaluation's process accuracy at this point (the same steps, the same vote seeds).
+        Splits without a probe yet are played first (the first games, enough for ``oracle_episodes`` episodes) and
+        labelled. Empty without a judge or an oracle.
         """
-        if self.judge is None or self.oracle is None or not self.splits:
+        if self.judge is None or (self.oracle is None and not self.probes):
             return {}
-        split = self.splits[0]
-        labelled = min(self.oracle_episodes, self.judge_episodes or self.oracle_episodes)
-        games = min(len(split.tasks), math.ceil(labelled / self.collector.group_size))
-        if games == 0:
-            return {}
-        episodes, _ = self.collector.collect(
-            list(split.tasks[:games]), seed=derive_seed(self.seed, split.name), task_ids=list(split.task_ids[:games])
-        )
-        self.judge.judge(episodes[:labelled], seed=derive_seed(self.seed, split.name, "judge"))
-        return self._process_accuracy(split, episodes[:labelled])
+        metrics: dict[str, float] = {}
+        for split in self.splits:
+            probe = self.probes.get(split.name)
+            if probe is None and self.oracle is not None:
+                games = min(len(split.tasks), math.ceil(self.oracle_episodes / self.collector.group_size))
+                if games == 0:
+                    continue
+                episodes, _ = self.collector.collect(
+                    list(split.tasks[:games]),
+                    seed=derive_seed(self.seed, split.name),
+                    task_ids=list(split.task_ids[:games]),
+                )
+                probe = self._probe(split, episodes)
+            metrics.update(self._process_accuracy(probe))
+        return metrics
 
     @torch.no_grad()
     def __call__(self) -> dict[str, float]:
@@ -226,6 +227,6 @@ class AgentEvaluator:
             if predicted.numel():
                 metrics[f"{split.name}/judge_outcome_acc"] = float(BinaryAccuracy()(predicted.long(), actual.long()))
                 metrics[f"{split.name}/judge_outcome_bacc"] = balanced_accuracy(predicted, actual)
-            metrics.update(self._process_accuracy(split, judged))
+            metrics.update(self._process_accuracy(self._probe(split, judged)))
         self.last_outcomes = outcomes
         return metrics

@@ -100,12 +100,13 @@ def test_the_estimate_adds_up_the_costs() -> None:
                   success=0.0, won_steps=5)  # fmt: skip
     parts = estimate_seconds(plan(), c)
     # every episode runs to its limit of 10 steps; evaluation: 2 splits x 8 episodes x 10 steps x 1 s, plus the judge
-    # on all 8 and the planner on 2 where a judge votes ("before" and full, not outcome-only)
-    judged_eval = 2 * (8 * 10 * 1 + 8 * 10 * 1 + 2 * 10 * 10)
-    assert parts["evaluation"] == 2 * judged_eval + 2 * 8 * 10
+    # on all 8 and on the probe set's 2 episodes where a judge votes ("before" and full, not outcome-only); the
+    # planner labels the probe set once, in "before"
+    judged_eval = 2 * (8 * 10 * 1 + 8 * 10 * 1 + 2 * 10 * 1)
+    assert parts["evaluation"] == 2 * judged_eval + 2 * 8 * 10 + 2 * 2 * 10 * 10
     # training: outcome-only 2 x 4 episodes x 10 steps x (policy + update); full adds rewrites and the judge
     assert parts["training"] == 2 * 4 * 10 * 2 + 2 * 8 * 10 * 3
-    assert parts["judge_probes"] == 1 * 2 * 10 * (1 + 1 + 10)  # after iteration 1 only (2 is the full evaluation)
+    assert parts["judge_probes"] == 1 * 2 * 2 * 10 * 1  # after iteration 1 only: the judge on the probe set
     assert parts["overhead"] == 3 * 100
     per_seed = parts["evaluation"] + parts["training"] + parts["judge_probes"] + parts["overhead"]
     assert parts["total"] == 1000 + per_seed  # two seeds on two cores in parallel

@@ -1,5 +1,6 @@
 """AgentEvaluator on the real ALFWorld engine and planner with the tiny models: per-episode outcomes for the paired
-statistics, the judge-only probe equal to a full evaluation's process accuracy, and a judge limited to a prefix."""
+statistics, the judge-only probe equal to a full evaluation's process accuracy, the planner-labelled probe file that
+later evaluators read instead of planning again, and a judge limited to a prefix."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def evaluated(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unty
     run_dir = tmp_path_factory.mktemp("eval")
     overrides = ["+setting=alfworld", "arm=full", f"run_dir={run_dir}", "eval.games=2", "eval.runs=2",
                  "eval.oracle_episodes=3", "setting.eval_max_steps=3", "setting.train_games=2",
-                 "setting.env_workers=1", "progress=false"]  # fmt: skip
+                 "setting.env_workers=1", "progress=false", f"++eval.probe_file={run_dir / 'probe.json'}"]  # fmt: skip
     with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base=None):
         cfg = compose("train", overrides=overrides)
     evaluator = build(cfg).module.evaluator
@@ -36,7 +37,7 @@ def evaluated(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unty
 
 
 def _process_key(key: str) -> bool:
-    return key.startswith("in_distribution/") and ("process" in key or "oracle" in key)
+    return "process" in key or "oracle" in key
 
 
 def test_every_episode_is_kept_by_split_game_and_run(evaluated) -> None:  # type: ignore[no-untyped-def]
@@ -69,3 +70,16 @@ def test_a_judge_limited_to_a_prefix_leaves_the_policy_metrics_alone(evaluated) 
     assert limited["in_distribution/judge_outcome_bacc"] in (0.0, 1.0)  # one judged episode: right or wrong
     with pytest.raises(ValueError, match="judge_episodes"):
         type(evaluator)(evaluator.collector, evaluator.splits, judge_episodes=0)
+
+
+def test_a_later_evaluator_reads_the_probe_file_and_never_plans(evaluated) -> None:  # type: ignore[no-untyped-def]
+    evaluator, metrics, _ = evaluated
+    assert evaluator.probe_file is not None and evaluator.probe_file.is_file()  # saved by the first evaluation
+
+    def no_planner(task, actions):  # type: ignore[no-untyped-def]
+        raise AssertionError("the planner ran although the probe file holds the labels")
+
+    later = type(evaluator)(evaluator.collector, evaluator.splits, judge=evaluator.judge, oracle=no_planner,
+                            oracle_episodes=3, seed=evaluator.seed, probe_file=evaluator.probe_file)  # fmt: skip
+    assert later.judge_accuracy() == {k: v for k, v in metrics.items() if _process_key(k)}
+    assert sum(len(p.episodes) for p in later.probes.values()) == 2 * 3  # oracle_episodes per split

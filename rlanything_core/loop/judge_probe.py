@@ -1,0 +1,157 @@
+"""A fixed set of planner-labelled steps on which every judge's process accuracy is measured.
+
+The planner oracle is exact but slow (fast-downward replans cost ~2 s a step in large kitchens; labelling four
+30-step episodes per split took ~80% of a whole evaluation). Labelling fresh trajectories at every evaluation also
+mixes two effects: a judge's accuracy moves when the judge changes *and* when the policy's trajectories change.
+
+So the steps are labelled once: the first evaluation labels the first ``oracle_episodes`` episodes of each split
+(played by the policy being evaluated, at the start of training the starting policy) and saves them with their
+labels. Every later evaluation, of any arm or seed that is given the same file, lets its judge vote on exactly these
+steps with the same vote seeds: judge accuracies are paired step by step, and the planner never runs again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torchmetrics.classification import BinaryAccuracy
+
+from rlanything_core.environment._io import CorruptFileError, atomic_write_json, read_json
+from rlanything_core.records import AgentStep, Episode
+
+__all__ = [
+    "JudgeProbe",
+    "balanced_accuracy",
+    "label_probe",
+    "load_probes",
+    "probe_accuracy",
+    "save_probes",
+    "step_majority_votes",
+]
+
+_FORMAT = 1
+
+
+def balanced_accuracy(predicted: torch.Tensor, actual: torch.Tensor) -> float:
+    """Mean over the classes present in ``actual`` of the fraction of them ``predicted`` gets right.
+
+    Args:
+        predicted: bool predictions.
+        actual: bool labels, as many.
+
+    Raises:
+        ValueError: different shapes, or no labels.
+    """
+    if predicted.shape != actual.shape or actual.numel() == 0:
+        raise ValueError(f"predicted, actual: expected equal non-empty shapes, got {tuple(predicted.shape)}, "
+                         f"{tuple(actual.shape)}")
+    predicted, actual = predicted.bool(), actual.bool()
+    recalls = [float((predicted[actual == c] == c).float().mean()) for c in (False, True) if bool((actual == c).any())]
+    return sum(recalls) / len(recalls)
+
+
+def step_majority_votes(episode: Episode) -> list[int]:
+    """Per step, the sign of the summed valid votes (``+1`` / ``-1``; a tie or no valid vote gives ``-1``)."""
+    return [1 if sum(s.vote for s in step.judge) > 0 else -1 for step in episode.steps]
+
+
+@dataclass
+class JudgeProbe:
+    """Planner-labelled episodes of one evaluation split.
+
+    Attributes:
+        split: the split's name (metric prefix).
+        episodes: the episodes, their judge votes empty (a judge fills them when it is scored).
+        labels: per episode, per step, ``+1`` (the planner's ``PROGRESS``) or ``-1``.
+    """
+
+    split: str
+    episodes: list[Episode]
+    labels: list[list[int]]
+
+    def __post_init__(self) -> None:
+        if len(self.episodes) != len(self.labels):
+            raise ValueError(f"probe {self.split!r}: {len(self.episodes)} episodes but {len(self.labels)} label lists")
+        for e, labels in zip(self.episodes, self.labels):
+            if len(e.steps) != len(labels) or any(x not in (-1, 1) for x in labels):
+                raise ValueError(
+                    f"probe {self.split!r}, task {e.task_id!r}: expected one +1/-1 label per step "
+                    f"({len(e.steps)} steps), got {labels!r}"
+                )
+
+
+def label_probe(
+    split: str,
+    episodes: Sequence[Episode],
+    task_of: Callable[[str], Any],
+    oracle: Callable[[Any, list[str]], list[int]],
+) -> JudgeProbe:
+    """Label every step of ``episodes`` with ``oracle(task_of(task_id), actions)``; copies, judge votes dropped."""
+    kept = [
+        dataclasses.replace(e, steps=[dataclasses.replace(s, judge=[]) for s in e.steps]) for e in episodes if e.steps
+    ]
+    labels = [list(oracle(task_of(e.task_id), [s.action for s in e.steps])) for e in kept]
+    return JudgeProbe(split, kept, labels)
+
+
+def probe_accuracy(probe: JudgeProbe) -> dict[str, float]:
+    """``<split>/judge_process_acc``, ``..._bacc`` and ``oracle_progress_rate`` from the votes now in ``probe``.
+
+    Plain accuracy flatters a judge that always votes ``-1`` (most steps are not progress); the balanced accuracy is
+    the mean recall of the two classes (0.5 for such a judge).
+    """
+    votes = [v for e in probe.episodes for v in step_majority_votes(e)]
+    labels = [x for per_episode in probe.labels for x in per_episode]
+    if not labels:
+        return {}
+    good_vote, good_step = torch.tensor(votes) > 0, torch.tensor(labels) > 0
+    return {
+        f"{probe.split}/judge_process_acc": float(BinaryAccuracy()(good_vote.long(), good_step.long())),
+        f"{probe.split}/judge_process_bacc": balanced_accuracy(good_vote, good_step),
+        f"{probe.split}/oracle_progress_rate": sum(x > 0 for x in labels) / len(labels),
+    }
+
+
+def save_probes(path: str | os.PathLike[str], probes: Sequence[JudgeProbe]) -> Path:
+    """Write the probes atomically as JSON (the format :func:`load_probes` reads)."""
+    payload = {
+        "format": _FORMAT,
+        "probes": [
+            {"split": p.split, "labels": p.labels, "episodes": [dataclasses.asdict(e) for e in p.episodes]}
+            for p in probes
+        ],
+    }
+    return atomic_write_json(path, payload)
+
+
+def _episode(fields: dict[str, Any]) -> Episode:
+    return Episode(**{**fields, "steps": [AgentStep(**{**s, "judge": []}) for s in fields["steps"]]})
+
+
+def load_probes(path: str | os.PathLike[str]) -> dict[str, JudgeProbe]:
+    """The probes saved at ``path``, by split name.
+
+    Raises:
+        CorruptFileError: the file is not a probe file of this format (the message names the file and the problem).
+    """
+    data = read_json(path)
+    if data.get("format") != _FORMAT or not isinstance(data.get("probes"), list):
+        raise CorruptFileError(f"{path}: not a judge probe file of format {_FORMAT}")
+    try:
+        probes = [
+            JudgeProbe(
+                p["split"],
+                [_episode(e) for e in p["episodes"]],
+                [list(map(int, labels)) for labels in p["labels"]],
+            )
+            for p in data["probes"]
+        ]
+    except (KeyError, TypeError, ValueError) as err:
+        raise CorruptFileError(f"{path}: malformed judge probe file ({err})") from err
+    return {p.split: p for p in probes}

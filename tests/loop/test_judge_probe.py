@@ -1,0 +1,65 @@
+"""The judge probe set: planner labels checked against the steps, a JSON round trip, a clear error for a bad file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rlanything_core.environment._io import CorruptFileError
+from rlanything_core.loop.judge_probe import JudgeProbe, label_probe, load_probes, probe_accuracy, save_probes
+from rlanything_core.records import AgentStep, Episode, JudgeSample
+
+
+def _episode(task: str, actions: list[str], votes: list[int]) -> Episode:
+    steps = [
+        AgentStep(observation=f"obs {i}", admissible_actions=[a, "look"], prompt_token_ids=[1, 2], token_ids=[0],
+                  logprobs=[-0.5], response=a, action=a, judge=[JudgeSample(vote=v, text="")])
+        for i, (a, v) in enumerate(zip(actions, votes))
+    ]  # fmt: skip
+    return Episode(task_id=task, group_id=0, goal="put a mug in the sink", steps=steps, won=False)
+
+
+def _oracle(task: str, actions: list[str]) -> list[int]:
+    return [1 if a.startswith("go") else -1 for a in actions]
+
+
+def test_labels_come_from_the_oracle_and_votes_are_dropped(tmp_path: Path) -> None:
+    episodes = [_episode("g1", ["go to sink 1", "look"], [1, 1]), _episode("g2", [], [])]
+    episodes.append(_episode("g3", ["look"], [-1]))
+    probe = label_probe("in_distribution", episodes, lambda task_id: task_id, _oracle)
+    assert [e.task_id for e in probe.episodes] == ["g1", "g3"]  # an episode without steps has nothing to label
+    assert probe.labels == [[1, -1], [-1]]
+    assert all(not s.judge for e in probe.episodes for s in e.steps)
+    assert episodes[0].steps[0].judge  # the caller's episodes are left alone
+
+    for e, votes in zip(probe.episodes, ([1, 1], [-1])):  # a judge votes: +1 on g1's two steps, -1 on g3's
+        for step, v in zip(e.steps, votes):
+            step.judge = [JudgeSample(vote=v, text="")] * 3
+    metrics = probe_accuracy(probe)
+    assert metrics["in_distribution/judge_process_acc"] == pytest.approx(2 / 3)
+    assert metrics["in_distribution/judge_process_bacc"] == pytest.approx((1 / 2 + 1) / 2)
+    assert metrics["in_distribution/oracle_progress_rate"] == pytest.approx(1 / 3)
+
+    path = save_probes(tmp_path / "probe.json", [probe])
+    loaded = load_probes(path)["in_distribution"]
+    assert loaded.labels == probe.labels
+    assert [[s.action for s in e.steps] for e in loaded.episodes] == [["go to sink 1", "look"], ["look"]]
+    assert all(not s.judge for e in loaded.episodes for s in e.steps)  # votes are never persisted
+
+
+def test_a_label_per_step_is_required() -> None:
+    with pytest.raises(ValueError, match="one \\+1/-1 label per step"):
+        JudgeProbe("in_distribution", [_episode("g1", ["look", "look"], [1, 1])], [[1]])
+    with pytest.raises(ValueError, match="one \\+1/-1 label per step"):
+        JudgeProbe("in_distribution", [_episode("g1", ["look"], [1])], [[0]])
+
+
+def test_a_bad_file_is_named_in_the_error(tmp_path: Path) -> None:
+    bad = tmp_path / "probe.json"
+    bad.write_text('{"format": 1, "probes": [{"split": "x", "labels": [[1]], "episodes": [{"nope": 1}]}]}')
+    with pytest.raises(CorruptFileError, match="probe.json: malformed judge probe file"):
+        load_probes(bad)
+    bad.write_text('{"format": 99, "probes": []}')
+    with pytest.raises(CorruptFileError, match="not a judge probe file"):
+        load_probes(bad)
