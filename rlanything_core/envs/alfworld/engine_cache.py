@@ -99,8 +99,12 @@ def _close(engine: Any) -> None:
         pass
 
 
-_TRANSLATIONS = 128
-"""PDDL-to-SAS translations kept per process (one per game and mode)."""
+_TRANSLATIONS = 1024
+"""PDDL-to-SAS translations kept per process (about two per game: 512 games). An evaluation cycles through its games
+in order, and an LRU smaller than the cycle misses every time: at 128 entries the 128 games of the ablation's
+evaluation were translated again at every evaluation (~1 s a reset); at 1024 a repeated reset costs ~0.03 s, for
+~0.1 GiB more memory (80 ``valid_seen`` games reset twice in one process: 1.16 then 1.16 s per reset at 128, 0.94
+then 0.03 s at 1024; ``python -m benchmarks.alfworld_resets``)."""
 
 
 def memoize_pddl_translation() -> None:
