@@ -53,7 +53,7 @@ def build_desktop(cfg: DictConfig) -> Any:
     from experiments.builders import _judge_loss, _module, _pool, _prepare, _run, _selector, _votes
     from rlanything_core.collect.agent import AgentCollector, SequentialRunner
     from rlanything_core.collect.judge import JudgeCollector
-    from rlanything_core.envs.desktop.hint_rewriter import DesktopHintRewriter
+    from rlanything_core.environment.rewriters.desktop_hints import DesktopHintRewriter
     from rlanything_core.envs.desktop.text_env import DesktopTextEnvFactory, DisplayPool
     from rlanything_core.envs.desktop.variants import hint_variant, load_hints, shipped_tasks
     from rlanything_core.generation.transformers_backend import TransformersBackend
