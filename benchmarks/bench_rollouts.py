@@ -70,9 +70,9 @@ def main() -> None:
                         help="vLLM engine: torch.compile'd (its default; ~2 min start) or eager (VLLMBackend default)")
     args = parser.parse_args()
 
+    from benchmarks.alfworld_parallel import benchmark_alfworld_parallel
     from benchmarks.sandbox_throughput import sandbox_execs_per_second
     from benchmarks.vllm_generation import bench_tokens_per_s, format_table, rollout_prompts
-    from rlanything_core.envs.parallel import benchmark_alfworld_parallel
     from rlanything_core.sandbox.bwrap import bwrap_status
 
     parallel = benchmark_alfworld_parallel(num_games=args.games, steps=args.steps)
