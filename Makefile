@@ -38,8 +38,8 @@ main: setup
 	$(PY) experiments/ablate.py
 
 lint: setup
-	.venv/bin/ruff check rlanything_core tests experiments tutorials
-	.venv/bin/mypy rlanything_core
+	.venv/bin/ruff check rlanything_core tests experiments benchmarks tutorials
+	.venv/bin/mypy rlanything_core benchmarks
 
 unit: setup docs-assets
 	.venv/bin/pytest tests tutorials --nbmake --nbmake-timeout=1200 -p no:cacheprovider

@@ -37,26 +37,30 @@ from dataclasses import asdict
 from importlib import metadata
 from pathlib import Path
 
-import hydra  # noqa: E402
-from omegaconf import DictConfig, OmegaConf  # noqa: E402
+import hydra
+from omegaconf import DictConfig, OmegaConf
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# Run as a file (`python experiments/ablate.py`), Python puts experiments/ first on sys.path; the scripts import each
+# other as the package `experiments` (as tests and `python -m experiments.ablate` do), so put the repository root there
+# instead: one name per module, and this checkout's rlanything_core.
+if __name__ == "__main__" and not __package__:
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
-from ablation_budget import estimate_seconds, plan_from_config  # noqa: E402
-from ablation_plots import write_plots  # noqa: E402
-from ablation_results import ArmRun, read_arm_run, read_before_run  # noqa: E402
-from ablation_runs import REPO, log, run_seed, run_seeds_in_parallel, warm_start_policy  # noqa: E402
-from ablation_stats import sample_efficiency  # noqa: E402
-from ablation_table import (  # noqa: E402
+from experiments.ablation_budget import estimate_seconds, plan_from_config  # noqa: E402
+from experiments.ablation_plots import write_plots  # noqa: E402
+from experiments.ablation_results import ArmRun, read_arm_run, read_before_run  # noqa: E402
+from experiments.ablation_runs import REPO, log, run_seed, run_seeds_in_parallel, warm_start_policy  # noqa: E402
+from experiments.ablation_stats import sample_efficiency  # noqa: E402
+from experiments.ablation_table import (  # noqa: E402
     Table,
     build_table,
     full_beats_outcome_only,
     render_csv,
     render_markdown,
-    split_names,  # noqa: E402
+    split_names,
 )
-from config_checks import ConfigError, validate  # noqa: E402
+from experiments.config_checks import ConfigError, validate  # noqa: E402
 from rlanything_core.environment._io import atomic_write_json, atomic_write_text  # noqa: E402
 
 __all__ = ["main"]

@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ablation_results import ArmRun
-from ablation_table import LABELS
+from experiments.ablation_results import ArmRun
+from experiments.ablation_table import LABELS
 from rlanything_core.environment._io import atomic_write_bytes
 
 __all__ = ["band_over_seeds", "judge_trajectory", "write_plots"]

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ablation_stats import Curve, curve
-from eval_record import read_eval_outcomes
+from experiments.ablation_stats import Curve, curve
+from experiments.eval_record import read_eval_outcomes
 
 __all__ = ["ArmRun", "eval_rows", "final_eval", "game_success", "read_arm_run", "read_before_run", "read_metrics"]
 

@@ -21,13 +21,12 @@ from hydra import compose
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-import warm_start
-import warm_start_encoder
-from ablation_table import LABELS
-from builders import close_shared_env_pools
-from reuse import reuse_file, reuse_run
+from experiments import warm_start, warm_start_encoder
+from experiments.ablation_table import LABELS
+from experiments.builders import close_shared_env_pools
+from experiments.reuse import reuse_file, reuse_run
+from experiments.train import run_training
 from rlanything_core.environment._io import atomic_write_text
-from train import run_training
 
 __all__ = ["FORWARDED", "REPO", "log", "run_seed", "run_seeds_in_parallel", "seed_worker_command", "warm_start_policy"]
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from omegaconf import DictConfig
 
-from ablation_results import ArmRun, game_success
-from ablation_stats import PairedDifference, mean_ci, paired_bootstrap_difference
+from experiments.ablation_results import ArmRun, game_success
+from experiments.ablation_stats import PairedDifference, mean_ci, paired_bootstrap_difference
 
 __all__ = [
     "LABELS",

@@ -18,7 +18,7 @@ import torch
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from config_checks import CODING_FILES, ConfigError, band, coding_dir, validate
+from experiments.config_checks import CODING_FILES, ConfigError, band, coding_dir, validate
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -194,11 +194,11 @@ def build(cfg: DictConfig) -> Run:
     if name in ("coding", "livebench"):
         return _build_coding(cfg)
     if name == "miniwob":  # the GUI setting lives in its own module
-        from miniwob_setting import build_miniwob
+        from experiments.miniwob_setting import build_miniwob
 
         return build_miniwob(cfg)  # type: ignore[no-any-return]
     if name == "desktop":  # OSWorld-format Calc tasks: experiments/desktop_setting.py
-        from desktop_setting import build_desktop
+        from experiments.desktop_setting import build_desktop
 
         return build_desktop(cfg)  # type: ignore[no-any-return]
     raise ConfigError(

@@ -65,7 +65,7 @@ def validate(cfg: DictConfig) -> None:
     """Refuse a config that cannot work, before any work, naming the key and the fix."""
     if OmegaConf.select(cfg, "setting") is None:
         raise ConfigError("setting", "no setting chosen", "add +setting=alfworld (or textworld, coding)")
-    from config_schema import check_schema  # types, closed sets, unknown keys and ranges (a typed schema)
+    from experiments.config_schema import check_schema  # types, closed sets, unknown keys and ranges (a typed schema)
 
     check_schema(cfg)
     band(cfg, "policy_band")
@@ -125,7 +125,7 @@ def validate(cfg: DictConfig) -> None:
     if cfg.setting.name in ("coding", "livebench"):
         _validate_coding(cfg)
     if cfg.setting.name == "miniwob":  # the GUI setting checks its own keys (experiments/miniwob_setting.py)
-        from miniwob_setting import validate_miniwob
+        from experiments.miniwob_setting import validate_miniwob
 
         validate_miniwob(cfg)
 

@@ -29,7 +29,7 @@ from hydra.utils import get_method
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException, ValidationError
 
-from config_checks import ConfigError
+from experiments.config_checks import ConfigError
 
 __all__ = [
     "MODEL_SCHEMAS",

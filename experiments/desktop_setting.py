@@ -13,7 +13,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from config_checks import ConfigError, band
+from experiments.config_checks import ConfigError, band
 
 __all__ = ["build_desktop", "desktop_roots", "desktop_env_task"]
 
@@ -50,10 +50,10 @@ def desktop_env_task(spec: Any) -> Any:
 
 def build_desktop(cfg: DictConfig) -> Any:
     """The desktop loop (see the module docstring); returns a ``builders.Run``."""
-    from builders import _judge_loss, _module, _pool, _prepare, _run, _selector, _votes
+    from experiments.builders import _judge_loss, _module, _pool, _prepare, _run, _selector, _votes
     from rlanything_core.collect.agent import AgentCollector, SequentialRunner
     from rlanything_core.collect.judge import JudgeCollector
-    from rlanything_core.envs.desktop.hint_rewriter import DesktopHintRewriter
+    from rlanything_core.environment.rewriters.desktop_hints import DesktopHintRewriter
     from rlanything_core.envs.desktop.text_env import DesktopTextEnvFactory, DisplayPool
     from rlanything_core.envs.desktop.variants import hint_variant, load_hints, shipped_tasks
     from rlanything_core.generation.transformers_backend import TransformersBackend

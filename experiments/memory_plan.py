@@ -20,7 +20,6 @@ fragmentation and CUDA context (~1-3 GiB) to the margin (``memory.margin_gib``).
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,6 @@ import hydra
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
 REPO = Path(__file__).resolve().parents[1]

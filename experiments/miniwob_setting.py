@@ -13,7 +13,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from config_checks import ConfigError, band
+from experiments.config_checks import ConfigError, band
 
 __all__ = ["build_miniwob", "miniwob_tasks", "validate_miniwob"]
 
@@ -87,7 +87,7 @@ def _rewriter(cfg: DictConfig, judge_backend: Any) -> Any:
 
 def _policy_selector(cfg: DictConfig, temperature: float) -> Any:
     """The config's selector; a likelihood scorer scores by mean per-token log-likelihood where configured."""
-    from builders import _selector
+    from experiments.builders import _selector
     from rlanything_core.collect.action_selection import LikelihoodSelector
 
     if cfg.model.action_selection == "likelihood":
@@ -99,7 +99,7 @@ def build_miniwob(cfg: DictConfig) -> Any:
     """The GUI loop: a browser pool, the DOM-candidate policy, the GUI-rubric judge, hint rewrites."""
     from hydra.utils import instantiate
 
-    from builders import _judge_loss, _module, _pool, _prepare, _run, _votes, shared_env_pool
+    from experiments.builders import _judge_loss, _module, _pool, _prepare, _run, _votes, shared_env_pool
     from rlanything_core.collect.agent import AgentCollector
     from rlanything_core.collect.gui_prompts import gui_agent_messages, gui_judge_messages
     from rlanything_core.collect.judge import JudgeCollector

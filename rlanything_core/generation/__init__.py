@@ -8,10 +8,8 @@ from rlanything_core.generation.prompts import render_chat, render_prompt, sanit
 from rlanything_core.generation.transformers_backend import TransformersBackend
 from rlanything_core.generation.types import FinishReason, Generation, GenerationBackend, Prompt, SamplingParams
 from rlanything_core.generation.vllm_backend import VLLMBackend, vllm_available
-from rlanything_core.generation.vllm_bench import BenchResult, bench_tokens_per_s, vllm_over_hf_tokens_per_s
 
 __all__ = [
-    "BenchResult",
     "FinishReason",
     "Generation",
     "GenerationBackend",
@@ -19,7 +17,6 @@ __all__ = [
     "SamplingParams",
     "TransformersBackend",
     "VLLMBackend",
-    "bench_tokens_per_s",
     "parse_action_index",
     "parse_boxed",
     "parse_vote",
@@ -28,5 +25,4 @@ __all__ = [
     "sanitize_untrusted",
     "special_token_strings",
     "vllm_available",
-    "vllm_over_hf_tokens_per_s",
 ]

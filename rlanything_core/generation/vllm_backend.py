@@ -42,7 +42,7 @@ class VLLMBackend:
         seed: engine seed (per-request seeds come from :class:`SamplingParams`).
         enforce_eager: run the model eagerly, without ``torch.compile`` (and without CUDA graphs on GPUs). On the CPU
             build compiling works too (weight reloads included) and is faster per token, but adds minutes to the
-            engine start (see ``rlanything_core.generation.vllm_bench``); eager keeps start-up short.
+            engine start (see ``benchmarks.vllm_generation``); eager keeps start-up short.
         engine_kwargs: passed to ``vllm.LLM`` (``tensor_parallel_size``, ``gpu_memory_utilization``, ...).
 
     Raises:

@@ -13,12 +13,9 @@ from pathlib import Path
 import pytest
 from _runs import FAST, REPO, env
 
+from experiments import ablation_runs, ablation_table
+from experiments.ablation_stats import curve
 from rlanything_core.testing.processes import run_reaped
-
-sys.path.insert(0, str(REPO / "experiments"))
-import ablation_runs  # noqa: E402
-import ablation_table  # noqa: E402
-from ablation_stats import curve  # noqa: E402
 
 SUMMARY_KEYS = ("arms", "seeds", "minutes", "full_beats_outcome_only", "sample_efficiency")
 

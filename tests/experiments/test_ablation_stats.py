@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import math
-import sys
 
 import pytest
-from _runs import REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(REPO / "experiments"))
-from ablation_stats import (  # noqa: E402
+from experiments.ablation_stats import (
     curve,
     mean_ci,
     paired_bootstrap_difference,

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import csv
 import io
-import sys
 
 import pytest
 from _runs import REPO
 from omegaconf import OmegaConf
 
-sys.path.insert(0, str(REPO / "experiments"))
-from ablation_budget import AblationPlan, StepCosts, estimate_seconds  # noqa: E402
-from ablation_results import ArmRun, game_success  # noqa: E402
-from ablation_table import build_table, full_beats_outcome_only, render_csv, render_markdown  # noqa: E402
+from experiments.ablation_budget import AblationPlan, StepCosts, estimate_seconds
+from experiments.ablation_results import ArmRun, game_success
+from experiments.ablation_table import build_table, full_beats_outcome_only, render_csv, render_markdown
 
 SPLITS = {"in_distribution": "valid_seen", "out_of_distribution": "valid_unseen"}
 CFG = OmegaConf.create({"setting": {"name": "alfworld", "eval_splits": SPLITS}})
@@ -119,7 +117,7 @@ def test_the_estimate_adds_up_the_costs() -> None:
 def test_the_default_profile_is_estimated_within_its_budget() -> None:
     from hydra import compose, initialize_config_dir
 
-    from ablation_budget import plan_from_config
+    from experiments.ablation_budget import plan_from_config
 
     with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base=None):
         for profile in ([], ["+profile=smoke"]):
@@ -129,7 +127,7 @@ def test_the_default_profile_is_estimated_within_its_budget() -> None:
 
 
 def test_the_estimate_prints_for_a_profile_without_running_it(capsys: pytest.CaptureFixture[str]) -> None:
-    from ablation_budget import main
+    from experiments.ablation_budget import main
 
     main(["+profile=smoke"])
     parts = dict(item.split("=") for item in capsys.readouterr().out.split(" (")[0].split())

@@ -13,12 +13,10 @@ from rlanything_core.testing.processes import run_reaped
 
 REPO = Path(__file__).resolve().parents[2]
 EXPERIMENTS = REPO / "experiments"
-sys.path.insert(0, str(EXPERIMENTS))
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
-from config_schema import SETTING_SCHEMAS, SettingSchema, register_setting  # noqa: E402
-
-from config_checks import ConfigError, validate  # noqa: E402
+from experiments.config_checks import ConfigError, validate  # noqa: E402
+from experiments.config_schema import SETTING_SCHEMAS, SettingSchema, register_setting  # noqa: E402
 
 
 def _cfg(*overrides: str):  # type: ignore[no-untyped-def]
@@ -71,7 +69,7 @@ def test_an_explicit_alfworld_data_folder_that_does_not_exist_is_refused(monkeyp
 def test_every_shipped_setting_and_model_passes_the_schema() -> None:
     for setting in ("alfworld", "textworld", "coding", "livebench"):
         for model in sorted(p.stem for p in (EXPERIMENTS / "conf" / "model").glob("*.yaml")):
-            from config_schema import check_schema
+            from experiments.config_schema import check_schema
 
             check_schema(_cfg(f"+setting={setting}", f"model={model}", "+profile=smoke"))
 
@@ -85,7 +83,7 @@ def test_the_schema_is_in_the_config_store() -> None:
 def test_an_unknown_setting_gets_its_shared_keys_checked_and_can_register_a_schema() -> None:
     from dataclasses import dataclass
 
-    from config_schema import check_schema
+    from experiments.config_schema import check_schema
 
     cfg = _cfg("+setting=textworld")
     OmegaConf.set_struct(cfg, False)

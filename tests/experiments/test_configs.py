@@ -1,6 +1,5 @@
 """Every config composes and instantiates; configs that cannot work are refused before any work, naming the key."""
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -9,10 +8,9 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
-sys.path.insert(0, str(EXPERIMENTS))
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
-from config_checks import ConfigError, validate  # noqa: E402
+from experiments.config_checks import ConfigError, validate  # noqa: E402
 
 SETTINGS = ["alfworld", "textworld", "coding", "livebench"]
 ARMS = sorted(p.stem for p in (EXPERIMENTS / "conf" / "arm").glob("*.yaml"))

@@ -1,7 +1,6 @@
 """``+setting=desktop``: composes, validates and builds without starting a display; a short loop runs (slow)."""
 
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -9,10 +8,9 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
-sys.path.insert(0, str(EXPERIMENTS))
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
-from config_checks import ConfigError, validate  # noqa: E402
+from experiments.config_checks import ConfigError, validate  # noqa: E402
 
 
 def _cfg(*overrides: str):  # type: ignore[no-untyped-def]
@@ -21,8 +19,8 @@ def _cfg(*overrides: str):  # type: ignore[no-untyped-def]
 
 
 def test_desktop_smoke_config_builds_without_a_display(tmp_path: Path) -> None:
-    from builders import build
-    from desktop_setting import desktop_env_task, desktop_roots
+    from experiments.builders import build
+    from experiments.desktop_setting import desktop_env_task, desktop_roots
 
     cfg = _cfg("+setting=desktop", "+profile=smoke", f"run_dir={tmp_path}")
     validate(cfg)
@@ -50,7 +48,7 @@ def test_gpu_vl_model_config_composes() -> None:
 def test_desktop_loop_runs_one_iteration(tmp_path: Path) -> None:
     if any(shutil.which(n) is None for n in ("Xvfb", "soffice", "xdotool", "openbox")):
         pytest.skip("the desktop apps are not installed (make setup installs them as root)")
-    from builders import build
+    from experiments.builders import build
 
     cfg = _cfg(
         "+setting=desktop",

@@ -3,7 +3,6 @@ the trainer's recomputed old log-probs equal the rollout's, and the policy and j
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,9 +11,8 @@ from _runs import FAST, REPO
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-sys.path.insert(0, str(REPO / "experiments"))
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
-from builders import build  # noqa: E402
+from experiments.builders import build  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -49,7 +47,7 @@ def test_the_scorer_loop_recomputes_the_rollout_log_probs_and_updates_both_model
 
 @pytest.mark.alfworld
 def test_ablate_warm_starts_the_scorer_and_the_arms_load_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ablation_runs
+    from experiments import ablation_runs
 
     monkeypatch.setenv("RLANYTHING_CACHE", str(tmp_path / "cache"))
     with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base=None):

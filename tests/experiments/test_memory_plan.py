@@ -10,9 +10,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
-sys.path.insert(0, str(EXPERIMENTS))
 
-from memory_plan import GIB, _meta_model, activation_bytes, model_shape, plan  # noqa: E402
+from experiments.memory_plan import GIB, _meta_model, activation_bytes, model_shape, plan  # noqa: E402
 
 
 def _cfg(*overrides: str):  # type: ignore[no-untyped-def]

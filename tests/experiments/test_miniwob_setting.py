@@ -13,11 +13,10 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
-sys.path.insert(0, str(EXPERIMENTS))
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
-from config_checks import ConfigError, validate  # noqa: E402
-from miniwob_setting import miniwob_tasks  # noqa: E402
+from experiments.config_checks import ConfigError, validate  # noqa: E402
+from experiments.miniwob_setting import miniwob_tasks  # noqa: E402
 
 ARMS = sorted(p.stem for p in (EXPERIMENTS / "conf" / "arm").glob("*.yaml"))
 

@@ -11,8 +11,6 @@ from pathlib import Path
 import pytest
 from _runs import REPO, env
 
-sys.path.insert(0, str(REPO / "experiments"))
-
 pytestmark = pytest.mark.alfworld
 
 
@@ -24,7 +22,7 @@ def _compose(*overrides: str):  # type: ignore[no-untyped-def]
 
 
 def test_arms_and_seeds_get_the_same_stratified_games_and_evaluation_seed() -> None:
-    from builders import _alfworld_tasks
+    from experiments.builders import _alfworld_tasks
 
     default = _compose()
     assert default.eval.games * default.eval.runs >= 64  # episodes per split and seed

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from _runs import REPO
-
-sys.path.insert(0, str(REPO / "experiments"))
-from reuse import reuse_file, reuse_run  # noqa: E402
+from experiments.reuse import reuse_file, reuse_run
 
 
 def _run(root: Path, name: str, config: str) -> Path:

@@ -7,7 +7,6 @@ each README command is composed with Hydra's compose API and checked against it,
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +16,9 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
-sys.path.insert(0, str(EXPERIMENTS))
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
-from builders import _judge_loss, first, judge_max_new_tokens, sampling  # noqa: E402
+from experiments.builders import _judge_loss, first, judge_max_new_tokens, sampling  # noqa: E402
 
 # key -> the paper's value, per setting (None: the whole split)
 SHARED = {
@@ -176,7 +174,7 @@ def test_the_ablation_default_keeps_its_values() -> None:
     ],
 )
 def test_sharded_configs_that_cannot_learn_are_refused(overrides: list[str], key: str) -> None:
-    from config_checks import ConfigError, validate
+    from experiments.config_checks import ConfigError, validate
 
     with pytest.raises(ConfigError) as err:
         validate(_cfg("+setting=textworld", *overrides))
@@ -184,7 +182,7 @@ def test_sharded_configs_that_cannot_learn_are_refused(overrides: list[str], key
 
 
 def test_fsdp2_builds_model_parallel_strategy_as_pure_data_parallelism() -> None:
-    from builders import _fsdp2_strategy, _sharding
+    from experiments.builders import _fsdp2_strategy, _sharding
 
     cfg = _cfg("+setting=alfworld", "scale=multinode", "model=qwen2.5-7b")
     strategy = _fsdp2_strategy(cfg)
@@ -212,7 +210,7 @@ def test_fsdp2_builds_model_parallel_strategy_as_pure_data_parallelism() -> None
 def test_the_writer_rank_comes_from_any_launchers_variables(
     monkeypatch: pytest.MonkeyPatch, env: dict[str, str], writer: bool
 ) -> None:
-    from builders import RANK_VARIABLES, is_writer_rank
+    from experiments.builders import RANK_VARIABLES, is_writer_rank
 
     for var in RANK_VARIABLES:
         monkeypatch.delenv(var, raising=False)

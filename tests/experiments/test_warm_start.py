@@ -4,15 +4,12 @@ imitation accuracy and a short evaluation, on the real engine."""
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import pytest
 import torch
-from _runs import REPO
 
-sys.path.insert(0, str(REPO / "experiments"))
-import warm_start  # noqa: E402
+from experiments import warm_start
 
 pytestmark = [pytest.mark.alfworld, pytest.mark.slow]
 

@@ -91,8 +91,8 @@ def test_seeded_batch_larger_than_one_prefill_step(backend: VLLMBackend) -> None
 
     With chunked prefill, vLLM's CPU build crashed here ("CPU Generator does not use offset").
     """
+    from benchmarks.vllm_generation import rollout_prompts
     from rlanything_core.generation.prompts import render_prompt
-    from rlanything_core.generation.vllm_bench import rollout_prompts
 
     prompts = rollout_prompts(28, step=2)
     budget = backend.llm.llm_engine.vllm_config.scheduler_config.max_num_batched_tokens
@@ -104,7 +104,7 @@ def test_seeded_batch_larger_than_one_prefill_step(backend: VLLMBackend) -> None
 def test_side_by_side_benchmark_runs_both_workers() -> None:
     import sys
 
-    from rlanything_core.generation.vllm_bench import bench_tokens_per_s, format_table, rollout_prompts
+    from benchmarks.vllm_generation import bench_tokens_per_s, format_table, rollout_prompts
 
     result = bench_tokens_per_s(
         rollout_prompts(4, group_size=2), 5, vllm_python=sys.executable, threads=1, rounds=2, vllm_compile=False

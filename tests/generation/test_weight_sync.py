@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +14,10 @@ from rlanything_core.generation.weight_sync import EngineCycle, buckets, named_f
 from rlanything_core.models.tiny import tiny_causal_lm
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
-sys.path.insert(0, str(EXPERIMENTS))
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
-from builders import rollout_backends, rollout_context  # noqa: E402
-from config_checks import ConfigError  # noqa: E402
+from experiments.builders import rollout_backends, rollout_context  # noqa: E402
+from experiments.config_checks import ConfigError  # noqa: E402
 
 
 def _cfg(*overrides: str) -> Any:

@@ -4,13 +4,11 @@ later evaluators read instead of planning again, and a judge limited to a prefix
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "experiments"))
 
 pytestmark = [pytest.mark.alfworld, pytest.mark.slow]
 
@@ -21,7 +19,7 @@ def evaluated(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unty
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from builders import build, close_shared_env_pools
+    from experiments.builders import build, close_shared_env_pools
 
     OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
     run_dir = tmp_path_factory.mktemp("eval")

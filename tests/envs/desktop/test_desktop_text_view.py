@@ -1,4 +1,4 @@
-"""Text view for CPU policies (grid, candidates), the hint rewriter, and one text episode on the real app (slow)."""
+"""Text view for CPU policies (grid, candidates) and one text episode on the real app (slow)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,9 @@ from pathlib import Path
 import pytest
 from _desktop_apps import desktop_missing
 
-from rlanything_core.environment.rewriters.protocol import RejectReason, TaskSpec
-from rlanything_core.envs.desktop.hint_rewriter import DesktopHintRewriter
 from rlanything_core.envs.desktop.task_authoring import SALES
 from rlanything_core.envs.desktop.text_view import candidate_actions, read_grid, render_grid
-from rlanything_core.envs.desktop.variants import TASKS_DIR, load_hints, shipped_tasks
+from rlanything_core.envs.desktop.variants import TASKS_DIR
 
 
 def test_grid_render_and_read(tmp_path: Path) -> None:
@@ -46,27 +44,6 @@ def test_candidates_cover_the_tasks_operations() -> None:
         assert expected in labels
     assert "type 'In' into E1" not in labels  # instruction filler words are not candidates
     assert [a.label for a in candidate_actions({}, "x")] == ["DONE", "FAIL"]
-
-
-def test_hint_rewriter_adds_and_removes() -> None:
-    task = shipped_tasks()[0]
-    hint = load_hints()[task.task_id]
-    spec = TaskSpec(task.task_id, "desktop", task.task_id, 0, {"task_json": "x", "instruction": task.instruction,
-                                                               "hint": hint})
-    rewriter = DesktopHintRewriter()
-    easier = rewriter.rewrite(spec, "easier")[0]
-    assert easier.valid and easier.task is not None and hint in easier.task.data["instruction"]
-    assert easier.task.version == 1 and easier.task.task_id.endswith("-hint")
-    again = rewriter.rewrite(easier.task, "easier")[0]
-    assert not again.valid and again.reason is RejectReason.NO_CHANGE
-    harder = rewriter.rewrite(easier.task, "harder")[0]
-    assert harder.valid and harder.task is not None and harder.task.data["instruction"] == task.instruction
-    nothing = rewriter.rewrite(spec, "harder")[0]
-    assert nothing.reason is RejectReason.NO_CHANGE
-    no_hint = TaskSpec("t", "desktop", "t", 0, {"instruction": "do", "hint": ""})
-    assert rewriter.rewrite(no_hint, "easier")[0].reason is RejectReason.NO_CHANGE
-    with pytest.raises(ValueError, match="direction"):
-        rewriter.rewrite(spec, "sideways")
 
 
 @pytest.mark.slow

@@ -14,16 +14,16 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import rlanything_core.advantages.fused as fused_module
-from rlanything_core.advantages import _kernels
-from rlanything_core.advantages.functional import SingletonRule, integrated_step_reward, standardize_per_step
-from rlanything_core.advantages.fused import (
+import benchmarks.fused_advantages.fused as fused_module
+from benchmarks.fused_advantages import _kernels
+from benchmarks.fused_advantages.fused import (
     Backend,
     FeedbackTargets,
     batch_advantages_and_consistency,
     integrated_advantages_and_consistency,
     kernels_available,
 )
+from rlanything_core.advantages.functional import SingletonRule, integrated_step_reward, standardize_per_step
 from rlanything_core.rewards import consistency_targets, standardize_votes
 from rlanything_core.testing import plain
 from rlanything_core.testing.strategies import step_batches, with_garbage_padding

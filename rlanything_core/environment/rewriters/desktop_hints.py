@@ -1,5 +1,8 @@
 """Environment adaptation for desktop tasks: add a hint (easier) or remove it (harder), as in the paper's GUI setting.
 
+The desktop counterpart of :mod:`.gui_hints` (MiniWoB++); the hints themselves ship with the tasks
+(:mod:`rlanything_core.envs.desktop.variants`).
+
 A desktop :class:`~rlanything_core.environment.rewriters.protocol.TaskSpec` carries ``data = {"task_json": path,
 "instruction": str, "hint": str}``; a rewrite changes only ``instruction`` (the evaluator is the JSON's, untouched),
 so every valid candidate is scored exactly like its parent.

@@ -6,10 +6,10 @@ backends get the same token-id prompts, the same sampling settings (:func:`~.ben
 thread budget (``OMP_NUM_THREADS``: torch's intra-op pool on the HF side, vLLM's CPU kernels and torch ops on the
 other) and the same environment variables::
 
-    python -m rlanything_core.generation.vllm_bench [--num-prompts 32] [--max-new-tokens 64] [--episode-step 2]
+    python -m benchmarks.vllm_generation [--num-prompts 32] [--max-new-tokens 64] [--episode-step 2]
         [--rounds 3] [--threads N] [--dtype float32] [--vllm-mode compiled|eager] [--prompt-style agent|short]
 
-Each backend runs in a worker process (:mod:`~rlanything_core.generation.bench_worker`), loaded and warmed up one at a
+Each backend runs in a worker process (:mod:`~benchmarks.vllm_worker`), loaded and warmed up one at a
 time; then :func:`bench_tokens_per_s` alternates timed rounds between them (HF first in even rounds, vLLM first in odd
 ones) so that load from other jobs on a shared machine falls on both sides alike, and compares median round times.
 vLLM runs compiled by default (``torch.compile``, its own default mode; start-up reported, not timed); the HF model
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlanything_core.generation.bench_worker import BACKENDS, WorkerProcess
+from benchmarks.vllm_worker import BACKENDS, WorkerProcess
 from rlanything_core.generation.types import ChatMessages, Prompt
 
 __all__ = [
@@ -47,8 +47,8 @@ __all__ = [
 ]
 
 VLLM_PYTHON_ENV_VAR = "RLANYTHING_VLLM_PYTHON"
-_REPO_ROOT = Path(__file__).resolve().parents[2]
-_WORKER_MODULE = "rlanything_core.generation.bench_worker"
+_REPO_ROOT = Path(__file__).resolve().parents[1]
+_WORKER_MODULE = "benchmarks.vllm_worker"
 
 # ------------------------------------------------------------------ workload
 

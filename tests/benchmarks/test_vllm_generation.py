@@ -3,17 +3,20 @@
 import json
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
-from rlanything_core.generation.bench_worker import WorkerProcess
-from rlanything_core.generation.vllm_bench import (
+from benchmarks.vllm_generation import (
     BenchResult,
     SideResult,
     bench_tokens_per_s,
     format_table,
     rollout_prompts,
 )
+from benchmarks.vllm_worker import WorkerProcess
+
+REPO = Path(__file__).resolve().parents[2]  # `benchmarks` is imported from the repository root
 
 
 def test_rollout_prompts_share_a_prefix_within_each_group() -> None:
@@ -70,9 +73,10 @@ def test_transformers_worker_answers_timed_rounds(tmp_path) -> None:
     tokenizer = load_smollm2_tokenizer()
     prompt_ids = [render_prompt(tokenizer, p) for p in rollout_prompts(3, group_size=2, step=1)]
     (tmp_path / "prompts.json").write_text(json.dumps(prompt_ids))
-    cmd = [sys.executable, "-m", "rlanything_core.generation.bench_worker", "transformers", "--model",
+    cmd = [sys.executable, "-m", "benchmarks.vllm_worker", "transformers", "--model",
            str(smollm2_path()), "--prompts", str(tmp_path / "prompts.json"), "--max-new-tokens", "4", "--threads", "1"]
-    worker = WorkerProcess("transformers", cmd, dict(os.environ), str(tmp_path), 300.0, tmp_path)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p))
+    worker = WorkerProcess("transformers", cmd, env, str(tmp_path), 300.0, tmp_path)  # runs in tmp_path
     try:
         ready = worker.receive()
         assert ready["event"] == "ready" and ready["torch_threads"] == 1 and ready["first_call_s"] > 0

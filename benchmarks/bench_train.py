@@ -1,6 +1,6 @@
 """Training throughput: length-aware micro-batches vs the authors' pad-to-longest, batch-size-1 trainer.
 
-    python experiments/bench_train.py [--samples 48] [--hidden 256] [--layers 2]
+    python -m benchmarks.bench_train [--samples 48] [--hidden 256] [--layers 2]
 
 Same samples (ALFWorld step prompts of real, uneven lengths with a response each), same model, same loss
 (``PolicyLoss``, seq-mean-token-mean), one optimizer step over all samples on each side, measured side by side:

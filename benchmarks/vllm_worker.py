@@ -1,9 +1,9 @@
 """One side of the side-by-side generation benchmark, in its own process, and the driver's handle on it.
 
-:mod:`rlanything_core.generation.vllm_bench` starts one worker per backend (vLLM's CPU build lives in its own
+:mod:`benchmarks.vllm_generation` starts one worker per backend (vLLM's CPU build lives in its own
 interpreter, ``.venv-vllm``; the transformers side runs in this one, so both pay the same process overheads)::
 
-    python -m rlanything_core.generation.bench_worker {transformers,vllm} --model DIR --prompts ids.json \\
+    python -m benchmarks.vllm_worker {transformers,vllm} --model DIR --prompts ids.json \\
         --max-new-tokens N --threads N [--dtype float32] [--vllm-mode compiled|eager]
 
 A worker loads its model (timed: ``start_s``, for vLLM the engine start), runs the whole batch once untimed as a
@@ -182,7 +182,7 @@ def _emit(message: Mapping[str, Any]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Serve as one side of the benchmark (the driver in :mod:`~rlanything_core.generation.vllm_bench` starts it)."""
+    """Serve as one side of the benchmark (the driver in :mod:`~benchmarks.vllm_generation` starts it)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("backend", choices=BACKENDS)
     parser.add_argument("--model", required=True, help="model folder")

@@ -1,4 +1,4 @@
-"""Per-step costs of the local desktop environment: `python experiments/bench_desktop.py [--tasks N]`.
+"""Per-step costs of the local desktop environment: `python -m benchmarks.bench_desktop [--tasks N]`.
 
 Plays the shipped Calc tasks' scripted solutions on one display (screenshots on) and prints the mean and median of
 reset (fresh LibreOffice + the task's set-up), step (one action in the sandbox + settle + screenshot), screenshot

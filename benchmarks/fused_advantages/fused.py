@@ -13,7 +13,7 @@ composition, and 1e-5 against the plain-Python reference), with the same ``Value
 Two implementations, same values within float rounding (``backend``; the tests run both):
 
 * ``"numba"`` (what ``"auto"`` picks when numba is installed, ``pip install 'rlanything[fast]'``, and the tensors are
-  float32/float64 on the CPU): the compiled loops of ``advantages._kernels``, one read of every vote and one write of
+  float32/float64 on the CPU): the compiled loops of ``_kernels``, one read of every vote and one write of
   every target, float64 accumulators. Measured on the 2-core CPU this runs on between generation calls: ~7 ms of CPU
   time at 1M votes (m = 3), 4-6x faster than the torch path and ~15x faster than the composition.
 * ``"torch"`` (everything else: no numba, GPU tensors, half precision, autograd). torch's CPU kernels are fast on
@@ -38,6 +38,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from benchmarks.fused_advantages import _kernels
 from rlanything_core._validation import (
     check_bool,
     check_floating,
@@ -45,7 +46,6 @@ from rlanything_core._validation import (
     check_shape,
     check_tensor,
 )
-from rlanything_core.advantages import _kernels
 from rlanything_core.advantages._checks import (
     check_finite_scalar,
     check_nonnegative_scalar,

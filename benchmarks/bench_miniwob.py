@@ -1,6 +1,6 @@
 """Per-step costs of the GUI setting and the zero-shot success of the CPU policy per task family, on real pages.
 
-    python experiments/bench_miniwob.py [--seeds 1] [--group 2] [--max-steps 8] [--workers 2]
+    python -m benchmarks.bench_miniwob [--seeds 1] [--group 2] [--max-steps 8] [--workers 2]
 
 Plays every curated page (``--seeds`` problem seeds, ``--group`` rollouts each) with the tiny policy of the CPU
 config (likelihood scoring of the DOM-derived candidates, mean per-token log-likelihood, T=1, no DONE candidate) in

