@@ -38,9 +38,9 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 REPO = Path.cwd().parent if Path.cwd().name == "tutorials" else Path.cwd()
-sys.path.insert(0, str(REPO / "experiments"))
+sys.path.insert(0, str(REPO))
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
-from builders import build  # the same wiring experiments/train.py uses
+from experiments.builders import build  # the same wiring experiments/train.py uses
 
 run_dir = Path(tempfile.mkdtemp(prefix="rlanything-loop-"))
 with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base="1.3"):
