@@ -1,7 +1,8 @@
 """``RLAnythingModule``: one training step = one RLAnything iteration's policy and judge updates. Wiring only.
 
-Rollouts arrive as ``IterationData`` from the data module (never held here). Optimization is manual, with two
-optimizers (policy, judge). Each update:
+Rollouts arrive as ``IterationData`` from the data module (which collects them inside ``rollout_mode()``): rows
+with final advantages, one path and one loss signature ``loss(logprobs, old_logprobs, advantages, mask)`` for both
+models. Optimization is manual, with two optimizers (policy, judge). Each update:
 
 1. recomputes the rows' old log-probs under the pre-update weights (so free generation, likelihood selection and
    vLLM sampling are all corrected against the trainer's own numbers);
@@ -16,8 +17,8 @@ optimizers (policy, judge). Each update:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Generator, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import lightning as L
@@ -25,9 +26,8 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
-from rlanything_core.lightning.datamodule import PendingIteration
 from rlanything_core.lightning.sharding import ShardingConfig, clip_grad_norm, gathered, is_sharded, shard_model
-from rlanything_core.loop.iteration import TrainingRows
+from rlanything_core.loop.iteration import IterationData, TrainingRows
 from rlanything_core.losses.aggregation import Aggregation
 from rlanything_core.losses.consistency import ConsistencyRewardLoss
 from rlanything_core.losses.policy import PolicyLoss
@@ -137,6 +137,16 @@ class RLAnythingModule(L.LightningModule):
             return self.rollout_context()
         return gathered(self.policy, self.judge)
 
+    @contextmanager
+    def rollout_mode(self) -> Generator[None, None, None]:
+        """What the data module enters around each collection: the policy in eval mode, inside ``gathered_models()``.
+
+        Eval mode: rollouts without dropout (the models have none by default anyway).
+        """
+        self.policy.eval()
+        with self.gathered_models():
+            yield
+
     def configure_optimizers(self) -> list[torch.optim.Optimizer]:
         """Policy optimizer, then the judge's when it is trained."""
         optimizers = [self.policy_optimizer_factory(self.policy.parameters())]
@@ -160,12 +170,9 @@ class RLAnythingModule(L.LightningModule):
                         p.grad = torch.zeros_like(p)
 
     # ------------------------------------------------------------------------------------------------ the step
-    def training_step(self, pending: PendingIteration, batch_idx: int) -> None:
-        """Collect the iteration (with the current weights), update the policy, then the judge; log metrics."""
+    def training_step(self, data: IterationData, batch_idx: int) -> None:
+        """Update the policy, then the judge, on the iteration's rows; log metrics."""
         self._disable_ddp_gradient_hooks()
-        self.policy.eval()  # rollouts and old log-probs without dropout; the models have none by default anyway
-        with self.gathered_models():  # rollouts: ranks run different numbers of forwards, with no collective
-            data = pending.collect()
         optimizers = self.optimizers()
         opts = optimizers if isinstance(optimizers, list) else [optimizers]
         self._zero_grads_for_checkpoint(opts)
