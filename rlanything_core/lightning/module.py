@@ -10,8 +10,9 @@ models. Optimization is manual, with two optimizers (policy, judge). Each update
    and the split is the same whatever the number of ranks;
 3. within a minibatch, packs rows by length into micro-batches of at most ``micro_batch_tokens`` padded tokens and
    accumulates gradients, normalizing by the *global* token/sequence counts (micro-batch and rank invariant);
-4. all-reduces gradients over ranks itself (no DDP hooks, so ranks may run different numbers of micro-batches),
-   clips, steps.
+4. all-reduces gradients over ranks itself (no DDP hooks, so ranks may run different numbers of micro-batches;
+   why DDP's hooks cannot: ``_disable_ddp_gradient_hooks`` and ``tests/lightning/test_gradient_sync.py``), clips,
+   steps.
 """
 
 from __future__ import annotations
@@ -225,10 +226,17 @@ class RLAnythingModule(L.LightningModule):
     def _disable_ddp_gradient_hooks(self) -> None:
         """Under DDP, keep its gradient hooks off: gradients are all-reduced by ``_sync_and_step``.
 
-        DDP's hooks expect every rank to run the same backward passes over every parameter; here ranks hold different
-        numbers of rows (whole task groups) and the policy and judge update separately. Lightning turns the hooks back
-        on after each forward in manual optimization, so this runs at the start of every step. DDP still starts the
-        processes, broadcasts the initial weights and provides the process group.
+        Why not let the strategy synchronize: ranks hold whole task groups, so they hold different numbers of rows and
+        run different numbers of micro-batch backwards (a rank may run none for one model), and one step updates two
+        models separately. DDP's hooks run one averaging all-reduce in *every* backward: the busier rank's extra
+        backward waits in an all-reduce no other rank joins (a hang on NCCL), and the averaged partial sums are not
+        the gradient. ``tests/lightning/test_gradient_sync.py`` shows both on two gloo processes, and that this path
+        (local accumulation of losses normalized by the *global* token/sequence counts, then one summing all-reduce
+        per optimizer step) equals the single-process gradient. Making DDP work would take ``no_sync`` on all but the
+        last micro-batch, zero-weight padding backwards so every rank syncs once, ``find_unused_parameters`` for
+        the model not being updated, and a world-size rescale of every loss: the same all-reduce, with more parts.
+        Lightning turns the hooks back on after each forward in manual optimization, so this runs at the start of
+        every step. DDP still starts the processes, broadcasts the initial weights and provides the process group.
         """
         wrapped: Any = getattr(self.trainer.strategy, "model", None) if self._trainer is not None else None
         if wrapped is not None and hasattr(wrapped, "require_backward_grad_sync"):
