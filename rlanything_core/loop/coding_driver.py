@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from rlanything_core.collect.batching import rows_from_sequences
+from rlanything_core.collect.batching import rows_from_records
 from rlanything_core.collect.coding import (
     CodeCollector,
     CodeSample,
@@ -35,6 +35,7 @@ from rlanything_core.envs.coding.task import CodingTask
 from rlanything_core.loop.adaptation import EnvironmentAdaptation
 from rlanything_core.loop.iteration import IterationData, TrainingRows
 from rlanything_core.loop.pool_sync import PoolSnapshots
+from rlanything_core.records import GeneratedSequence
 from rlanything_core.rewards.unit_tests import (
     UnitTestCounts,
     code_pass_fraction,
@@ -164,7 +165,7 @@ def score_task(
 class _Row:
     """One training row in the making: a generated sequence, its cell, its final advantage and its task group."""
 
-    sequence: CodeSample | GeneratedTest
+    sequence: GeneratedSequence
     cell: tuple[int, int, int]
     advantage: float
     group: int
@@ -191,13 +192,7 @@ def _training_rows(rows: Sequence[_Row], pad_id: int) -> TrainingRows | None:
     if not keep:
         return None
     return TrainingRows(
-        rows_from_sequences(
-            [r.sequence.prompt_token_ids for r in keep],
-            [r.sequence.token_ids for r in keep],
-            [r.sequence.logprobs for r in keep],
-            [r.cell for r in keep],
-            pad_id=pad_id,
-        ),
+        rows_from_records([r.sequence for r in keep], [r.cell for r in keep], pad_id=pad_id),
         torch.tensor([r.advantage for r in keep], dtype=torch.float32),
         torch.tensor([r.group for r in keep], dtype=torch.int64),
     )
