@@ -30,6 +30,7 @@ _EXPORTS: dict[str, str] = {
     # rewards
     "consistency_targets": "rlanything_core.rewards.consistency",
     "standardize_votes": "rlanything_core.rewards.consistency",
+    "ConsistencyTargets": "rlanything_core.rewards.targets",
     "unit_test_rewards": "rlanything_core.rewards.unit_tests",
     "UnitTestCounts": "rlanything_core.rewards.unit_tests",
     # losses
@@ -78,6 +79,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from rlanything_core.losses.policy import KLReference, PolicyLoss
     from rlanything_core.records import AgentStep, Episode, JudgeSample
     from rlanything_core.rewards.consistency import consistency_targets, standardize_votes
+    from rlanything_core.rewards.targets import ConsistencyTargets
     from rlanything_core.rewards.unit_tests import UnitTestCounts, unit_test_rewards
     from rlanything_core.theory import step_precision, step_precision_bound
     from rlanything_core.types import LossOutput, StepBatch

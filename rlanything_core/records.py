@@ -7,8 +7,27 @@ turns a list of them into the tensor data model. No torch here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
-__all__ = ["AgentStep", "Episode", "JudgeSample"]
+__all__ = ["AgentStep", "Episode", "GeneratedSequence", "JudgeSample"]
+
+
+class GeneratedSequence(Protocol):
+    """The generated sequence every record carries, and all a training row is built from.
+
+    ``AgentStep``, ``JudgeSample``, ``collect.coding.CodeSample`` and ``GeneratedTest`` have these three fields;
+    ``collect.batching.rows_from_records`` packs any of them into rows.
+
+    Attributes:
+        prompt_token_ids: the rendered prompt (conditioned on, not trained).
+        token_ids: the generated tokens (the row's response).
+        logprobs: per generated token, under the model at sampling time; empty when not recorded (the trainer
+            recomputes old log-probs anyway).
+    """
+
+    prompt_token_ids: list[int]
+    token_ids: list[int]
+    logprobs: list[float]
 
 
 @dataclass

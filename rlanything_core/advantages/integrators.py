@@ -52,7 +52,8 @@ class _Standardizing:
             raise ValueError(f"singleton: expected a SingletonRule, got {singleton!r}")
         self.singleton = singleton
 
-    def _standardize(self, reward: Tensor, batch: StepBatch) -> Tensor:
+    def standardize(self, reward: Tensor, batch: StepBatch) -> Tensor:
+        """``(B, S)`` step rewards -> ``(B, S)`` advantages, z-scored per (task group, step index) (PAPER §2.2)."""
         return standardize_per_step(reward, batch.step_mask, batch.group_index, eps=self.eps, singleton=self.singleton)
 
     def __repr__(self) -> str:
@@ -77,7 +78,7 @@ class OutcomeOnlyIntegrator(_Standardizing):
     def __call__(self, batch: StepBatch) -> Tensor:
         """Return ``(B, S)`` advantages of ``batch`` (votes, if any, are ignored)."""
         batch = _check_batch(batch, needs_votes=False)
-        return self._standardize(outcome_step_reward(batch.outcome, batch.step_mask), batch)
+        return self.standardize(outcome_step_reward(batch.outcome, batch.step_mask), batch)
 
 
 class IntegratedIntegrator(_Standardizing):
@@ -109,12 +110,18 @@ class IntegratedIntegrator(_Standardizing):
 
     def __call__(self, batch: StepBatch) -> Tensor:
         """Return ``(B, S)`` advantages of ``batch``; raises ``ValueError`` if it has no votes."""
+        return self.standardize(self.step_reward(batch), batch)
+
+    def step_reward(self, batch: StepBatch) -> Tensor:
+        """``(B, S)`` integrated step reward ``R = O + lam * mean_j S_j``, before standardization.
+
+        Raises ``ValueError`` if ``batch`` has no votes. The judge's consistency targets use the same ``R``.
+        """
         batch = _check_batch(batch, needs_votes=True)
         assert batch.votes is not None and batch.vote_mask is not None and batch.vote_valid is not None
-        reward = integrated_step_reward(
+        return integrated_step_reward(
             batch.outcome, batch.step_mask, batch.votes, batch.vote_mask, batch.vote_valid, lam=self.lam
         )
-        return self._standardize(reward, batch)
 
 
 class StepOnlyIntegrator(_Standardizing):
@@ -130,4 +137,4 @@ class StepOnlyIntegrator(_Standardizing):
         batch = _check_batch(batch, needs_votes=True)
         assert batch.votes is not None and batch.vote_mask is not None and batch.vote_valid is not None
         reward = step_only_reward(batch.step_mask, batch.votes, batch.vote_mask, batch.vote_valid)
-        return self._standardize(reward, batch)
+        return self.standardize(reward, batch)

@@ -2,7 +2,14 @@
 
 from rlanything_core.collect.action_selection import ActionSelector, BoxedIndexSelector, LikelihoodSelector, Selection
 from rlanything_core.collect.agent import AgentCollector, EpisodeRunner, RolloutStats, SequentialRunner
-from rlanything_core.collect.batching import TokenRows, collate, judge_rows, policy_rows, rows_from_sequences
+from rlanything_core.collect.batching import (
+    TokenRows,
+    collate,
+    judge_rows,
+    policy_rows,
+    rows_from_records,
+    rows_from_sequences,
+)
 from rlanything_core.collect.judge import JudgeCollector, JudgeStats
 
 __all__ = [
@@ -20,5 +27,6 @@ __all__ = [
     "collate",
     "judge_rows",
     "policy_rows",
+    "rows_from_records",
     "rows_from_sequences",
 ]

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from rlanything_core.records import Episode
+from rlanything_core.records import Episode, GeneratedSequence
 from rlanything_core.types import StepBatch
 
-__all__ = ["TokenRows", "collate", "judge_rows", "policy_rows", "rows_from_sequences"]
+__all__ = ["TokenRows", "collate", "judge_rows", "policy_rows", "rows_from_records", "rows_from_sequences"]
 
 
 def collate(episodes: Sequence[Episode], *, num_votes: int | None = None) -> StepBatch:
@@ -141,17 +141,23 @@ def rows_from_sequences(
     )
 
 
+def rows_from_records(
+    records: Sequence[GeneratedSequence], index: Sequence[tuple[int, int, int]], *, pad_id: int
+) -> TokenRows:
+    """``rows_from_sequences`` over generated records (steps, judge samples, programs, unit tests): one row each."""
+    return rows_from_sequences(
+        [r.prompt_token_ids for r in records],
+        [r.token_ids for r in records],
+        [r.logprobs for r in records],
+        index,
+        pad_id=pad_id,
+    )
+
+
 def policy_rows(episodes: Sequence[Episode], *, pad_id: int) -> TokenRows:
     """One row per policy step, in (rollout, step) row-major order."""
     cells = [(i, j, -1) for i, e in enumerate(episodes) for j in range(len(e.steps))]
-    steps = [episodes[i].steps[j] for i, j, _ in cells]
-    return rows_from_sequences(
-        [st.prompt_token_ids for st in steps],
-        [st.token_ids for st in steps],
-        [st.logprobs for st in steps],
-        cells,
-        pad_id=pad_id,
-    )
+    return rows_from_records([episodes[i].steps[j] for i, j, _ in cells], cells, pad_id=pad_id)
 
 
 def judge_rows(episodes: Sequence[Episode], *, pad_id: int, num_votes: int | None = None) -> TokenRows:
@@ -162,11 +168,4 @@ def judge_rows(episodes: Sequence[Episode], *, pad_id: int, num_votes: int | Non
         for j, st in enumerate(e.steps)
         for k in range(len(st.judge) if num_votes is None else min(num_votes, len(st.judge)))
     ]
-    samples = [episodes[i].steps[j].judge[k] for i, j, k in cells]
-    return rows_from_sequences(
-        [js.prompt_token_ids for js in samples],
-        [js.token_ids for js in samples],
-        [js.logprobs for js in samples],
-        cells,
-        pad_id=pad_id,
-    )
+    return rows_from_records([episodes[i].steps[j].judge[k] for i, j, k in cells], cells, pad_id=pad_id)

@@ -1,7 +1,7 @@
 """Lightning wiring of the RLAnything loop (the only package importing ``lightning``)."""
 
 from rlanything_core.lightning.checkpoint import IterationCheckpoint, atomic_save_checkpoint
-from rlanything_core.lightning.datamodule import IterationStream, PendingIteration, RolloutDataModule
+from rlanything_core.lightning.datamodule import IterationStream, RolloutDataModule
 from rlanything_core.lightning.module import RLAnythingModule
 from rlanything_core.lightning.settings import AgentModule, ALFWorldModule, CodingModule, TextWorldModule
 
@@ -11,7 +11,6 @@ __all__ = [
     "CodingModule",
     "IterationCheckpoint",
     "IterationStream",
-    "PendingIteration",
     "RLAnythingModule",
     "RolloutDataModule",
     "TextWorldModule",

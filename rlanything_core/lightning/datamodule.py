@@ -1,15 +1,21 @@
-"""``RolloutDataModule``: serves one lazily collected iteration per training step, resumably.
+"""``RolloutDataModule``: turns each iteration index of the run into ``IterationData``, one per training step.
 
-Lightning prefetches one batch ahead; rollouts must use the weights *after* the previous update, so the stream yields
-``PendingIteration`` handles and the module collects when it is about to train on them. The data module's
-``state_dict`` (saved in every checkpoint) holds the number of completed iterations and the RNG states; restoring it
-rolls the task pool back to the snapshot of that iteration.
+    IterationStream: start, ..., total - 1 (plain ints) --on_before_batch_transfer: source(iteration) inside the
+    module's rollout context--> IterationData --training_step--> the module's updates
+
+Data flows one way: the stream yields the iteration *index*; the data module asks its ``IterationSource`` for that
+iteration's rows in ``on_before_batch_transfer`` (Lightning's data-module hook that runs right before the training
+step, after Lightning's one-batch prefetch), so the rollouts use the weights *after* the previous update and the
+Lightning module never calls down into collection. The data module's ``state_dict`` (saved in every checkpoint) holds
+the number of completed iterations and the RNG states; restoring it rolls the task pool back to the snapshot of that
+iteration.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import lightning as L
@@ -18,59 +24,52 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset
 
 from rlanything_core.loop.iteration import IterationData
+from rlanything_core.loop.protocol import IterationSource
 
-__all__ = ["IterationStream", "PendingIteration", "RolloutDataModule"]
-
-
-class PendingIteration:
-    """A handle on iteration ``iteration``; ``collect()`` runs the rollouts now.
-
-    A plain class (not a dataclass): Lightning's batch transfer walks dataclasses and would try to rebuild it.
-    """
-
-    __slots__ = ("iteration", "produce")
-
-    def __init__(self, iteration: int, produce: Callable[[int], IterationData]) -> None:
-        self.iteration = iteration
-        self.produce = produce
-
-    def collect(self) -> IterationData:
-        """Collect the iteration's data with the current weights."""
-        return self.produce(self.iteration)
+__all__ = ["IterationStream", "RolloutDataModule"]
 
 
-class IterationStream(IterableDataset[PendingIteration]):
-    """Iterations ``start, start + 1, ..., total - 1`` as ``PendingIteration`` handles.
+class IterationStream(IterableDataset[int]):
+    """Iteration indices ``start, start + 1, ..., total - 1``.
 
     It has no ``__len__``: the stream simply ends (Lightning learns the epoch is over from ``StopIteration``).
     """
 
-    def __init__(self, produce: Callable[[int], IterationData], *, start: int, total: int) -> None:
+    def __init__(self, *, start: int, total: int) -> None:
         super().__init__()
-        self.produce = produce
         self.start = start
         self.total = total
 
-    def __iter__(self) -> Iterator[PendingIteration]:
-        for iteration in range(self.start, self.total):
-            yield PendingIteration(iteration, self.produce)
-
+    def __iter__(self) -> Iterator[int]:
+        yield from range(self.start, self.total)
 
 
 class RolloutDataModule(L.LightningDataModule):
-    """Wraps a driver (``AgentLoopDriver`` or ``CodingLoopDriver``) into Lightning's data API.
+    """Wraps an ``IterationSource`` (``AgentLoopDriver``, ``CodingLoopDriver``) into Lightning's data API.
 
     Args:
-        driver: ``driver(iteration) -> IterationData``; with ``restore_pool(completed)`` and ``save_initial_pool()``.
+        driver: ``driver(iteration) -> IterationData``, with ``restore_pool(completed)`` and ``save_initial_pool()``.
         iterations: total number of iterations of the run.
+        rollout_context: entered around each collection (every rank); default: the attached Lightning module's
+            ``rollout_mode()`` when it has one (models in eval mode, sharded weights gathered, generation engines
+            synced), else nothing.
     """
 
-    def __init__(self, driver: Any, *, iterations: int) -> None:
+    def __init__(
+        self,
+        driver: IterationSource,
+        *,
+        iterations: int,
+        rollout_context: Callable[[], AbstractContextManager[Any]] | None = None,
+    ) -> None:
         super().__init__()
         if iterations < 1:
             raise ValueError(f"iterations: expected >= 1, got {iterations}")
+        if not isinstance(driver, IterationSource):
+            raise ValueError(f"driver: expected an IterationSource, got {type(driver).__name__}")
         self.driver = driver
         self.iterations = iterations
+        self.rollout_context = rollout_context
         self.completed = 0
         self._restored = False
 
@@ -79,7 +78,7 @@ class RolloutDataModule(L.LightningDataModule):
         if not self._restored and self.completed == 0:
             self.driver.save_initial_pool()
 
-    def train_dataloader(self) -> DataLoader[PendingIteration]:
+    def train_dataloader(self) -> DataLoader[int]:
         """The next iteration not yet completed, as a one-batch epoch.
 
         One iteration is one Lightning epoch (run the trainer with ``max_epochs=iterations`` and
@@ -87,8 +86,24 @@ class RolloutDataModule(L.LightningDataModule):
         ``completed`` (saved in every checkpoint) alone decides which iteration comes next after a resume.
         """
         start = min(self.completed, self.iterations)
-        stream = IterationStream(self.driver, start=start, total=min(start + 1, self.iterations))
+        stream = IterationStream(start=start, total=min(start + 1, self.iterations))
         return DataLoader(stream, batch_size=None, num_workers=0, collate_fn=lambda x: x)
+
+    def on_before_batch_transfer(self, batch: Any, dataloader_idx: int) -> IterationData:
+        """Iteration index -> ``IterationData``: collect now, with the current weights, in the rollout context."""
+        with self._rollout_context():  # every rank: ranks run different numbers of forwards, with no collective
+            return self.driver(int(batch))
+
+    def transfer_batch_to_device(self, batch: Any, device: torch.device, dataloader_idx: int) -> Any:
+        """Unchanged: the module moves each micro-batch of rows to its device itself."""
+        return batch
+
+    def _rollout_context(self) -> AbstractContextManager[Any]:
+        if self.rollout_context is not None:
+            return self.rollout_context()
+        trainer = self.trainer
+        rollout_mode = getattr(trainer.lightning_module, "rollout_mode", None) if trainer is not None else None
+        return rollout_mode() if callable(rollout_mode) else nullcontext()
 
     def state_dict(self) -> dict[str, Any]:
         """Completed iterations and RNG states (saved inside each checkpoint)."""

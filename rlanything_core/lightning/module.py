@@ -1,7 +1,8 @@
 """``RLAnythingModule``: one training step = one RLAnything iteration's policy and judge updates. Wiring only.
 
-Rollouts arrive as ``IterationData`` from the data module (never held here). Optimization is manual, with two
-optimizers (policy, judge). Each update:
+Rollouts arrive as ``IterationData`` from the data module (which collects them inside ``rollout_mode()``): rows
+with final advantages, one path and one loss signature ``loss(logprobs, old_logprobs, advantages, mask)`` for both
+models. Optimization is manual, with two optimizers (policy, judge). Each update:
 
 1. recomputes the rows' old log-probs under the pre-update weights (so free generation, likelihood selection and
    vLLM sampling are all corrected against the trainer's own numbers);
@@ -9,15 +10,16 @@ optimizers (policy, judge). Each update:
    and the split is the same whatever the number of ranks;
 3. within a minibatch, packs rows by length into micro-batches of at most ``micro_batch_tokens`` padded tokens and
    accumulates gradients, normalizing by the *global* token/sequence counts (micro-batch and rank invariant);
-4. all-reduces gradients over ranks itself (no DDP hooks, so ranks may run different numbers of micro-batches),
-   clips, steps.
+4. all-reduces gradients over ranks itself (no DDP hooks, so ranks may run different numbers of micro-batches;
+   why DDP's hooks cannot: ``_disable_ddp_gradient_hooks`` and ``tests/lightning/test_gradient_sync.py``), clips,
+   steps.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Generator, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import lightning as L
@@ -25,7 +27,6 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
-from rlanything_core.lightning.datamodule import PendingIteration
 from rlanything_core.lightning.sharding import ShardingConfig, clip_grad_norm, gathered, is_sharded, shard_model
 from rlanything_core.loop.iteration import IterationData, TrainingRows
 from rlanything_core.losses.aggregation import Aggregation
@@ -50,7 +51,9 @@ class RLAnythingModule(L.LightningModule):
         policy: the policy causal LM (shared with the rollout backend, so rollouts always use the current weights).
         judge: the judge causal LM, or ``None`` when no judge is used (outcome-only arm).
         policy_loss: the clipped surrogate for the policy.
-        judge_loss: consistency loss for the judge; ``None`` freezes the judge (it still votes).
+        judge_loss: the judge's loss: a ``ConsistencyRewardLoss`` (its ``objective`` is what trains here: the rows'
+            consistency targets were built once by the loop) or a ``PolicyLoss``; ``None`` freezes the judge (it
+            still votes).
         policy_optimizer: builds the policy optimizer from parameters (Hydra ``_partial_``).
         judge_optimizer: same for the judge.
         policy_updates: optimizer steps per iteration for the policy (the paper: 4 in ALFWorld).
@@ -70,7 +73,7 @@ class RLAnythingModule(L.LightningModule):
         judge: nn.Module | None = None,
         *,
         policy_loss: PolicyLoss | None = None,
-        judge_loss: ConsistencyRewardLoss | None = None,
+        judge_loss: ConsistencyRewardLoss | PolicyLoss | None = None,
         policy_optimizer: OptimizerFactory = _default_optimizer,
         judge_optimizer: OptimizerFactory = _default_optimizer,
         policy_updates: int = 1,
@@ -90,6 +93,10 @@ class RLAnythingModule(L.LightningModule):
         self.judge = judge
         self.policy_loss = policy_loss or PolicyLoss()
         self.judge_loss = judge_loss
+        # one signature for both models: loss(logprobs, old_logprobs, advantages, mask) on rows with final advantages
+        self.judge_row_loss: PolicyLoss | None = (
+            judge_loss.objective if isinstance(judge_loss, ConsistencyRewardLoss) else judge_loss
+        )
         self.policy_optimizer_factory = policy_optimizer
         self.judge_optimizer_factory = judge_optimizer
         self.policy_updates = policy_updates
@@ -131,6 +138,16 @@ class RLAnythingModule(L.LightningModule):
             return self.rollout_context()
         return gathered(self.policy, self.judge)
 
+    @contextmanager
+    def rollout_mode(self) -> Generator[None, None, None]:
+        """What the data module enters around each collection: the policy in eval mode, inside ``gathered_models()``.
+
+        Eval mode: rollouts without dropout (the models have none by default anyway).
+        """
+        self.policy.eval()
+        with self.gathered_models():
+            yield
+
     def configure_optimizers(self) -> list[torch.optim.Optimizer]:
         """Policy optimizer, then the judge's when it is trained."""
         optimizers = [self.policy_optimizer_factory(self.policy.parameters())]
@@ -154,93 +171,26 @@ class RLAnythingModule(L.LightningModule):
                         p.grad = torch.zeros_like(p)
 
     # ------------------------------------------------------------------------------------------------ the step
-    def training_step(self, pending: PendingIteration, batch_idx: int) -> None:
-        """Collect the iteration (with the current weights), update the policy, then the judge; log metrics."""
+    def training_step(self, data: IterationData, batch_idx: int) -> None:
+        """Update the policy, then the judge, on the iteration's rows; log metrics."""
         self._disable_ddp_gradient_hooks()
-        self.policy.eval()  # rollouts and old log-probs without dropout; the models have none by default anyway
-        with self.gathered_models():  # rollouts: ranks run different numbers of forwards, with no collective
-            data = pending.collect()
         optimizers = self.optimizers()
         opts = optimizers if isinstance(optimizers, list) else [optimizers]
         self._zero_grads_for_checkpoint(opts)
         metrics: dict[str, float] = {f"rollout/{k}": v for k, v in data.metrics.items()}
         metrics["iteration"] = float(data.iteration)
 
-        def policy_objective(logp: Tensor, old: Tensor, part: TrainingRows, n_tok: int, n_seq: int) -> Any:
-            return self.policy_loss(
-                logp,
-                old,
-                part.advantages.to(logp.dtype),
-                part.rows.response_mask,
-                num_tokens_global=n_tok,
-                num_seqs_global=n_seq,
-            )
-
         started = time.perf_counter()
-        metrics.update(
-            self._update(
-                "policy",
-                self.policy,
-                opts[0],
-                data.policy,
-                self.policy_updates,
-                self.policy_loss.aggregation,
-                policy_objective,
-            )
-        )
+        metrics.update(self._update("policy", self.policy, opts[0], data.policy, self.policy_updates, self.policy_loss))
         if self.trains_judge:
-            assert self.judge is not None and self.judge_loss is not None
-            judge_loss = self.judge_loss
-            judge_objective = self.judge_objective(data)
-            metrics.update(
-                self._update(
-                    "judge",
-                    self.judge,
-                    opts[1],
-                    data.judge,
-                    self.judge_updates,
-                    judge_loss.objective.aggregation,
-                    judge_objective,
-                )
-            )
+            assert self.judge is not None and self.judge_row_loss is not None
+            loss_fn = self.judge_row_loss
+            judge_metrics = self._update("judge", self.judge, opts[1], data.judge, self.judge_updates, loss_fn)
+            metrics.update(judge_metrics)
         metrics["time/update_s"] = time.perf_counter() - started  # both models' updates (old log-probs included)
         self.update_history.append(metrics)
         self.log_dict(metrics, on_step=True, prog_bar=False, batch_size=1, rank_zero_only=True)
         self.log("success", data.metrics.get("success_rate", 0.0), prog_bar=True, on_step=True, batch_size=1)
-
-    def judge_objective(self, data: IterationData) -> Callable[[Tensor, Tensor, TrainingRows, int, int], Any]:
-        """The judge's loss on a micro-batch of ``data.judge`` rows: ``(logp, old, part, n_tok, n_seq) -> LossOutput``.
-
-        Rows with ``vote_rows`` (agent settings) take their consistency targets from ``data.batch`` and
-        ``data.step_reward`` (``ConsistencyRewardLoss``); rows without (coding: the judge writes unit tests whose
-        standardized rewards are precomputed) use ``part.advantages`` with the same clipped objective
-        (``judge_loss.objective``), masking zero-advantage rows as the consistency loss does.
-        """
-        if self.judge_loss is None:
-            raise ValueError("judge_loss: the judge is not trained (no judge_loss given)")
-        judge_loss = self.judge_loss
-
-        def objective(logp: Tensor, old: Tensor, part: TrainingRows, n_tok: int, n_seq: int) -> Any:
-            if part.vote_rows.numel() == 0:
-                adv = part.advantages.to(logp.dtype)
-                mask = part.rows.response_mask.to(logp.device)
-                if judge_loss.drop_zero_advantage:
-                    mask = mask & (adv != 0).unsqueeze(1)
-                return judge_loss.objective(
-                    logp, old, adv, mask, num_tokens_global=n_tok, num_seqs_global=n_seq
-                )
-            return judge_loss(
-                logp,
-                old,
-                part.rows.response_mask,
-                batch=data.batch,
-                step_reward=data.step_reward,
-                rows=part.vote_rows,
-                num_tokens_global=n_tok,
-                num_seqs_global=n_seq,
-            )
-
-        return objective
 
     # ------------------------------------------------------------------------------------------------ helpers
     def _world(self) -> int:
@@ -276,10 +226,17 @@ class RLAnythingModule(L.LightningModule):
     def _disable_ddp_gradient_hooks(self) -> None:
         """Under DDP, keep its gradient hooks off: gradients are all-reduced by ``_sync_and_step``.
 
-        DDP's hooks expect every rank to run the same backward passes over every parameter; here ranks hold different
-        numbers of rows (whole task groups) and the policy and judge update separately. Lightning turns the hooks back
-        on after each forward in manual optimization, so this runs at the start of every step. DDP still starts the
-        processes, broadcasts the initial weights and provides the process group.
+        Why not let the strategy synchronize: ranks hold whole task groups, so they hold different numbers of rows and
+        run different numbers of micro-batch backwards (a rank may run none for one model), and one step updates two
+        models separately. DDP's hooks run one averaging all-reduce in *every* backward: the busier rank's extra
+        backward waits in an all-reduce no other rank joins (a hang on NCCL), and the averaged partial sums are not
+        the gradient. ``tests/lightning/test_gradient_sync.py`` shows both on two gloo processes, and that this path
+        (local accumulation of losses normalized by the *global* token/sequence counts, then one summing all-reduce
+        per optimizer step) equals the single-process gradient. Making DDP work would take ``no_sync`` on all but the
+        last micro-batch, zero-weight padding backwards so every rank syncs once, ``find_unused_parameters`` for
+        the model not being updated, and a world-size rescale of every loss: the same all-reduce, with more parts.
+        Lightning turns the hooks back on after each forward in manual optimization, so this runs at the start of
+        every step. DDP still starts the processes, broadcasts the initial weights and provides the process group.
         """
         wrapped: Any = getattr(self.trainer.strategy, "model", None) if self._trainer is not None else None
         if wrapped is not None and hasattr(wrapped, "require_backward_grad_sync"):
@@ -314,10 +271,13 @@ class RLAnythingModule(L.LightningModule):
         optimizer: Any,
         rows: TrainingRows | None,
         updates: int,
-        aggregation: Aggregation,
-        objective: Callable[[Tensor, Tensor, TrainingRows, int, int], Any],
+        loss_fn: PolicyLoss,
     ) -> dict[str, float]:
-        """Run ``updates`` optimizer steps on ``rows`` (possibly none on this rank); return averaged metrics."""
+        """Run ``updates`` optimizer steps on ``rows`` (possibly none on this rank); return averaged metrics.
+
+        The same path for both models: ``loss_fn(logprobs, old_logprobs, advantages, mask)`` on each micro-batch of
+        rows, with the rows' final advantages and the global token/sequence counts of the minibatch.
+        """
         logs: dict[str, list[float]] = {}
         old_all = self._old_logprobs(model, rows) if rows is not None or is_sharded(model) else None
         for k in range(updates):
@@ -350,7 +310,14 @@ class RLAnythingModule(L.LightningModule):
                         score_mask=part.rows.response_mask.to(self.device),
                     )
                     old = old_part[midx, : logp.shape[1]].to(self.device)
-                    out = objective(logp, old, part, n_tok, n_seq)
+                    out = loss_fn(
+                        logp,
+                        old,
+                        part.advantages.to(logp.dtype),
+                        part.rows.response_mask.to(logp.device),
+                        num_tokens_global=n_tok,
+                        num_seqs_global=n_seq,
+                    )
                     # each rank's loss is normalized by the global count; the all-reduce below sums the ranks.
                     self.manual_backward(out.loss)
                     for key, value in out.metrics.items():
@@ -362,7 +329,7 @@ class RLAnythingModule(L.LightningModule):
             logs.setdefault(f"{name}/updates", []).append(1.0)
         summary = {key: sum(v) / len(v) for key, v in logs.items() if not key.endswith("/updates")}
         summary[f"{name}/updates"] = float(len(logs.get(f"{name}/updates", [])))
-        summary[f"{name}/aggregation_is_token_mean"] = float(aggregation is Aggregation.TOKEN_MEAN)
+        summary[f"{name}/aggregation_is_token_mean"] = float(loss_fn.aggregation is Aggregation.TOKEN_MEAN)
         return summary
 
     def _sync_and_step(self, model: nn.Module, optimizer: Any) -> None:

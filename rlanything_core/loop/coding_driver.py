@@ -13,13 +13,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from rlanything_core.collect.batching import TokenRows, rows_from_sequences
+from rlanything_core.collect.batching import rows_from_records
 from rlanything_core.collect.coding import (
     CodeCollector,
     CodeSample,
@@ -35,6 +35,7 @@ from rlanything_core.envs.coding.task import CodingTask
 from rlanything_core.loop.adaptation import EnvironmentAdaptation
 from rlanything_core.loop.iteration import IterationData, TrainingRows
 from rlanything_core.loop.pool_sync import PoolSnapshots
+from rlanything_core.records import GeneratedSequence
 from rlanything_core.rewards.unit_tests import (
     UnitTestCounts,
     code_pass_fraction,
@@ -160,31 +161,40 @@ def score_task(
     )
 
 
-def _rows(
-    items: Sequence[CodeSample | GeneratedTest], index: list[tuple[int, int, int]], pad_id: int
-) -> TokenRows:
-    return rows_from_sequences(
-        [x.prompt_token_ids for x in items], [x.token_ids for x in items], [x.logprobs for x in items], index,
-        pad_id=pad_id,
-    )
+@dataclass(frozen=True)
+class _Row:
+    """One training row in the making: a generated sequence, its cell, its final advantage and its task group."""
+
+    sequence: GeneratedSequence
+    cell: tuple[int, int, int]
+    advantage: float
+    group: int
 
 
-def _training_rows(
-    items: Sequence[CodeSample | GeneratedTest],
-    index: list[tuple[int, int, int]],
-    advantages: list[float],
-    groups: list[int],
-    pad_id: int,
-) -> TrainingRows | None:
+@dataclass
+class _Scored:
+    """What scoring this rank's tasks gives: the rows of both models, the rollouts' outcomes, and the metrics' parts."""
+
+    policy: list[_Row] = field(default_factory=list)
+    judge: list[_Row] = field(default_factory=list)
+    outcome: list[float] = field(default_factory=list)
+    group_index: list[int] = field(default_factory=list)
+    counts: UnitTestCounts = field(default_factory=UnitTestCounts)
+    rates: dict[str, float] = field(default_factory=dict)
+    feedback: list[TaskFeedback] = field(default_factory=list)
+    in_band: int = 0
+    judged: int = 0
+
+
+def _training_rows(rows: Sequence[_Row], pad_id: int) -> TrainingRows | None:
     """Rows with a non-zero advantage (the authors drop zero-advantage samples: no signal, all cost)."""
-    keep = [n for n, a in enumerate(advantages) if a != 0.0]
+    keep = [r for r in rows if r.advantage != 0.0]
     if not keep:
         return None
-    rows = _rows([items[n] for n in keep], [index[n] for n in keep], pad_id)
     return TrainingRows(
-        rows,
-        torch.tensor([advantages[n] for n in keep], dtype=torch.float32),
-        torch.tensor([groups[n] for n in keep], dtype=torch.int64),
+        rows_from_records([r.sequence for r in keep], [r.cell for r in keep], pad_id=pad_id),
+        torch.tensor([r.advantage for r in keep], dtype=torch.float32),
+        torch.tensor([r.group for r in keep], dtype=torch.int64),
     )
 
 
@@ -252,79 +262,17 @@ class CodingLoopDriver(PoolSnapshots):
             if self.test_writer is not None
             else []
         )
-        pol_items: list[CodeSample] = []
-        pol_adv: list[float] = []
-        pol_group: list[int] = []
-        jud_items: list[GeneratedTest] = []
-        jud_index: list[tuple[int, int, int]] = []
-        jud_adv: list[float] = []
-        jud_group: list[int] = []
-        outcome: list[float] = []
-        group_index: list[int] = []
-        counts = UnitTestCounts()
-        rates: dict[str, float] = {}
-        feedback: list[TaskFeedback] = []
-        in_band = judged = 0
-        for k, (g, task) in enumerate(zip(mine, tasks)):
-            progs = [s for s in samples if s.group_id == k]
-            unit = [t for t in tests if t.group_id == k]
-            res = score_task(
-                task, progs, unit, max_workers=self.max_workers, format_without_reference=self.format_without_reference
-            )
-            counts = counts + res.counts
-            rates[specs[g].task_id] = res.pass_all_rate
-            valid_cols = res.parsed.nonzero().squeeze(1)
-            feedback.append(
-                coding_feedback(
-                    specs[g].task_id, task.problem.prompt[:200], res.gt_pass.tolist(),
-                    res.gen_pass[:, valid_cols].tolist(),
-                )
-            )
-            outcome.extend(1.0 if bool(row.all()) else -1.0 for row in res.gt_pass)
-            group_index.extend([g] * len(progs))
-            if self.policy_band[0] <= res.pass_all_rate <= self.policy_band[1]:
-                in_band += 1
-                pol_items.extend(progs)
-                pol_adv.extend(res.policy_advantages.tolist())
-                pol_group.extend([g] * len(progs))
-            if self.train_judge and res.test_advantages is not None:
-                judged += 1
-                jud_items.extend(unit)
-                jud_index.extend((g, 0, j) for j in range(len(unit)))
-                jud_adv.extend(res.test_advantages.tolist())
-                jud_group.extend([g] * len(unit))
-        # one single-step rollout per program, in collection order (the policy rows' (rollout, 0, -1) cells)
-        cells = {id(s): b for b, s in enumerate(samples)}
-        pol_index = [(cells[id(s)], 0, -1) for s in pol_items]
-        policy = _training_rows(pol_items, pol_index, pol_adv, pol_group, self.pad_id)
-        judge = _training_rows(jud_items, jud_index, jud_adv, jud_group, self.pad_id)
+        scored = self._score([specs[g] for g in mine], mine, tasks, samples, tests)
+        policy = _training_rows(scored.policy, self.pad_id)
+        judge = _training_rows(scored.judge, self.pad_id)
+        outcome = scored.outcome
         batch = StepBatch(
             outcome=torch.tensor(outcome, dtype=torch.float32),
             step_mask=torch.ones(len(outcome), 1, dtype=torch.bool),
-            group_index=torch.tensor(group_index, dtype=torch.int64),
+            group_index=torch.tensor(scored.group_index, dtype=torch.int64),
         )
-        num_tests = len(tests)
-        metrics: dict[str, float] = {
-            "rollouts": float(len(samples)),
-            "success_rate": sum(o > 0 for o in outcome) / max(1, len(outcome)),
-            "pass_rate": sum(o > 0 for o in outcome) / max(1, len(outcome)),
-            "mean_task_success": sum(rates.values()) / max(1, len(rates)),
-            "gt_pass_fraction": sum(s.pass_fraction for s in samples) / max(1, len(samples)),
-            "program_extract_failure_rate": sum(s.program is None for s in samples) / max(1, len(samples)),
-            "policy_tasks_in_band": float(in_band),
-            "policy_rows": float(0 if policy is None else policy.num_rows),
-            "judge_tasks": float(judged),
-            "judge_rows": float(0 if judge is None else judge.num_rows),
-            "unit_tests": float(num_tests),
-            "test_format_failure_rate": sum(t.test is None for t in tests) / max(1, num_tests),
-            "ut": counts.ut_accuracy,
-            "ut_correct": float(counts.ut_correct),
-            "ut_total": float(counts.ut_total),
-            "detect": counts.detect_rate,
-            "detect_correct": float(counts.detect_correct),
-            "detect_total": float(counts.detect_total),
-        }
-        metrics.update(self._adapt(rates, feedback, iteration))
+        metrics = _metrics(scored, samples, tests, policy, judge)
+        metrics.update(self._adapt(scored.rates, scored.feedback, iteration))
         return IterationData(
             iteration=iteration,
             batch=batch,
@@ -333,6 +281,44 @@ class CodingLoopDriver(PoolSnapshots):
             judge=judge,
             metrics=metrics,
         )
+
+    def _score(
+        self,
+        specs: Sequence[TaskSpec],
+        groups: Sequence[int],
+        tasks: Sequence[CodingTask],
+        samples: Sequence[CodeSample],
+        tests: Sequence[GeneratedTest],
+    ) -> _Scored:
+        """Score each task (sandboxed runs, rewards) and turn its programs and tests into rows."""
+        cells = {id(s): b for b, s in enumerate(samples)}  # one single-step rollout per program, collection order
+        out = _Scored()
+        for k, (spec, g, task) in enumerate(zip(specs, groups, tasks)):
+            progs = [s for s in samples if s.group_id == k]
+            unit = [t for t in tests if t.group_id == k]
+            res = score_task(
+                task, progs, unit, max_workers=self.max_workers, format_without_reference=self.format_without_reference
+            )
+            out.counts = out.counts + res.counts
+            out.rates[spec.task_id] = res.pass_all_rate
+            valid_cols = res.parsed.nonzero().squeeze(1)
+            out.feedback.append(
+                coding_feedback(
+                    spec.task_id, task.problem.prompt[:200], res.gt_pass.tolist(), res.gen_pass[:, valid_cols].tolist()
+                )
+            )
+            out.outcome.extend(1.0 if bool(row.all()) else -1.0 for row in res.gt_pass)
+            out.group_index.extend([g] * len(progs))
+            if self.policy_band[0] <= res.pass_all_rate <= self.policy_band[1]:
+                out.in_band += 1
+                out.policy.extend(
+                    _Row(s, (cells[id(s)], 0, -1), a, g) for s, a in zip(progs, res.policy_advantages.tolist())
+                )
+            if self.train_judge and res.test_advantages is not None:
+                out.judged += 1
+                test_adv = res.test_advantages.tolist()
+                out.judge.extend(_Row(t, (g, 0, j), a, g) for j, (t, a) in enumerate(zip(unit, test_adv)))
+        return out
 
     def _adapt(self, rates: dict[str, float], feedback: list[TaskFeedback], iteration: int) -> dict[str, float]:
         adaptation = self.adaptation
@@ -349,3 +335,35 @@ class CodingLoopDriver(PoolSnapshots):
             )
 
         return self._sync_pool(rates, feedback, iteration, adapt if adaptation is not None else None)
+
+
+def _metrics(
+    scored: _Scored,
+    samples: Sequence[CodeSample],
+    tests: Sequence[GeneratedTest],
+    policy: TrainingRows | None,
+    judge: TrainingRows | None,
+) -> dict[str, float]:
+    """The iteration's scalars: pass rates, band survival, rows, unit-test format and UT / Detect counts."""
+    outcome, rates, counts = scored.outcome, scored.rates, scored.counts
+    num_tests = len(tests)
+    return {
+        "rollouts": float(len(samples)),
+        "success_rate": sum(o > 0 for o in outcome) / max(1, len(outcome)),
+        "pass_rate": sum(o > 0 for o in outcome) / max(1, len(outcome)),
+        "mean_task_success": sum(rates.values()) / max(1, len(rates)),
+        "gt_pass_fraction": sum(s.pass_fraction for s in samples) / max(1, len(samples)),
+        "program_extract_failure_rate": sum(s.program is None for s in samples) / max(1, len(samples)),
+        "policy_tasks_in_band": float(scored.in_band),
+        "policy_rows": float(0 if policy is None else policy.num_rows),
+        "judge_tasks": float(scored.judged),
+        "judge_rows": float(0 if judge is None else judge.num_rows),
+        "unit_tests": float(num_tests),
+        "test_format_failure_rate": sum(t.test is None for t in tests) / max(1, num_tests),
+        "ut": counts.ut_accuracy,
+        "ut_correct": float(counts.ut_correct),
+        "ut_total": float(counts.ut_total),
+        "detect": counts.detect_rate,
+        "detect_correct": float(counts.detect_correct),
+        "detect_total": float(counts.detect_total),
+    }

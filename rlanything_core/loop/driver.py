@@ -36,14 +36,16 @@ class AgentLoopDriver(PoolSnapshots):
         collector: plays the policy (its backend shares the trainer's policy module).
         judge: votes on every step; ``None`` for outcome-only training without a judge.
         integrator: the policy's advantages.
-        judge_loss: builds the judge's consistency targets (``None``: the judge is not trained).
+        judge_loss: the judge's loss; its ``target_builder`` builds the consistency targets once per iteration
+            (``None``: the judge is not trained).
         pool: the task pool (its writer is rank 0).
         to_env_task: turns a pool ``TaskSpec`` into what the collector's environments are built from.
         adaptation: environment adaptation, or ``None`` to keep the tasks fixed.
         tasks_per_iteration: tasks sampled from the pool per iteration (pending rewrites come on top).
         seed: the run seed.
         pad_id: padding token of the training rows.
-        lam: ``lam`` of the integrated reward.
+        lam: ``lam`` of the integrated reward ``R = O + lam * mean(votes)`` (the judge's targets; an
+            ``IntegratedIntegrator`` standardizes the same ``R``). ``None``: the integrator's ``lam``, else 1.
         policy_band / judge_band: success-rate bands of the tasks whose data train the policy / the judge.
     """
 
@@ -60,7 +62,7 @@ class AgentLoopDriver(PoolSnapshots):
         tasks_per_iteration: int,
         seed: int,
         pad_id: int,
-        lam: float = 1.0,
+        lam: float | None = None,
         policy_band: tuple[float, float] = (1 / 8, 7 / 8),
         judge_band: tuple[float, float] = (0.2, 0.8),
     ) -> None:
@@ -76,7 +78,10 @@ class AgentLoopDriver(PoolSnapshots):
         self.tasks_per_iteration = tasks_per_iteration
         self.seed = seed
         self.pad_id = pad_id
-        self.lam = lam
+        integrator_lam = getattr(integrator, "lam", None)
+        if lam is not None and integrator_lam is not None and float(lam) != float(integrator_lam):
+            raise ValueError(f"lam: expected the integrator's lam {integrator_lam} (one R for both models), got {lam}")
+        self.lam = float(lam if lam is not None else integrator_lam if integrator_lam is not None else 1.0)
         self.policy_band = policy_band
         self.judge_band = judge_band
 
@@ -109,7 +114,7 @@ class AgentLoopDriver(PoolSnapshots):
             iteration=iteration,
             integrator=self.integrator,
             pad_id=self.pad_id,
-            judge_loss=self.judge_loss,
+            judge_targets=None if self.judge_loss is None else self.judge_loss.target_builder,
             lam=self.lam,
             num_votes=None if self.judge is None else self.judge.num_votes,
             policy_band=self.policy_band,

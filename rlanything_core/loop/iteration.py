@@ -1,7 +1,11 @@
 """One iteration's rollouts -> the rows the policy and the judge train on (wiring of the primitives, no new maths).
 
-episodes --collate--> StepBatch --integrator--> advantages (B, S) --policy band, != 0--> policy rows
---integrated R--> consistency targets (B, S, M) --judge band, != 0--> judge rows
+episodes --collate--> StepBatch --> integrated R = O + lam * mean(votes) (B, S), built once, then
+    --integrator (standardizes R; other arms: their own reward)--> advantages (B, S) --policy band, != 0--> policy rows
+    --rewards.ConsistencyTargets(R)--> standardized targets (B, S, M) --judge band, != 0--> judge rows
+
+Both row sets leave here with their final advantages: the module trains both models with the same objective
+signature ``loss(logprobs, old_logprobs, advantages, mask)`` and never recomputes a reward.
 """
 
 from __future__ import annotations
@@ -14,10 +18,10 @@ from torch import Tensor
 
 from rlanything_core.advantages.filters import JUDGE_BAND, POLICY_BAND, TaskBandFilter
 from rlanything_core.advantages.functional import group_success_rate, integrated_step_reward
-from rlanything_core.advantages.integrators import Integrator
+from rlanything_core.advantages.integrators import IntegratedIntegrator, Integrator
 from rlanything_core.collect.batching import TokenRows, collate, judge_rows, policy_rows
-from rlanything_core.losses.consistency import ConsistencyRewardLoss
 from rlanything_core.records import Episode
+from rlanything_core.rewards.targets import ConsistencyTargets
 from rlanything_core.types import StepBatch
 
 __all__ = ["IterationData", "TrainingRows", "build_iteration"]
@@ -29,10 +33,10 @@ class TrainingRows:
 
     Attributes:
         rows: the token rows.
-        advantages: ``(N,)`` float32, one per row.
+        advantages: ``(N,)`` float32, one per row: final (the loss takes them as they are).
         group: ``(N,)`` int64, the task group of each row (keeps groups whole when splitting across updates/ranks).
-        vote_rows: ``(N,)`` int64 for judge rows: the position of each row in ``vote_mask.nonzero()`` order
-            (what ``ConsistencyRewardLoss(rows=...)`` takes); empty for policy rows.
+        vote_rows: ``(N,)`` int64 for agent judge rows: the position of each row in ``vote_mask.nonzero()`` order
+            (provenance: which vote cell a row is; what ``ConsistencyRewardLoss(rows=...)`` takes); empty otherwise.
     """
 
     rows: TokenRows
@@ -64,7 +68,9 @@ class IterationData:
         batch: the step grid of every rollout of the iteration.
         step_reward: ``(B, S)`` integrated step reward ``O + lam * mean(votes)`` (zeros without votes).
         policy: policy rows (tasks in the policy band, non-zero advantage), or ``None`` when none survive.
-        judge: judge rows (tasks in the judge band, non-zero standardized target), or ``None``.
+        judge: judge rows (tasks in the judge band, non-zero standardized target), or ``None``. Their advantages are
+            final: for agent settings the consistency targets (``rewards.ConsistencyTargets``), for coding the
+            standardized unit-test rewards.
         metrics: scalars to log (success rate, band survival, judge statistics, ...).
         episodes: the records, for critic feedback and evaluation (not sent to the model).
     """
@@ -84,68 +90,45 @@ def build_iteration(
     iteration: int,
     integrator: Integrator,
     pad_id: int,
-    judge_loss: ConsistencyRewardLoss | None = None,
+    judge_targets: ConsistencyTargets | None = None,
     lam: float = 1.0,
     num_votes: int | None = None,
     policy_band: tuple[float, float] = POLICY_BAND,
     judge_band: tuple[float, float] = JUDGE_BAND,
 ) -> IterationData:
-    """Build the policy and judge training rows of one iteration.
+    """Build the policy and judge training rows of one iteration, with their final advantages.
 
     Args:
         episodes: rollouts of the iteration (with judge samples when a judge is used).
         iteration: iteration number.
-        integrator: step rewards -> ``(B, S)`` advantages (outcome-only, integrated, step-only).
+        integrator: step rewards -> ``(B, S)`` advantages (outcome-only, integrated, step-only). An
+            ``IntegratedIntegrator`` with this ``lam`` standardizes the step reward built here (built once).
         pad_id: padding token of the rows.
-        judge_loss: when given (and votes exist), judge rows are built with its consistency targets.
-        lam: ``lam`` of the integrated reward that the judge's consistency targets use.
+        judge_targets: when given (and votes exist), judge rows are built with these consistency targets.
+        lam: ``lam`` of the integrated reward ``R = O + lam * mean(votes)`` that the judge's targets use.
         num_votes: ``m`` (default: as many as the episodes carry).
         policy_band: inclusive success-rate band of tasks whose steps train the policy (1/8, 7/8 by default).
         judge_band: inclusive success-rate band of tasks whose votes train the judge (0.2, 0.8 by default).
     """
     batch = collate(episodes, num_votes=num_votes)
-    if batch.has_votes:
-        assert batch.votes is not None and batch.vote_mask is not None and batch.vote_valid is not None
-        step_reward = integrated_step_reward(
-            batch.outcome, batch.step_mask, batch.votes, batch.vote_mask, batch.vote_valid, lam=lam
-        )
-    else:
-        step_reward = torch.zeros(batch.step_mask.shape)
+    step_reward = _integrated_reward(batch, lam)
     success = group_success_rate(batch.outcome, batch.group_index)
     metrics: dict[str, float] = {
         "rollouts": float(batch.num_rollouts),
         "steps": float(batch.step_mask.sum()),
         "success_rate": float((batch.outcome > 0).float().mean()),
     }
-
-    advantages = integrator(batch)
-    keep_policy = TaskBandFilter(band=policy_band)(batch)
-    rows = policy_rows(episodes, pad_id=pad_id)
-    b_idx, s_idx = rows.index[:, 0], rows.index[:, 1]
-    row_adv = advantages[b_idx, s_idx].float()
-    selected = keep_policy[b_idx] & (row_adv != 0)  # the authors drop zero-advantage samples: no signal, all cost
-    metrics["policy_rows"] = float(selected.sum())
-    metrics["policy_tasks_in_band"] = float(torch.unique(batch.group_index[keep_policy]).numel())
-    policy = None
-    if bool(selected.any()):
-        index = selected.nonzero().squeeze(1)
-        policy = TrainingRows(rows.select(index), row_adv[index], batch.group_index[b_idx[index]])
-
+    if isinstance(integrator, IntegratedIntegrator) and batch.has_votes and integrator.lam == lam:
+        advantages = integrator.standardize(step_reward, batch)  # the same R as the judge's targets
+    else:
+        advantages = integrator(batch)
+    policy = _policy_rows(episodes, batch, advantages, pad_id=pad_id, band=policy_band, metrics=metrics)
     judge = None
-    if judge_loss is not None and batch.has_votes:
-        assert batch.vote_mask is not None
-        vote_adv = judge_loss.row_advantages(batch, step_reward).float()
-        jrows = judge_rows(episodes, pad_id=pad_id, num_votes=num_votes)
-        keep_judge = TaskBandFilter(band=judge_band)(batch)
-        j_b = jrows.index[:, 0]
-        jselected = keep_judge[j_b] & (vote_adv != 0)
-        metrics["judge_rows"] = float(jselected.sum())
-        vm, vv = batch.vote_mask, batch.vote_valid
-        assert vv is not None
-        metrics["judge_format_failure_rate"] = float((vm & ~vv).sum()) / max(1, int(vm.sum()))
-        if bool(jselected.any()):
-            index = jselected.nonzero().squeeze(1)
-            judge = TrainingRows(jrows.select(index), vote_adv[index], batch.group_index[j_b[index]], index)
+    if judge_targets is not None and batch.has_votes:
+        judge = _judge_rows(
+            episodes, batch, step_reward, judge_targets, pad_id=pad_id, num_votes=num_votes, band=judge_band,
+            metrics=metrics,
+        )
     metrics["mean_task_success"] = float(success.mean()) if success.numel() else 0.0
     return IterationData(
         iteration=iteration,
@@ -156,3 +139,67 @@ def build_iteration(
         metrics=metrics,
         episodes=list(episodes),
     )
+
+
+def _integrated_reward(batch: StepBatch, lam: float) -> Tensor:
+    """``(B, S)`` ``R = O + lam * mean(votes)``; zeros when the batch has no votes."""
+    if not batch.has_votes:
+        return torch.zeros(batch.step_mask.shape)
+    assert batch.votes is not None and batch.vote_mask is not None and batch.vote_valid is not None
+    return integrated_step_reward(
+        batch.outcome, batch.step_mask, batch.votes, batch.vote_mask, batch.vote_valid, lam=lam
+    )
+
+
+def _policy_rows(
+    episodes: Sequence[Episode],
+    batch: StepBatch,
+    advantages: Tensor,
+    *,
+    pad_id: int,
+    band: tuple[float, float],
+    metrics: dict[str, float],
+) -> TrainingRows | None:
+    """One row per step of a task in ``band`` whose ``(B, S)`` advantage is non-zero."""
+    keep = TaskBandFilter(band=band)(batch)
+    rows = policy_rows(episodes, pad_id=pad_id)
+    b_idx, s_idx = rows.index[:, 0], rows.index[:, 1]
+    row_adv = advantages[b_idx, s_idx].float()
+    selected = keep[b_idx] & (row_adv != 0)  # the authors drop zero-advantage samples: no signal, all cost
+    metrics["policy_rows"] = float(selected.sum())
+    metrics["policy_tasks_in_band"] = float(torch.unique(batch.group_index[keep]).numel())
+    if not bool(selected.any()):
+        return None
+    index = selected.nonzero().squeeze(1)
+    return TrainingRows(rows.select(index), row_adv[index], batch.group_index[b_idx[index]])
+
+
+def _judge_rows(
+    episodes: Sequence[Episode],
+    batch: StepBatch,
+    step_reward: Tensor,
+    targets: ConsistencyTargets,
+    *,
+    pad_id: int,
+    num_votes: int | None,
+    band: tuple[float, float],
+    metrics: dict[str, float],
+) -> TrainingRows | None:
+    """One row per requested vote of a task in ``band`` whose standardized consistency target is non-zero."""
+    assert batch.vote_mask is not None and batch.vote_valid is not None
+    raw, standardized = targets(batch, step_reward)
+    vote_adv = standardized[batch.vote_mask].float()
+    jrows = judge_rows(episodes, pad_id=pad_id, num_votes=num_votes)
+    keep = TaskBandFilter(band=band)(batch)
+    j_b = jrows.index[:, 0]
+    selected = keep[j_b] & (vote_adv != 0)
+    metrics["judge_rows"] = float(selected.sum())
+    vm, vv = batch.vote_mask, batch.vote_valid
+    metrics["judge_format_failure_rate"] = float((vm & ~vv).sum()) / max(1, int(vm.sum()))
+    batch_metrics = targets.metrics(batch, raw)
+    metrics["judge_target_mean"] = float(batch_metrics["target_mean"])
+    metrics["judge_vote_agreement"] = float(batch_metrics["vote_agreement"])
+    if not bool(selected.any()):
+        return None
+    index = selected.nonzero().squeeze(1)
+    return TrainingRows(jrows.select(index), vote_adv[index], batch.group_index[j_b[index]], index)

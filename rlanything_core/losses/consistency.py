@@ -1,5 +1,14 @@
 """``ConsistencyRewardLoss``: train the generative judge with consistency feedback (PAPER §2.3, REFERENCE_IMPL §3.1).
 
+The composition of the target builder and the policy objective, for users who call the loss on a whole batch:
+
+    ConsistencyRewardLoss(logprobs, old, mask, batch=, step_reward=)
+        == PolicyLoss(logprobs, old, ConsistencyTargets(batch, step_reward)[rows], mask & (advantage != 0))
+
+The training loop does not call it: it builds the targets once per iteration (``rewards.ConsistencyTargets`` in
+``loop.iteration.build_iteration``) and trains the judge with ``objective`` (a ``PolicyLoss``) on rows whose advantages
+are final, with the same signature as the policy.
+
 Row order: the judge's training rows are its outputs, one per *requested* vote, in the row-major order of
 ``batch.vote_mask.nonzero()`` (rollout, then step, then vote), which is also the order of ``tensor[batch.vote_mask]``.
 Row ``r`` of ``logprobs`` is the judge output of cell ``batch.vote_mask.nonzero()[r]``. For micro-batching pass
@@ -11,20 +20,12 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from rlanything_core._validation import (
-    check_bool,
-    check_floating,
-    check_index,
-    check_number,
-    check_shape,
-    check_tensor,
-)
+from rlanything_core._validation import check_bool, check_index, check_shape, check_tensor
 from rlanything_core.constants import EPS, FORMAT_PENALTY
 from rlanything_core.losses.aggregation import Aggregation
 from rlanything_core.losses.functional import KLEstimator
 from rlanything_core.losses.policy import KLReference, PolicyLoss
-from rlanything_core.masking import masked_mean
-from rlanything_core.rewards.consistency import consistency_targets, standardize_votes, vote_agreement
+from rlanything_core.rewards.targets import ConsistencyTargets, batch_votes
 from rlanything_core.types import LossOutput, StepBatch
 
 __all__ = ["ConsistencyRewardLoss"]
@@ -69,9 +70,7 @@ class ConsistencyRewardLoss(nn.Module):
         aggregation: Aggregation = Aggregation.SEQ_MEAN_TOKEN_MEAN,
     ) -> None:
         super().__init__()
-        eps = check_number("eps", eps, ge=0.0)  # refuses NaN/inf, which ``eps < 0`` lets through
-        self.format_penalty = check_number("format_penalty", format_penalty)
-        self.eps = eps
+        self.target_builder = ConsistencyTargets(format_penalty=format_penalty, eps=eps)
         self.drop_zero_advantage = drop_zero_advantage
         self.objective = PolicyLoss(
             clip_eps_low=clip_eps_low,
@@ -83,8 +82,18 @@ class ConsistencyRewardLoss(nn.Module):
             aggregation=aggregation,
         )
 
+    @property
+    def format_penalty(self) -> float:
+        """Raw target of an unparseable judge output (``target_builder.format_penalty``)."""
+        return self.target_builder.format_penalty
+
+    @property
+    def eps(self) -> float:
+        """Degenerate-std threshold of the per-step standardization (``target_builder.eps``)."""
+        return self.target_builder.eps
+
     def targets(self, batch: StepBatch, step_reward: Tensor) -> tuple[Tensor, Tensor]:
-        """Raw and standardized consistency targets on the vote grid.
+        """Raw and standardized consistency targets on the vote grid (``ConsistencyTargets.__call__``).
 
         Args:
             batch: a ``StepBatch`` with votes.
@@ -93,17 +102,11 @@ class ConsistencyRewardLoss(nn.Module):
         Returns:
             ``(raw, standardized)``, both ``(B, S, M)``; 0 outside ``vote_mask``.
         """
-        votes, vote_mask, vote_valid = _votes(batch)
-        check_tensor("step_reward", step_reward)
-        check_floating("step_reward", step_reward)
-        check_shape("step_reward", step_reward, tuple(batch.step_mask.shape))
-        raw = consistency_targets(step_reward, votes, vote_mask, vote_valid, format_penalty=self.format_penalty)
-        return raw, standardize_votes(raw, vote_mask, eps=self.eps)
+        return self.target_builder(batch, step_reward)
 
     def row_advantages(self, batch: StepBatch, step_reward: Tensor) -> Tensor:
         """``(N_rows,)`` standardized targets in row order (``vote_mask.nonzero()`` order)."""
-        _, standardized = self.targets(batch, step_reward)
-        return standardized[_votes(batch)[1]]
+        return self.target_builder.rows(batch, step_reward)
 
     def forward(
         self,
@@ -137,7 +140,7 @@ class ConsistencyRewardLoss(nn.Module):
             requested votes), ``format_failure_rate``, ``vote_agreement`` (valid votes whose sign equals ``sign(O)``),
             ``num_rows``, and ``num_zero_advantage_rows`` (in this call).
         """
-        votes, vote_mask, vote_valid = _votes(batch)
+        vote_mask = batch_votes(batch)[1]
         raw, standardized = self.targets(batch, step_reward)
         adv = standardized[vote_mask]
         total = int(adv.shape[0])
@@ -169,24 +172,7 @@ class ConsistencyRewardLoss(nn.Module):
             num_tokens_global=num_tokens_global,
             num_seqs_global=num_seqs_global,
         )
-        with torch.no_grad():
-            requested = vote_mask.sum()
-            failures = (vote_mask & ~vote_valid).sum()
-            out.metrics.update(
-                {
-                    "target_mean": masked_mean(raw, vote_mask).detach(),
-                    "format_failure_rate": failures.to(raw.dtype) / requested.clamp(min=1).to(raw.dtype),
-                    "vote_agreement": torch.as_tensor(vote_agreement(votes, vote_valid, batch.outcome)).detach(),
-                    "num_rows": requested,
-                    "num_zero_advantage_rows": zero_rows.sum(),
-                }
-            )
+        out.metrics.update(self.target_builder.metrics(batch, raw))
+        out.metrics["num_zero_advantage_rows"] = zero_rows.sum()
         return out
 
-
-def _votes(batch: StepBatch) -> tuple[Tensor, Tensor, Tensor]:
-    if not isinstance(batch, StepBatch):
-        raise ValueError(f"batch: expected a StepBatch, got {type(batch).__name__}")
-    if batch.votes is None or batch.vote_mask is None or batch.vote_valid is None:
-        raise ValueError("batch: expected a StepBatch with votes, vote_mask and vote_valid, got one without votes")
-    return batch.votes, batch.vote_mask, batch.vote_valid

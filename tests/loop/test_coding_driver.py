@@ -22,7 +22,6 @@ from rlanything_core.generation.types import FinishReason, Generation, SamplingP
 from rlanything_core.lightning.module import RLAnythingModule
 from rlanything_core.loop.coding_driver import CodingLoopDriver, coding_spec, coding_task_from_spec
 from rlanything_core.loop.coding_evaluation import CodingEvalSplit, CodingEvaluator
-from rlanything_core.loop.iteration import IterationData
 from rlanything_core.losses.consistency import ConsistencyRewardLoss
 from rlanything_core.models.tiny import tiny_model_and_tokenizer
 from rlanything_core.sandbox import Sandbox
@@ -177,29 +176,22 @@ def test_driver_adapts_the_pool_with_coding_feedback_and_snapshots(tmp_path: Pat
     assert [t.task_id for t in driver.pool.pending_tasks()] == [pending[0].task_id]
 
 
-def test_judge_objective_uses_precomputed_advantages(tiny: Any) -> None:
-    """Coding judge rows (no vote_rows) go through the consistency loss's PolicyLoss with their own advantages."""
+def test_judge_rows_train_with_the_policy_objective_on_their_own_advantages(tiny: Any) -> None:
+    """Judge rows (coding: unit-test rewards; agent: consistency targets) carry final advantages: the module trains
+    the judge with the consistency loss's clipped objective, the same signature as the policy's loss."""
     model, tok = tiny
     judge_loss = ConsistencyRewardLoss(kl_coef=0.0)
     module = RLAnythingModule(model, model, judge_loss=judge_loss)
+    assert module.judge_row_loss is judge_loss.objective
     torch.manual_seed(0)
     n, length = 3, 6
     logp = torch.randn(n, length, requires_grad=True)
     old = logp.detach() + 0.1 * torch.randn(n, length)
     mask = torch.zeros(n, length, dtype=torch.bool)
     mask[:, 2:] = True
-    from rlanything_core.collect.batching import TokenRows
-    from rlanything_core.loop.iteration import TrainingRows
-    from rlanything_core.types import StepBatch
-
-    rows = TokenRows(torch.zeros(n, length, dtype=torch.int64), torch.ones(n, length, dtype=torch.bool), mask,
-                     torch.full((n, length), float("nan")), torch.zeros(n, 3, dtype=torch.int64))
-    part = TrainingRows(rows, torch.tensor([1.5, -0.5, -1.0]), torch.tensor([0, 0, 0]))
-    batch = StepBatch(torch.ones(n), torch.ones(n, 1, dtype=torch.bool), torch.zeros(n, dtype=torch.int64))
-    data = IterationData(iteration=0, batch=batch, step_reward=torch.zeros(n, 1), policy=None, judge=part)
-    out = module.judge_objective(data)(logp, old, part, int(mask.sum()), n)
-    ref = judge_loss.objective(logp, old, part.advantages, mask, num_tokens_global=int(mask.sum()), num_seqs_global=n)
-    assert torch.allclose(out.loss, ref.loss) and float(out.loss.detach().abs()) > 0
+    adv = torch.tensor([1.5, -0.5, -1.0])
+    out = module.judge_row_loss(logp, old, adv, mask, num_tokens_global=int(mask.sum()), num_seqs_global=n)
+    assert float(out.loss.detach().abs()) > 0
     (grad,) = torch.autograd.grad(out.loss, logp)
     assert grad[mask].abs().sum() > 0 and not grad[~mask].any()
 

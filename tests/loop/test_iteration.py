@@ -48,7 +48,9 @@ def test_no_policy_rows_when_every_task_is_solved_or_failed() -> None:
 def test_judge_rows_index_the_consistency_loss_row_order() -> None:
     episodes = _group(0, [True, False, True, False]) + _group(1, [True, True, True, True])
     loss = ConsistencyRewardLoss()
-    data = build_iteration(episodes, iteration=0, integrator=IntegratedIntegrator(), pad_id=0, judge_loss=loss)
+    data = build_iteration(
+        episodes, iteration=0, integrator=IntegratedIntegrator(), pad_id=0, judge_targets=loss.target_builder
+    )
     assert data.judge is not None
     batch = collate(episodes)
     full = loss.row_advantages(batch, data.step_reward)

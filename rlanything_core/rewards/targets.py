@@ -1,0 +1,109 @@
+"""``ConsistencyTargets``: the judge's final advantages, built once per iteration (PAPER §2.3, REFERENCE_IMPL §3.1).
+
+A thin class over the pure functions of ``rewards.consistency``: it holds the two hyperparameters (``format_penalty``,
+``eps``) and applies them to a ``StepBatch``::
+
+    step_reward R (B, S) --consistency_targets--> raw R * S or format_penalty (B, S, M)
+                         --standardize_votes-->   z-scored over the m votes of each step (B, S, M)
+                         --[vote_mask]-->         one advantage per judge row (N,), N = vote_mask.sum()
+
+Row order: the judge's training rows are its outputs, one per *requested* vote, in the row-major order of
+``batch.vote_mask.nonzero()`` (rollout, then step, then vote), which is also the order of ``tensor[batch.vote_mask]``.
+
+The loop builds the targets here once (``loop.iteration.build_iteration``) and hands the judge rows to the module with
+these advantages; ``losses.ConsistencyRewardLoss`` composes this class with the clipped objective for users who call
+the loss on a whole batch.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from rlanything_core._validation import check_floating, check_number, check_shape, check_tensor
+from rlanything_core.constants import EPS, FORMAT_PENALTY
+from rlanything_core.masking import masked_mean
+from rlanything_core.rewards.consistency import consistency_targets, standardize_votes, vote_agreement
+from rlanything_core.types import StepBatch
+
+__all__ = ["ConsistencyTargets", "batch_votes"]
+
+
+class ConsistencyTargets:
+    """Raw and standardized consistency targets of every requested judge vote.
+
+    For the judge output ``j`` at step ``i`` of rollout ``tau``: raw target ``R_{tau_i} * S_{tau_i,j}`` for a valid
+    vote, ``format_penalty`` for an unparseable one; z-scored over the ``m`` outputs of that step (a step whose
+    targets have zero variance standardizes to 0).
+
+    Args:
+        format_penalty: raw target of an unparseable judge output.
+        eps: degenerate-std threshold of the per-step standardization, ``>= 0``.
+
+    Examples:
+        >>> import torch
+        >>> step_mask = torch.ones(1, 1, dtype=torch.bool)
+        >>> votes = torch.tensor([[[1.0, -1.0, 0.0]]])
+        >>> mask = torch.ones(1, 1, 3, dtype=torch.bool)
+        >>> valid = torch.tensor([[[True, True, False]]])
+        >>> batch = StepBatch(torch.tensor([1.0]), step_mask, torch.tensor([0]), votes, mask, valid)
+        >>> ConsistencyTargets().rows(batch, torch.tensor([[1.5]]))
+        tensor([ 1.4018, -0.5392, -0.8627])
+    """
+
+    def __init__(self, *, format_penalty: float = FORMAT_PENALTY, eps: float = EPS) -> None:
+        self.eps = check_number("eps", eps, ge=0.0)  # refuses NaN/inf, which ``eps < 0`` lets through
+        self.format_penalty = check_number("format_penalty", format_penalty)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(format_penalty={self.format_penalty}, eps={self.eps})"
+
+    def __call__(self, batch: StepBatch, step_reward: Tensor) -> tuple[Tensor, Tensor]:
+        """Raw and standardized targets on the vote grid.
+
+        Args:
+            batch: a ``StepBatch`` with votes.
+            step_reward: ``(B, S)`` floating integrated step rewards ``R_{tau_i}`` (e.g. ``integrated_step_reward``).
+
+        Returns:
+            ``(raw, standardized)``, both ``(B, S, M)``; 0 outside ``vote_mask``.
+        """
+        votes, vote_mask, vote_valid = batch_votes(batch)
+        check_tensor("step_reward", step_reward)
+        check_floating("step_reward", step_reward)
+        check_shape("step_reward", step_reward, tuple(batch.step_mask.shape))
+        raw = consistency_targets(step_reward, votes, vote_mask, vote_valid, format_penalty=self.format_penalty)
+        return raw, standardize_votes(raw, vote_mask, eps=self.eps)
+
+    def rows(self, batch: StepBatch, step_reward: Tensor) -> Tensor:
+        """``(N,)`` standardized targets in row order (``vote_mask.nonzero()`` order): the judge rows' advantages."""
+        _, standardized = self(batch, step_reward)
+        return standardized[batch_votes(batch)[1]]
+
+    @staticmethod
+    def metrics(batch: StepBatch, raw: Tensor) -> dict[str, Tensor]:
+        """Scalars about the whole batch's votes (no grad).
+
+        Returns:
+            ``target_mean`` (raw targets of requested votes), ``format_failure_rate``, ``vote_agreement`` (valid
+            votes whose sign equals ``sign(O)``) and ``num_rows`` (requested votes).
+        """
+        votes, vote_mask, vote_valid = batch_votes(batch)
+        with torch.no_grad():
+            requested = vote_mask.sum()
+            failures = (vote_mask & ~vote_valid).sum()
+            return {
+                "target_mean": masked_mean(raw, vote_mask).detach(),
+                "format_failure_rate": failures.to(raw.dtype) / requested.clamp(min=1).to(raw.dtype),
+                "vote_agreement": torch.as_tensor(vote_agreement(votes, vote_valid, batch.outcome)).detach(),
+                "num_rows": requested,
+            }
+
+
+def batch_votes(batch: StepBatch) -> tuple[Tensor, Tensor, Tensor]:
+    """``(votes, vote_mask, vote_valid)`` of ``batch``; ``ValueError`` when it is not a ``StepBatch`` with votes."""
+    if not isinstance(batch, StepBatch):
+        raise ValueError(f"batch: expected a StepBatch, got {type(batch).__name__}")
+    if batch.votes is None or batch.vote_mask is None or batch.vote_valid is None:
+        raise ValueError("batch: expected a StepBatch with votes, vote_mask and vote_valid, got one without votes")
+    return batch.votes, batch.vote_mask, batch.vote_valid
