@@ -1,13 +1,13 @@
 """What an ablation config will cost, added up from per-step costs (printed by ``ablate.py`` before it starts).
 
-A step of an episode costs the policy's scoring of the admissible commands plus the engine's step, and, where the
-judge votes, one judge pass; a trained-on step costs its share of the update (old log-probs, forward and backward).
-The judge's process accuracy is measured on a fixed probe set of planner-labelled steps
-(``rlanything_core/loop/judge_probe.py``): the planner labels them once per seed worker, in the "before"
-evaluation, and every later evaluation or judge-only probe costs one judge pass per probe step. An episode of ``limit`` steps
-is won after ``won_steps`` steps on average with probability ``success``, else runs to the limit. Seeds run in
-``jobs`` parallel workers, one core each; the warm start runs once before them. The defaults of :class:`StepCosts`
-are this project's figures for the encoder policy on one core of the 2-core CPU machine (the ``budget`` section of
+A step of an episode costs the policy's scoring of the admissible commands plus the engine's step, and, where the judge
+votes, one judge pass; a trained-on step costs its share of the update (old log-probs, forward and backward). The
+judge's process accuracy is measured on a fixed probe set of planner-labelled steps
+(``rlanything_core/loop/judge_probe.py``): the planner labels them once per seed worker, in the "before" evaluation, and
+every later evaluation or judge-only probe costs one judge pass per probe step. An episode of ``limit`` steps is won
+after ``won_steps`` steps on average with probability ``success``, else runs to the limit. Seeds run in ``jobs``
+parallel workers, one core each; the warm start runs once before them. The defaults of :class:`StepCosts` are this
+project's figures for the encoder policy on one core of the 2-core CPU machine (the ``budget`` section of
 ``conf/ablate.yaml`` overrides them); the result is an estimate to plan with, not a measurement.
 """
 
