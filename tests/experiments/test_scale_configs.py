@@ -66,6 +66,9 @@ PAPER: dict[str, dict[str, Any]] = {
         "optim.policy_updates": 2,
         "optim.judge_updates": 2,
         "setting.tests_per_task": 16,
+        # the coder's budget per program (rollout.policy.max_gen_length), set by the scale file: setting/coding.yaml
+        # used to pin it to model.max_new_tokens after the scale was applied (2000 with qwen2.5-7b)
+        "setting.max_new_tokens": 2048,
         "setting.train_problems": None,
         "setting.eval_samples": 3,
         "setting.eval_problems": None,
@@ -111,6 +114,8 @@ def test_gpu_commands_resolve_to_the_papers_hyperparameters(scale: str, setting:
 def test_a_command_line_override_still_wins_over_the_scale() -> None:
     cfg = _cfg("+setting=alfworld", "scale=gpu", "iterations=3", "setting.max_steps=5")
     assert cfg.iterations == 3 and cfg.setting.max_steps == 5
+    cfg = _cfg("+setting=coding", "scale=gpu", "model=qwen2.5-7b", "setting.max_new_tokens=1024")
+    assert cfg.setting.max_new_tokens == 1024 and cfg.setting.test_max_new_tokens == 4000
 
 
 # The CPU default, as it was before the defaults order changed (it must not move: the committed results use it).
@@ -160,6 +165,9 @@ def test_the_cpu_default_keeps_its_values(setting: str) -> None:
     assert not wrong, f"resolved (got, expected): {wrong}"
     assert sampling(cfg, max_new_tokens=8, temperature=1.0).top_p == 1.0
     assert judge_max_new_tokens(cfg) == cfg.model.max_new_tokens
+    if setting in ("coding", "livebench"):  # the CPU coder keeps the model's budget
+        assert cfg.setting.max_new_tokens == cfg.model.max_new_tokens
+        assert cfg.setting.test_max_new_tokens == cfg.model.max_new_tokens
 
 
 def test_the_ablation_default_keeps_its_values() -> None:
