@@ -198,6 +198,7 @@ def test_fsdp2_builds_model_parallel_strategy_as_pure_data_parallelism() -> None
     strategy = _fsdp2_strategy(cfg)
     assert type(strategy).__name__ == "ModelParallelStrategy"
     assert (strategy._data_parallel_size, strategy._tensor_parallel_size) == (64, 1)
+    assert strategy._save_distributed_checkpoint  # sharded checkpoints: nothing gathered to rank 0
     sharding = _sharding(cfg)
     assert (sharding.param_dtype, sharding.reduce_dtype, sharding.master_dtype) == (
         torch.bfloat16,
