@@ -474,15 +474,15 @@ def is_writer_rank() -> bool:
 
 
 def _pool(cfg: DictConfig, run_dir: Path, roots: list[Any]) -> Any:
-    """The task pool: created by the writer rank (rank 0), loaded (or created identically) by the others."""
+    """The task pool, read-only on every rank: the writer (global rank 0) is chosen once the process group exists
+    (``PoolSnapshots.save_initial_pool`` / ``restore_pool``) and broadcasts its state to the others."""
     from rlanything_core.environment.pool import TaskPool
 
-    writer = is_writer_rank()
     state = run_dir / "pool" / "state.json"
     env_band = band(cfg, "env_band", strict=True)
     if state.is_file():  # a rerun: the datamodule rolls it back to the checkpoint's (or the initial) snapshot
-        return TaskPool.load(run_dir, writer=writer)
-    return TaskPool.create(run_dir, roots, band=env_band, writer=writer)
+        return TaskPool.load(run_dir, writer=False)
+    return TaskPool.create(run_dir, roots, band=env_band, writer=False)
 
 
 def _judge_loss(cfg: DictConfig) -> Any:
