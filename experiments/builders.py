@@ -40,7 +40,9 @@ def load_models(cfg: DictConfig) -> tuple[Any, Any | None, Any]:
         built = instantiate(cfg.model.judge)
         judge = built[0] if isinstance(built, tuple) else built
         if cfg.arm.judge_checkpoint is not None:
-            state = torch.load(str(cfg.arm.judge_checkpoint), map_location="cpu", weights_only=False)["state_dict"]
+            from rlanything_core.lightning.checkpoint import read_checkpoint
+
+            state = read_checkpoint(str(cfg.arm.judge_checkpoint))["state_dict"]  # one file or sharded
             judge.load_state_dict({k[len("judge.") :]: v for k, v in state.items() if k.startswith("judge.")})
     return policy, judge, tokenizer
 
@@ -247,8 +249,8 @@ def _trainer(cfg: DictConfig, run_dir: Path, callbacks: list[Any]) -> Any:
 def _fsdp2_strategy(cfg: DictConfig) -> Any:
     """Lightning's ``ModelParallelStrategy`` as pure data parallelism: every rank one FSDP2 shard (no tensor
     parallelism); ``training_step`` runs outside any forward redirection, so the module's manual optimization works.
-    Checkpoints hold full state dicts (gathered to rank 0), like every other strategy's, so resuming works at any
-    rank count."""
+    ``fsdp.sharded_checkpoint``: every rank writes its own shards (torch.distributed.checkpoint: nothing is gathered,
+    what a 7B policy + judge with Adam states needs); false: full state dicts gathered to rank 0 (one file)."""
     from lightning.pytorch.strategies import ModelParallelStrategy
 
     t = cfg.trainer
@@ -256,7 +258,7 @@ def _fsdp2_strategy(cfg: DictConfig) -> Any:
     return ModelParallelStrategy(
         data_parallel_size=world,
         tensor_parallel_size=1,
-        save_distributed_checkpoint=False,
+        save_distributed_checkpoint=bool(OmegaConf.select(cfg, "fsdp.sharded_checkpoint", default=False)),
         process_group_backend="gloo" if str(t.accelerator) == "cpu" else None,
     )
 
@@ -473,15 +475,15 @@ def is_writer_rank() -> bool:
 
 
 def _pool(cfg: DictConfig, run_dir: Path, roots: list[Any]) -> Any:
-    """The task pool: created by the writer rank (rank 0), loaded (or created identically) by the others."""
+    """The task pool, read-only on every rank: the writer (global rank 0) is chosen once the process group exists
+    (``PoolSnapshots.save_initial_pool`` / ``restore_pool``) and broadcasts its state to the others."""
     from rlanything_core.environment.pool import TaskPool
 
-    writer = is_writer_rank()
     state = run_dir / "pool" / "state.json"
     env_band = band(cfg, "env_band", strict=True)
     if state.is_file():  # a rerun: the datamodule rolls it back to the checkpoint's (or the initial) snapshot
-        return TaskPool.load(run_dir, writer=writer)
-    return TaskPool.create(run_dir, roots, band=env_band, writer=writer)
+        return TaskPool.load(run_dir, writer=False)
+    return TaskPool.create(run_dir, roots, band=env_band, writer=False)
 
 
 def _judge_loss(cfg: DictConfig) -> Any:
@@ -526,7 +528,7 @@ def _run(cfg: DictConfig, run_dir: Path, module: Any, datamodule: Any) -> Run:
 
     checkpoint = IterationCheckpoint(run_dir / "checkpoints")
     trainer = _trainer(cfg, run_dir, [checkpoint])
-    resume_from = checkpoint.last if (bool(cfg.resume) and checkpoint.last.is_file()) else None
+    resume_from = checkpoint.resume_from if bool(cfg.resume) else None  # a file, or a link to a sharded checkpoint
     return Run(module, datamodule, trainer, run_dir, checkpoint, resume_from)
 
 

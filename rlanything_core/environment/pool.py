@@ -8,9 +8,11 @@ Layout under ``run_dir``::
 
 Crash safety: ``save`` writes every new task file (temp, fsync, ``os.replace``, fsync dir) and then the state the
 same way, so after a SIGKILL at any point ``TaskPool.load`` sees the previous or the new state, and every task the
-state names exists. One writer: in a multi-process run only the process built with ``writer=True`` (rank 0) may
-save; it takes an exclusive ``flock`` on ``.writer.lock`` (released by the kernel if it dies), other ranks load
-with ``writer=False`` and get a ``RuntimeError`` from ``save``. There is no global state: a pool is an object.
+state names exists. One writer: in a multi-process run only the process built with ``writer=True`` (or that called
+``claim_writer()``: global rank 0 once the process group exists) may save; it takes an exclusive ``flock`` on
+``.writer.lock`` (released by the kernel if it dies), other ranks hold ``writer=False`` pools (``load``, or
+``from_snapshot`` of the writer's broadcast ``snapshot()``) and get a ``RuntimeError`` from ``save``. There is no
+global state: a pool is an object.
 
 Acceptance (PAPER §2.5): a pending rewrite of a task with success rate ``acc`` is rolled out in the next
 iteration; with its fresh success rate ``acc_new`` it replaces the slot's active task iff
@@ -19,6 +21,7 @@ iteration; with its fresh success rate ``acc_new`` it replaces the slot's active
 
 from __future__ import annotations
 
+import copy
 import fcntl
 import hashlib
 import os
@@ -115,17 +118,26 @@ class TaskPool:
         self._saved_files: set[str] = set()
         self._lock_fd: int | None = None
         if self.writer:
-            (self.run_dir / "pool").mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.run_dir / "pool" / ".writer.lock", os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as err:
-                os.close(fd)
-                raise RuntimeError(f"run_dir: another process holds the pool writer lock in {self.run_dir}") from err
-            self._lock_fd = fd
-            for folder in (self.run_dir / "pool", self.run_dir / "pool" / "tasks"):
-                for stray in folder.glob(".tmp-*") if folder.is_dir() else ():
-                    stray.unlink(missing_ok=True)  # torn writes of a killed writer; safe under the lock
+            self._take_lock()
+
+    def _take_lock(self) -> None:
+        (self.run_dir / "pool").mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.run_dir / "pool" / ".writer.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            os.close(fd)
+            raise RuntimeError(f"run_dir: another process holds the pool writer lock in {self.run_dir}") from err
+        self._lock_fd = fd
+        for folder in (self.run_dir / "pool", self.run_dir / "pool" / "tasks"):
+            for stray in folder.glob(".tmp-*") if folder.is_dir() else ():
+                stray.unlink(missing_ok=True)  # torn writes of a killed writer; safe under the lock
+
+    def claim_writer(self) -> None:
+        """Become the writer now (take the lock): for a pool built before the process group decided who writes."""
+        if not self.writer:
+            self._take_lock()
+            self.writer = True
 
     # ----------------------------------------------------------------------------------------------- lifecycle
     @classmethod
@@ -178,15 +190,36 @@ class TaskPool:
             raise
         return pool
 
-    def _fill(self, path: Path, state: dict[str, Any]) -> None:
-        """Populate from a parsed ``state.json`` (and the task files it names); every error names the file."""
+    def snapshot(self) -> dict[str, Any]:
+        """The whole pool as plain data (the state ``save`` writes and every task record), e.g. to broadcast."""
+        return copy.deepcopy({"state": self._state(), "tasks": {tid: t.to_dict() for tid, t in self.tasks.items()}})
+
+    @classmethod
+    def from_snapshot(cls, run_dir: str | os.PathLike[str], snapshot: dict[str, Any]) -> TaskPool:
+        """A read-only pool (``writer=False``) holding ``snapshot`` (from ``snapshot()``), without reading any file.
+
+        What the other ranks build from the writer's broadcast: a re-read of ``state.json`` on shared storage may
+        return an older version (NFS attribute caching).
+        """
+        path = Path(run_dir) / "pool" / "state.json"
+        state = snapshot["state"]
+        pool = cls(Path(run_dir), band=tuple(_field(path, state, "band", list)), writer=False)  # type: ignore[arg-type]
+        pool._fill(path, state, records=snapshot["tasks"])
+        return pool
+
+    def _fill(self, path: Path, state: dict[str, Any], records: dict[str, Any] | None = None) -> None:
+        """Populate from a parsed ``state.json`` and its task records; every error names the file.
+
+        The records come from the task files the state names, or from ``records`` (task id -> record) when given.
+        """
         base = path.parent
         try:
             self.generation = int(_field(path, state, "generation", int))
             for task_id, name in _field(path, state, "task_files", dict).items():
                 task_path = base / "tasks" / str(name)
                 try:
-                    self.tasks[task_id] = TaskSpec.from_dict(read_json(task_path))
+                    record = read_json(task_path) if records is None else records[task_id]
+                    self.tasks[task_id] = TaskSpec.from_dict(record)
                 except CorruptFileError:
                     raise
                 except (KeyError, TypeError, ValueError) as err:
@@ -229,7 +262,11 @@ class TaskPool:
                 atomic_write_json(base / "tasks" / _file_name(task_id), task.to_dict())
                 self._saved_files.add(task_id)
         self.generation += 1
-        state = {
+        atomic_write_json(base / "state.json", self._state())
+
+    def _state(self) -> dict[str, Any]:
+        """What ``state.json`` holds for the current generation."""
+        return {
             "state_version": STATE_VERSION, "generation": self.generation, "band": list(self.band),
             "task_files": {tid: _file_name(tid) for tid in self.tasks},
             "slots": [vars(s) for s in self.slots.values()],
@@ -239,7 +276,6 @@ class TaskPool:
             "events": self.events,
             "num_events": len(self.events),
         }
-        atomic_write_json(base / "state.json", state)
 
     def check(self) -> None:
         """Raise ``ValueError`` if the pool is inconsistent (dangling ids, two pendings in a slot, duplicates)."""

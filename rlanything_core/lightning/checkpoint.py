@@ -1,39 +1,189 @@
-"""Atomic, per-iteration checkpoints of the whole loop.
+"""Atomic, per-iteration checkpoints of the whole loop, as one file or sharded (torch.distributed.checkpoint).
 
-Lightning writes a checkpoint file in place; a crash mid-write would leave a truncated ``last.ckpt`` and no way to
-resume. ``IterationCheckpoint`` saves to a temporary file, fsyncs it and renames it over ``last.ckpt`` (the rename is
-atomic), after every iteration. The checkpoint holds the policy and judge weights, both optimizers, the data
-module's state (completed iterations, RNG states; the task pool is rolled back to the matching snapshot on load) and
-Lightning's loop counters (so the logger's step continues).
+Lightning writes a checkpoint in place; a crash mid-write would leave a truncated ``last.ckpt`` and no way to
+resume. ``IterationCheckpoint`` saves after every iteration so that ``last.ckpt`` always names a complete checkpoint:
+
+- one file (single process, DDP, FSDP2 with full state dicts): written to a temporary file, fsynced and renamed over
+  ``last.ckpt`` (the rename is atomic);
+- sharded (``ModelParallelStrategy(save_distributed_checkpoint=True)``: every rank writes its own shards of the
+  weights and optimizer states with ``torch.distributed.checkpoint``, nothing is gathered): each save goes to a new
+  directory ``.shards/<name>-<id>/``; when every rank has written (DCP fsyncs its files), rank 0 points the symlink
+  ``last.ckpt`` at it (a new link renamed over the old one: atomic) and removes directories no link names any more.
+  A kill at any point leaves ``last.ckpt`` on the previous complete checkpoint.
+
+The checkpoint holds the policy and judge weights, both optimizers, the data module's state (completed iterations,
+RNG states; the task pool is rolled back to the matching snapshot on load) and Lightning's loop counters (so the
+logger's step continues). ``read_checkpoint`` reads either form back into one dictionary on a single process.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import uuid
 from pathlib import Path
 from typing import Any
 
 import lightning as L
+import torch
 
-__all__ = ["IterationCheckpoint", "atomic_save_checkpoint"]
+__all__ = [
+    "IterationCheckpoint",
+    "atomic_save_checkpoint",
+    "initialize_optimizer_state",
+    "read_checkpoint",
+    "resume_path",
+    "saves_sharded",
+]
+
+SHARDS = ".shards"  # beside last.ckpt: one directory per sharded save
+METADATA = "meta.pt"  # what Lightning's ModelParallelStrategy writes beside the shards (all but weights and optimizers)
 
 
-def atomic_save_checkpoint(trainer: L.Trainer, path: str | os.PathLike[str]) -> None:
-    """``trainer.save_checkpoint`` to a temporary file, then fsync and ``os.replace`` (rank 0 renames)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+def saves_sharded(trainer: L.Trainer) -> bool:
+    """Whether the trainer's strategy writes sharded (``torch.distributed.checkpoint``) checkpoints."""
+    return bool(getattr(trainer.strategy, "_save_distributed_checkpoint", False))
+
+
+def _fsync_dir(path: Path) -> None:
+    dir_fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def _atomic_save_file(trainer: L.Trainer, target: Path) -> None:
     tmp = target.with_name(target.name + ".tmp")
     trainer.save_checkpoint(str(tmp))
     if trainer.is_global_zero:
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
-        os.replace(tmp, target)
-        dir_fd = os.open(target.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        if target.is_symlink() or not target.is_dir():
+            os.replace(tmp, target)
+        else:  # pragma: no cover - a directory left by hand where the file goes
+            shutil.rmtree(target)
+            os.replace(tmp, target)
+        _fsync_dir(target.parent)
+
+
+def initialize_optimizer_state(optimizer: torch.optim.Optimizer) -> bool:
+    """Give an optimizer that has not stepped yet the state its first step would start from; ``True`` if it did.
+
+    A sharded checkpoint lists every state entry it holds, and loading asks for the entries a fresh optimizer makes
+    (torch.distributed.checkpoint initializes one with a zero-lr step): an optimizer saved before its first step
+    (no row in the band yet) has none, and the resume fails on the missing keys. Here a zero-lr step on zero
+    gradients creates the entries (Adam's moments: zero), then every ``step`` count is reset to 0, so the state equals
+    the one the first real step creates by itself (the bias correction is unchanged) and the parameters and gradients
+    are untouched.
+    """
+    if optimizer.state:
+        return False
+    params = [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
+    grads = [p.grad for p in params]
+    lrs = [group.get("lr") for group in optimizer.param_groups]
+    try:
+        for p in params:
+            p.grad = torch.zeros_like(p)
+        for group in optimizer.param_groups:
+            if "lr" in group:
+                group["lr"] = torch.zeros_like(group["lr"]) if isinstance(group["lr"], torch.Tensor) else 0.0
+        optimizer.step()
+    finally:
+        for group, lr in zip(optimizer.param_groups, lrs):
+            if lr is not None:
+                group["lr"] = lr
+        for p, grad in zip(params, grads):
+            p.grad = grad
+    for state in optimizer.state.values():
+        step = state.get("step")
+        if isinstance(step, torch.Tensor):
+            step.zero_()
+        elif step is not None:
+            state["step"] = 0
+    return True
+
+
+def _atomic_save_sharded(trainer: L.Trainer, target: Path) -> None:
+    for optimizer in trainer.optimizers:  # every rank the same: each holds a shard of every parameter
+        initialize_optimizer_state(optimizer)
+    # a fresh directory per save (named by rank 0: every rank must write into the same one)
+    name = trainer.strategy.broadcast(f"{target.stem}-{uuid.uuid4().hex[:12]}")
+    shards = target.parent / SHARDS / name
+    trainer.save_checkpoint(str(shards))  # collective: every rank writes its shards, rank 0 the metadata
+    trainer.strategy.barrier("sharded_checkpoint_written")
+    if trainer.is_global_zero:
+        _fsync_dir(shards)
+        _fsync_dir(shards.parent)
+        link = target.with_name(target.name + ".tmp")
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        os.symlink(os.path.relpath(shards, target.parent), link)
+        if target.is_dir() and not target.is_symlink():  # pragma: no cover - a directory where the link goes
+            shutil.rmtree(target)
+        os.replace(link, target)
+        _fsync_dir(target.parent)
+        _remove_unreferenced(target.parent)
+
+
+def _remove_unreferenced(dirpath: Path) -> None:
+    """Delete the shard directories that no checkpoint link in ``dirpath`` points at (superseded saves)."""
+    root = dirpath / SHARDS
+    if not root.is_dir():
+        return
+    kept = {Path(os.path.realpath(p)) for p in dirpath.iterdir() if p.is_symlink()}
+    for entry in root.iterdir():
+        if Path(os.path.realpath(entry)) not in kept:
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def atomic_save_checkpoint(trainer: L.Trainer, path: str | os.PathLike[str]) -> None:
+    """Save the trainer's checkpoint to ``path`` atomically: a complete checkpoint or the previous one, never a part.
+
+    One file: a temporary file, fsync, ``os.replace`` (rank 0 renames). Sharded strategies: a new shard directory,
+    then ``path`` becomes a symlink to it (rank 0 swaps it atomically). Collective: every rank calls it.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if saves_sharded(trainer):
+        _atomic_save_sharded(trainer, target)
+    else:
+        _atomic_save_file(trainer, target)
     trainer.strategy.barrier("atomic_save_checkpoint")
+
+
+def resume_path(path: str | os.PathLike[str]) -> Path | None:
+    """``path`` when it names a complete checkpoint (a file, or a link to a sharded one), else ``None``."""
+    target = Path(path)
+    if target.is_file():
+        return target
+    if target.is_dir() and (target / METADATA).is_file():
+        return target
+    return None
+
+
+def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The whole checkpoint at ``path`` as one dictionary, on one process (no process group needed).
+
+    A file is ``torch.load``-ed. A sharded checkpoint is assembled from its shards (full tensors) and its metadata:
+    ``state_dict`` maps each parameter's name to its full tensor as in a one-file checkpoint, and the optimizers'
+    states come under ``optimizer_0``, ``optimizer_1`` (torch.distributed.checkpoint's layout: ``{"state": {name:
+    {...}}, "param_groups": [...]}``, keyed by parameter name).
+    """
+    target = Path(path)
+    if target.is_file():
+        return dict(torch.load(target, map_location="cpu", weights_only=False))
+    if resume_path(target) is None:
+        raise ValueError(f"path: expected a checkpoint file or a sharded checkpoint directory, got {str(target)!r}")
+    from torch.distributed.checkpoint import FileSystemReader
+    from torch.distributed.checkpoint.default_planner import _EmptyStateDictLoadPlanner
+    from torch.distributed.checkpoint.state_dict_loader import _load_state_dict
+
+    state: dict[str, Any] = {}
+    _load_state_dict(state, storage_reader=FileSystemReader(str(target)), planner=_EmptyStateDictLoadPlanner(),
+                     no_dist=True)
+    meta = torch.load(target / METADATA, map_location="cpu", weights_only=False)
+    return {**meta, **state}
 
 
 class IterationCheckpoint(L.Callback):
@@ -52,6 +202,11 @@ class IterationCheckpoint(L.Callback):
     def last(self) -> Path:
         """The checkpoint to resume from."""
         return self.dirpath / "last.ckpt"
+
+    @property
+    def resume_from(self) -> Path | None:
+        """``last`` when a complete checkpoint is there (one file or sharded), else ``None`` (a fresh run)."""
+        return resume_path(self.last)
 
     def on_train_batch_end(
         self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any, batch_idx: int

@@ -52,8 +52,11 @@ class AgentModule(RLAnythingModule):
     def _evaluate(self, completed: int, *, judge_only: bool = False) -> None:
         if self.evaluator is None:
             return
-        with self.gathered_models():  # every rank gathers (collective); rank 0 evaluates on the full weights
-            if not self.trainer.is_global_zero:
+        # a sharded evaluator (loop.sharded_evaluation) splits the episodes over the ranks and gathers them: every
+        # rank calls it and gets the whole result; any other evaluator runs on rank 0 alone
+        sharded = bool(getattr(self.evaluator, "sharded", False))
+        with self.gathered_models():  # every rank gathers (collective); evaluation runs on the full weights
+            if not sharded and not self.trainer.is_global_zero:
                 return
             scores = self.evaluator.judge_accuracy() if judge_only else self.evaluator()  # type: ignore[attr-defined]
             if judge_only and not scores:
@@ -62,6 +65,8 @@ class AgentModule(RLAnythingModule):
         metrics["eval/iteration"] = float(completed)
         if not judge_only:
             self.evaluations.append(metrics)
+        if not self.trainer.is_global_zero:
+            return
         for logger in self.loggers:
             logger.log_metrics(metrics, step=completed)
 

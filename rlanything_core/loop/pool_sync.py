@@ -1,9 +1,13 @@
 """What every loop driver shares about the task pool: per-iteration snapshots, resume, and the adaptation hand-off.
 
-One writer rank (rank 0) owns the pool. After each iteration the drivers gather the success rates (and whatever the
-adaptation needs: episodes, critic feedback) from every rank, let the writer adapt and save the pool, copy the saved
-state to ``pool/snapshots/iter_<n>.json``, and make the other ranks reload it. A resumed run rolls the pool back to
-the snapshot of its checkpoint's iteration, so a crash between the two saves repeats that iteration exactly.
+One writer owns the pool: global rank 0, chosen once the process group exists (``save_initial_pool`` and
+``restore_pool`` run in the data module's hooks, after Lightning set the process group up), not guessed from the
+launcher's variables when the run is built (``srun`` sets no ``RANK``). After each iteration the drivers gather the
+success rates (and whatever the adaptation needs: episodes, critic feedback) from every rank, let the writer adapt and
+save the pool, copy the saved state to ``pool/snapshots/iter_<n>.json``, and broadcast the pool's state to the other
+ranks (``broadcast_object_list``): no rank re-reads shared storage, which NFS may serve stale. An error on the writer
+is broadcast too, so every rank raises it instead of waiting. A resumed run rolls the pool back to the snapshot of its
+checkpoint's iteration, so a crash between the two saves repeats that iteration exactly.
 """
 
 from __future__ import annotations
@@ -66,8 +70,13 @@ class PoolSnapshots:
         """Roll the pool back to the state that follows iteration ``completed_iterations - 1`` (for resume).
 
         A crash between saving a pool snapshot and saving the matching checkpoint leaves the pool one iteration
-        ahead; the resumed run repeats that iteration exactly, from the snapshot the checkpoint belongs to.
+        ahead; the resumed run repeats that iteration exactly, from the snapshot the checkpoint belongs to. Collective:
+        the writer restores, every other rank receives its state.
         """
+        self._elect_writer()
+        self._on_writer_then_share(lambda: self._restore_on_writer(completed_iterations))
+
+    def _restore_on_writer(self, completed_iterations: int) -> None:
         state = self.pool.run_dir / "pool" / "state.json"
         if completed_iterations > 0:
             snapshot = self._snapshot_path(completed_iterations - 1)
@@ -76,30 +85,62 @@ class PoolSnapshots:
             initial = snapshot
         else:
             initial = self.pool.run_dir / "pool" / "snapshots" / "initial.json"
-        rank, _ = dist_rank_world()
-        if rank == 0 and initial.is_file():
+        if initial.is_file():
             tmp = state.with_suffix(".restore.tmp")
             shutil.copyfile(initial, tmp)
             with open(tmp, "rb") as fh:
                 os.fsync(fh.fileno())
             os.replace(tmp, state)
-        self._barrier()
-        writer = self.pool.writer
         self.pool.close()
-        self.pool = TaskPool.load(self.pool.run_dir, writer=writer)
+        self.pool = TaskPool.load(self.pool.run_dir, writer=True)
 
     def save_initial_pool(self) -> None:
         """Persist the pool as it is before iteration 0 (the state a resume from scratch returns to).
 
-        A run restarted before its first checkpoint already has that state: it returns to it instead.
+        A run restarted before its first checkpoint already has that state: it returns to it instead. Collective.
         """
-        if (self.pool.run_dir / "pool" / "snapshots" / "initial.json").is_file():
-            self.restore_pool(0)
-            return
-        if self.pool.writer:
+        self._elect_writer()
+
+        def on_writer() -> None:
+            if (self.pool.run_dir / "pool" / "snapshots" / "initial.json").is_file():
+                self._restore_on_writer(0)
+                return
             self.pool.save()
             self._copy_state(self.pool.run_dir / "pool" / "snapshots" / "initial.json")
-        self._barrier()
+
+        self._on_writer_then_share(on_writer)
+
+    def _elect_writer(self) -> None:
+        """Global rank 0 becomes the writer (takes the lock); any other rank gives the role up."""
+        rank, _ = dist_rank_world()
+        if rank == 0:
+            self.pool.claim_writer()
+        elif self.pool.writer:
+            self.pool.close()
+            self.pool.writer = False
+
+    def _on_writer_then_share(self, work: Callable[[], object]) -> None:
+        """Run ``work`` on the writer (rank 0), then broadcast its pool state (or its error) to every other rank."""
+        rank, world = dist_rank_world()
+        error: BaseException | None = None
+        if rank == 0:
+            try:
+                work()
+            except BaseException as err:  # every rank must reach the broadcast, then raise
+                error = err
+        if world > 1:
+            payload: list[Any] = [None]
+            if rank == 0:
+                payload[0] = ("error", f"{type(error).__name__}: {error}") if error else ("pool", self.pool.snapshot())
+            dist.broadcast_object_list(payload, src=0)
+            kind, value = payload[0]
+            if rank != 0:
+                if kind == "error":
+                    raise RuntimeError(f"the pool writer (rank 0) failed: {value}")
+                self.pool.close()
+                self.pool = TaskPool.from_snapshot(self.pool.run_dir, value)
+        if error is not None:
+            raise error
 
     def _copy_state(self, target: Path) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -108,11 +149,6 @@ class PoolSnapshots:
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, target)
-
-    @staticmethod
-    def _barrier() -> None:
-        if dist.is_available() and dist.is_initialized():
-            dist.barrier()
 
     def _sync_pool(
         self, rates: dict[str, float], items: Sequence[Any], iteration: int, adapt: AdaptFn | None
@@ -128,6 +164,7 @@ class PoolSnapshots:
         Returns:
             The adaptation's metrics plus ``env/accepted_total``.
         """
+        self._elect_writer()  # idempotent: a driver used without the data module's hooks still has its writer
         all_items = list(items)
         _, world = dist_rank_world()
         if world > 1:
@@ -136,13 +173,13 @@ class PoolSnapshots:
             rates = {t: r for part in gathered for t, r in part[0].items()}
             all_items = [x for part in gathered for x in part[1]]
         metrics: dict[str, float] = {}
-        if adapt is not None and self.pool.writer:
-            metrics = adapt(rates, all_items)
-        if self.pool.writer:
+
+        def on_writer() -> None:
+            if adapt is not None:
+                metrics.update(adapt(rates, all_items))
             self.pool.save()
             self._copy_state(self._snapshot_path(iteration))
-        self._barrier()
-        if not self.pool.writer:
-            self.pool = TaskPool.load(self.pool.run_dir, writer=False)
+
+        self._on_writer_then_share(on_writer)
         metrics["env/accepted_total"] = float(len(self.pool.accepted_ids()))
         return metrics

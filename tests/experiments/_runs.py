@@ -60,5 +60,7 @@ def run(run_dir: Path, *overrides: str, timeout: float = 600) -> re.Match[str]:
 
 
 def weights(run_dir: Path) -> dict[str, torch.Tensor]:
-    ckpt = torch.load(run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)
-    return ckpt["state_dict"]
+    """The final weights, from a one-file or a sharded (torch.distributed.checkpoint) ``last.ckpt``."""
+    from rlanything_core.lightning.checkpoint import read_checkpoint
+
+    return dict(read_checkpoint(run_dir / "checkpoints" / "last.ckpt")["state_dict"])

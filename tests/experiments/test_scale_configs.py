@@ -64,6 +64,9 @@ PAPER: dict[str, dict[str, Any]] = {
         "optim.policy_updates": 2,
         "optim.judge_updates": 2,
         "setting.tests_per_task": 16,
+        # the coder's budget per program (rollout.policy.max_gen_length), set by the scale file: setting/coding.yaml
+        # used to pin it to model.max_new_tokens after the scale was applied (2000 with qwen2.5-7b)
+        "setting.max_new_tokens": 2048,
         "setting.train_problems": None,
         "setting.eval_samples": 3,
         "setting.eval_problems": None,
@@ -109,6 +112,8 @@ def test_gpu_commands_resolve_to_the_papers_hyperparameters(scale: str, setting:
 def test_a_command_line_override_still_wins_over_the_scale() -> None:
     cfg = _cfg("+setting=alfworld", "scale=gpu", "iterations=3", "setting.max_steps=5")
     assert cfg.iterations == 3 and cfg.setting.max_steps == 5
+    cfg = _cfg("+setting=coding", "scale=gpu", "model=qwen2.5-7b", "setting.max_new_tokens=1024")
+    assert cfg.setting.max_new_tokens == 1024 and cfg.setting.test_max_new_tokens == 4000
 
 
 # The CPU default, as it was before the defaults order changed (it must not move: the committed results use it).
@@ -158,6 +163,9 @@ def test_the_cpu_default_keeps_its_values(setting: str) -> None:
     assert not wrong, f"resolved (got, expected): {wrong}"
     assert sampling(cfg, max_new_tokens=8, temperature=1.0).top_p == 1.0
     assert judge_max_new_tokens(cfg) == cfg.model.max_new_tokens
+    if setting in ("coding", "livebench"):  # the CPU coder keeps the model's budget
+        assert cfg.setting.max_new_tokens == cfg.model.max_new_tokens
+        assert cfg.setting.test_max_new_tokens == cfg.model.max_new_tokens
 
 
 def test_the_ablation_default_keeps_its_values() -> None:
@@ -188,6 +196,7 @@ def test_fsdp2_builds_model_parallel_strategy_as_pure_data_parallelism() -> None
     strategy = _fsdp2_strategy(cfg)
     assert type(strategy).__name__ == "ModelParallelStrategy"
     assert (strategy._data_parallel_size, strategy._tensor_parallel_size) == (64, 1)
+    assert strategy._save_distributed_checkpoint  # sharded checkpoints: nothing gathered to rank 0
     sharding = _sharding(cfg)
     assert (sharding.param_dtype, sharding.reduce_dtype, sharding.master_dtype) == (
         torch.bfloat16,

@@ -1,0 +1,57 @@
+"""Checkpoint helpers that need no process group: the optimizer state a sharded save writes, and reading back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from rlanything_core.lightning.checkpoint import initialize_optimizer_state, read_checkpoint, resume_path
+
+
+def _trajectory(initialize: bool, weight_decay: float) -> list[torch.Tensor]:
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=weight_decay)
+    before = [p.detach().clone() for p in model.parameters()]
+    if initialize:  # what a sharded save does to an optimizer that has not stepped yet
+        assert initialize_optimizer_state(opt)
+        assert set(opt.state[model.weight]) == {"step", "exp_avg", "exp_avg_sq"}
+        assert all(p.grad is None for p in model.parameters())  # gradients untouched
+        assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))  # weights untouched
+    gen = torch.Generator().manual_seed(1)
+    for _ in range(3):
+        opt.zero_grad()
+        model(torch.randn(5, 4, generator=gen)).pow(2).sum().backward()
+        opt.step()
+    return [p.detach().clone() for p in model.parameters()] + [opt.state[model.weight]["step"]]
+
+
+@pytest.mark.parametrize("weight_decay", [0.0, 0.01])
+def test_an_initialized_optimizer_state_is_the_one_the_first_step_makes(weight_decay: float) -> None:
+    """Bit-identical updates with and without the initialization (a left-over step count would change Adam's bias
+    correction: the first update would shrink, as torch.distributed.checkpoint's own zero-lr step does)."""
+    plain, initialized = _trajectory(False, weight_decay), _trajectory(True, weight_decay)
+    assert all(torch.equal(a, b) for a, b in zip(plain, initialized))
+
+
+def test_an_optimizer_that_has_stepped_is_left_alone() -> None:
+    model = torch.nn.Linear(2, 1)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    model(torch.ones(1, 2)).sum().backward()
+    opt.step()
+    state = {k: v.clone() for k, v in opt.state[model.weight].items()}
+    assert not initialize_optimizer_state(opt)
+    assert all(torch.equal(state[k], opt.state[model.weight][k]) for k in state)
+
+
+def test_read_checkpoint_and_resume_path(tmp_path: Path) -> None:
+    assert resume_path(tmp_path / "last.ckpt") is None
+    (tmp_path / "empty").mkdir()
+    assert resume_path(tmp_path / "empty") is None  # a directory without the sharded metadata: not a checkpoint
+    with pytest.raises(ValueError, match="path"):
+        read_checkpoint(tmp_path / "empty")
+    torch.save({"state_dict": {"w": torch.ones(2)}}, tmp_path / "last.ckpt")
+    assert resume_path(tmp_path / "last.ckpt") == tmp_path / "last.ckpt"
+    assert torch.equal(read_checkpoint(tmp_path / "last.ckpt")["state_dict"]["w"], torch.ones(2))

@@ -1,0 +1,73 @@
+"""One rank of tests/loop/test_sharded_evaluation.py: a TextWorld evaluation (real games, tiny models) over gloo.
+
+``python _sharded_eval_worker.py RANK PORT RUN_DIR OUT``: builds the run as experiments/train.py does (its evaluator is
+sharded), evaluates on both ranks, and rank 0 then evaluates alone with the plain collector and judge (the reference).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch.distributed as dist
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "experiments"))
+sys.path.insert(0, str(REPO / "tests" / "experiments"))
+
+OVERRIDES = ["eval.games=3", "eval.runs=2", "arm=full", "setting.eval_max_steps=4", "setting.eval_quest_lengths=[1,2]"]
+
+
+class Counting:
+    """The real collector, counting the tasks this rank plays."""
+
+    def __init__(self, collector: Any) -> None:
+        self.collector = collector
+        self.tasks = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.collector, name)
+
+    def collect(self, tasks: Any, **kwargs: Any) -> Any:
+        self.tasks += len(tasks)
+        return self.collector.collect(tasks, **kwargs)
+
+
+def main(rank: int, port: int, run_dir: str, out: str) -> None:
+    from _runs import FAST
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from builders import build, close_shared_env_pools
+
+    OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
+    with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base=None):
+        cfg = compose("train", overrides=[*FAST, f"run_dir={run_dir}", *OVERRIDES])
+    from rlanything_core.loop.sharded_evaluation import sharded_evaluator
+
+    evaluator = sharded_evaluator(build(cfg).module.evaluator)  # idempotent once the builders wrap it themselves
+    counting = Counting(evaluator.collector.collector)
+    evaluator.collector.collector = counting
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    result: dict[str, Any] = {"metrics": evaluator(), "outcomes": [vars(o) for o in evaluator.last_outcomes]}
+    result["tasks_played"] = counting.tasks
+    result["tasks_total"] = sum(len(s.tasks) for s in evaluator.splits)
+    dist.barrier()
+    dist.destroy_process_group()
+    if rank == 0:  # the reference: one process, the plain collector and judge
+        plain = copy.copy(evaluator)
+        plain.collector = counting.collector
+        plain.judge = evaluator.judge.judge_collector
+        result["plain_metrics"] = plain()
+        result["plain_outcomes"] = [vars(o) for o in plain.last_outcomes]
+    close_shared_env_pools()
+    Path(out, f"rank{rank}.json").write_text(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4])

@@ -1,0 +1,75 @@
+"""The task pool's writer is global rank 0, chosen once the process group exists; the others get its state by broadcast.
+
+Two gloo processes with no launcher rank variable (as under ``srun``), both holding the pool read-only as the builders
+make it. Rank 1 sees a stale copy of the run directory (shared storage served from an old cache): if it re-read the
+pool from storage it would miss the writer's changes (issue 19: the writer was guessed from ``RANK`` before the
+process group existed, and the other ranks reloaded ``state.json`` from shared storage).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rlanything_core.testing.processes import reaped
+
+WORKER = Path(__file__).with_name("_pool_worker.py")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    base = tmp_path_factory.mktemp("pool")
+    shared, stale, out = base / "shared", base / "stale", base / "out"
+    for d in (shared, stale, out):
+        d.mkdir()
+    port = _free_port()
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    errors = []
+    with reaped([sys.executable, str(WORKER), "0", str(port), str(shared), str(stale), str(out)], env=env,
+                stderr=subprocess.PIPE, text=True) as p0, \
+         reaped([sys.executable, str(WORKER), "1", str(port), str(shared), str(stale), str(out)], env=env,
+                stderr=subprocess.PIPE, text=True) as p1:
+        for p in (p0, p1):  # a rank waiting for a writer that never answers would hang: the timeout fails it
+            _, err = p.communicate(timeout=120)
+            errors.append(err[-3000:])
+        assert p0.returncode == 0 and p1.returncode == 0, errors
+    return [json.loads((out / f"rank{r}.json").read_text()) for r in range(2)]
+
+
+def test_global_rank_0_alone_is_the_writer(ranks: list[dict[str, Any]]) -> None:
+    assert [r["initial"]["writer"] for r in ranks] == [True, False]
+    assert [r["after_sync"]["writer"] for r in ranks] == [True, False]
+    assert not ranks[1]["stale_state_written"]  # rank 1 never wrote (nor could have read) the pool
+
+
+def test_the_writer_adapts_on_everything_gathered(ranks: list[dict[str, Any]]) -> None:
+    assert ranks[0]["metrics"]["env/rates_seen"] == 2.0 and ranks[0]["metrics"]["env/items_seen"] == 2.0
+    assert "env/rates_seen" not in ranks[1]["metrics"]
+    assert ranks[0]["metrics"]["env/accepted_total"] == ranks[1]["metrics"]["env/accepted_total"]
+
+
+def test_the_other_ranks_receive_the_writers_state_not_their_stale_storage(ranks: list[dict[str, Any]]) -> None:
+    for stage in ("initial", "after_sync", "restored"):
+        mine = {k: v for k, v in ranks[1][stage].items() if k != "writer"}
+        assert mine == {k: v for k, v in ranks[0][stage].items() if k != "writer"}, stage
+    assert ranks[1]["after_sync"]["pending"] == ["r0@v1-h"]  # only the writer's broadcast holds the candidate
+    assert ranks[1]["restored"]["pending"] == [] and ranks[1]["restored"]["generation"] == 1
+
+
+def test_an_error_on_the_writer_is_raised_on_every_rank(ranks: list[dict[str, Any]]) -> None:
+    assert ranks[0]["error"] == "ValueError: the rewriter broke"
+    assert ranks[1]["error"] == "RuntimeError: the pool writer (rank 0) failed: ValueError: the rewriter broke"
