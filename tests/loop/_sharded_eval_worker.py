@@ -16,8 +16,8 @@ from typing import Any
 import torch.distributed as dist
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "experiments"))
-sys.path.insert(0, str(REPO / "tests" / "experiments"))
+sys.path.insert(0, str(REPO))  # experiments is a package of the repository root
+sys.path.insert(0, str(REPO / "tests" / "experiments"))  # the shared run helpers (_runs)
 
 OVERRIDES = ["eval.games=3", "eval.runs=2", "arm=full", "setting.eval_max_steps=4", "setting.eval_quest_lengths=[1,2]"]
 
@@ -42,7 +42,7 @@ def main(rank: int, port: int, run_dir: str, out: str) -> None:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from builders import build, close_shared_env_pools
+    from experiments.builders import build, close_shared_env_pools
 
     OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
     with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base=None):
