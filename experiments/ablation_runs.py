@@ -22,6 +22,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from experiments import warm_start, warm_start_encoder
+from experiments.ablation_results import final_eval, read_metrics
 from experiments.ablation_table import LABELS
 from experiments.builders import close_shared_env_pools
 from experiments.reuse import reuse_file, reuse_run
@@ -91,8 +92,14 @@ def _completed(run_dir: Path) -> int:
 
 
 def _finished(run_dir: Path, iterations: int) -> bool:
-    """Whether a training run has a checkpoint that completed ``iterations``."""
-    return (run_dir / "checkpoints" / "last.ckpt").is_file() and _completed(run_dir) >= iterations
+    """Whether a training run has a checkpoint that completed ``iterations`` and its final evaluation was logged.
+
+    A run killed during its final evaluation (after the last checkpoint) is not finished: rerunning it resumes at the
+    last iteration, trains nothing and evaluates (``train.run_training``).
+    """
+    if not (run_dir / "checkpoints" / "last.ckpt").is_file() or _completed(run_dir) < iterations:
+        return False
+    return final_eval(read_metrics(run_dir)).get("eval/iteration", -1.0) >= iterations
 
 
 def _warm_start_recipe(cfg: DictConfig, seed: int) -> tuple[str, list[str]] | None:

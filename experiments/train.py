@@ -47,6 +47,13 @@ def run_training(cfg: DictConfig):  # type: ignore[no-untyped-def]
         write_eval_outcomes(run.run_dir, run.module.evaluator, 0)
         return run
     run.trainer.fit(run.module, datamodule=run.datamodule, ckpt_path=str(run.resume_from) if run.resume_from else None)
+    completed = int(run.datamodule.completed)
+    if run.module.evaluator is not None and not run.module.evaluations and completed >= int(cfg.iterations):
+        # resumed from the last iteration's checkpoint: Lightning trains nothing and skips on_train_end, so a run
+        # killed during its final evaluation gets that evaluation here
+        run.module.evaluate(completed)
+        for logger in run.module.loggers:
+            logger.save()
     if run.module.evaluations and run.trainer.is_global_zero:  # the final evaluation's episodes (paired statistics)
         write_eval_outcomes(run.run_dir, run.module.evaluator, int(run.datamodule.completed))
     return run

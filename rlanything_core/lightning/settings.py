@@ -49,7 +49,8 @@ class AgentModule(RLAnythingModule):
         self.eval_at_start = eval_at_start
         self.evaluations: list[dict[str, float]] = []
 
-    def _evaluate(self, completed: int, *, judge_only: bool = False) -> None:
+    def evaluate(self, completed: int, *, judge_only: bool = False) -> None:
+        """Evaluate (or only score the judge) after ``completed`` iterations and log the metrics (rank 0)."""
         if self.evaluator is None:
             return
         # a sharded evaluator (loop.sharded_evaluation) splits the episodes over the ranks and gathers them: every
@@ -74,20 +75,20 @@ class AgentModule(RLAnythingModule):
         """Optionally evaluate the models as they are before any update."""
         datamodule = getattr(self.trainer, "datamodule", None)
         if self.eval_at_start and getattr(datamodule, "completed", 0) == 0:
-            self._evaluate(0)
+            self.evaluate(0)
 
     def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
         """Evaluate every ``eval_every`` iterations."""
         completed = int(batch.iteration) + 1
         if self.eval_every and completed % self.eval_every == 0:
-            self._evaluate(completed)
+            self.evaluate(completed)
         elif (
             self.judge_eval_every
             and completed % self.judge_eval_every == 0
             and completed < int(self.trainer.max_epochs or 0)  # the last iteration gets the full evaluation
             and hasattr(self.evaluator, "judge_accuracy")
         ):
-            self._evaluate(completed, judge_only=True)
+            self.evaluate(completed, judge_only=True)
 
     def on_train_end(self) -> None:
         """Final evaluation, unless the last iteration was just evaluated."""
@@ -96,7 +97,7 @@ class AgentModule(RLAnythingModule):
         if self.evaluator is not None and not (
             self.evaluations and self.evaluations[-1]["eval/iteration"] == completed
         ):
-            self._evaluate(completed)
+            self.evaluate(completed)
 
 
 class ALFWorldModule(AgentModule):
