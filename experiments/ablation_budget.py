@@ -27,7 +27,7 @@ class StepCosts:
         policy_s: the policy's scoring of one step (state embedding, command scores).
         engine_s: ALFWorld's engine step.
         judge_s: one step's judge pass (its m votes come from one pass).
-        planner_s: one planner label (the process accuracy's oracle; ~2.4 s measured on ALFWorld's kitchens).
+        planner_s: one planner label (the probe set's oracle, labelled once; ~1.5 s with the games' first resets).
         update_s: one trained-on step's update work (old log-probs, forward, backward).
         run_overhead_s: starting one run (building the models, loading games).
         warm_start_s: the supervised warm start, cold (made once, shared by the seeds).
@@ -35,13 +35,13 @@ class StepCosts:
         won_steps: the mean length of a won episode.
     """
 
-    policy_s: float = 0.050
-    engine_s: float = 0.025
-    judge_s: float = 0.050
-    planner_s: float = 2.4
-    update_s: float = 0.1
+    policy_s: float = 0.035
+    engine_s: float = 0.015
+    judge_s: float = 0.040
+    planner_s: float = 1.5
+    update_s: float = 0.03
     run_overhead_s: float = 20.0
-    warm_start_s: float = 600.0
+    warm_start_s: float = 240.0
     success: float = 0.35
     won_steps: float = 12.0
 
