@@ -106,3 +106,31 @@ def _csv_history(run_dir: Path) -> tuple[list[int], int, int]:
         int(sum(float(r.get("policy/updates") or 0) for r in rows)),
         int(sum(float(r.get("judge/updates") or 0) for r in rows)),
     )
+
+
+def test_a_run_killed_in_its_final_evaluation_evaluates_on_rerun(reference: tuple[Path, float], tmp_path: Path) -> None:
+    """The last checkpoint is written before the final evaluation: a kill in between leaves every iteration done and
+    no final evaluation. Rerunning trains nothing and evaluates; the ablation does not count the run as finished."""
+    import shutil
+
+    from experiments.ablation_runs import _finished
+
+    ref_dir, _ = reference
+    run_dir = tmp_path / "killed_in_eval"
+    shutil.copytree(ref_dir, run_dir)
+    metrics = run_dir / "logs" / "metrics.csv"
+    with open(metrics) as fh:
+        reader = csv.DictReader(fh)
+        fields, rows = reader.fieldnames, [r for r in reader if not r.get("eval/iteration")]
+    with open(metrics, "w", newline="") as fh:  # as the kill left it: training rows only
+        writer = csv.DictWriter(fh, fieldnames=fields or [])
+        writer.writeheader()
+        writer.writerows(rows)
+    (run_dir / "eval_outcomes.json").unlink(missing_ok=True)
+    assert not _finished(run_dir, 3) and _finished(ref_dir, 3)
+    before = weights(run_dir)
+    assert int(run(run_dir).group(1)) == 3
+    after = weights(run_dir)
+    assert all(torch.equal(before[k], after[k]) for k in before)  # nothing trained again
+    assert _finished(run_dir, 3)
+    assert (run_dir / "eval_outcomes.json").is_file()
