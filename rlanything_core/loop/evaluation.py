@@ -151,7 +151,19 @@ class AgentEvaluator:
         self.probe_file = None if probe_file is None else Path(probe_file)
         self.probes: dict[str, JudgeProbe] = {}
         if self.probe_file is not None and self.probe_file.is_file():
-            self.probes = load_probes(self.probe_file)
+            self.probes = load_probes(self.probe_file, self._probe_settings())
+
+    def _probe_settings(self) -> dict[str, Any]:
+        """What decides the probe's episodes: recorded in the probe file, which is refused under other settings."""
+        games = math.ceil(self.oracle_episodes / max(1, int(self.collector.group_size)))
+        return {
+            "seed": self.seed,
+            "oracle_episodes": self.oracle_episodes,
+            "group_size": int(self.collector.group_size),
+            "max_steps": int(self.collector.max_steps),
+            "max_history_turns": self.collector.max_history_turns,
+            "games": {s.name: list(s.task_ids[:games]) for s in self.splits},
+        }
 
     def _probe(self, split: EvalSplit, episodes: Sequence[Episode]) -> JudgeProbe | None:
         """The split's probe set: loaded, or labelled now from the first ``oracle_episodes`` of ``episodes``."""
@@ -163,7 +175,7 @@ class AgentEvaluator:
         probe = label_probe(split.name, episodes[: self.oracle_episodes], by_id.__getitem__, self.oracle)
         self.probes[split.name] = probe
         if self.probe_file is not None and all(s.name in self.probes for s in self.splits):
-            save_probes(self.probe_file, [self.probes[s.name] for s in self.splits])
+            save_probes(self.probe_file, [self.probes[s.name] for s in self.splits], self._probe_settings())
         return probe
 
     def _process_accuracy(self, probe: JudgeProbe | None) -> dict[str, float]:

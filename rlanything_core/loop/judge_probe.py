@@ -35,7 +35,7 @@ __all__ = [
     "step_majority_votes",
 ]
 
-_FORMAT = 1
+_FORMAT = 2  # 2: the evaluation settings the episodes were played under are recorded and checked
 
 
 def balanced_accuracy(predicted: torch.Tensor, actual: torch.Tensor) -> float:
@@ -118,10 +118,18 @@ def probe_accuracy(probe: JudgeProbe) -> dict[str, float]:
     }
 
 
-def save_probes(path: str | os.PathLike[str], probes: Sequence[JudgeProbe]) -> Path:
-    """Write the probes atomically as JSON (the format :func:`load_probes` reads)."""
+def save_probes(
+    path: str | os.PathLike[str], probes: Sequence[JudgeProbe], settings: dict[str, Any] | None = None
+) -> Path:
+    """Write the probes atomically as JSON (the format :func:`load_probes` reads).
+
+    Args:
+        settings: the evaluation settings the episodes were played under (JSON values); :func:`load_probes` refuses
+            the file for other settings.
+    """
     payload = {
         "format": _FORMAT,
+        "settings": settings,
         "probes": [
             {"split": p.split, "labels": p.labels, "episodes": [dataclasses.asdict(e) for e in p.episodes]}
             for p in probes
@@ -134,15 +142,29 @@ def _episode(fields: dict[str, Any]) -> Episode:
     return Episode(**{**fields, "steps": [AgentStep(**{**s, "judge": []}) for s in fields["steps"]]})
 
 
-def load_probes(path: str | os.PathLike[str]) -> dict[str, JudgeProbe]:
+def load_probes(path: str | os.PathLike[str], settings: dict[str, Any] | None = None) -> dict[str, JudgeProbe]:
     """The probes saved at ``path``, by split name.
+
+    Args:
+        settings: when given, the evaluation settings the caller would label under; they must equal the file's.
 
     Raises:
         CorruptFileError: the file is not a probe file of this format (the message names the file and the problem).
+        ValueError: the file was labelled under other evaluation settings (the message names the differing keys):
+            scoring a judge on another evaluation's steps would silently compare unlike with unlike.
     """
     data = read_json(path)
     if data.get("format") != _FORMAT or not isinstance(data.get("probes"), list):
         raise CorruptFileError(f"{path}: not a judge probe file of format {_FORMAT}")
+    saved = data.get("settings")
+    if settings is not None and saved != settings:
+        saved = saved if isinstance(saved, dict) else {}
+        keys = sorted(k for k in {*saved, *settings} if saved.get(k) != settings.get(k))
+        differ = ", ".join(f"{k}: file {saved.get(k)!r} vs now {settings.get(k)!r}" for k in keys)
+        raise ValueError(
+            f"{path}: judge probe labelled under other evaluation settings ({differ}); delete it, or give "
+            "eval.probe_file another path"
+        )
     try:
         probes = [
             JudgeProbe(

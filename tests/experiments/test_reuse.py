@@ -48,3 +48,22 @@ def test_a_run_is_reused_when_only_the_key_order_of_its_config_differs(tmp_path:
     target = b / "runs" / "full_seed0"
     reordered = f"run_dir: {b}/runs/full_seed0\nsetting:\n  name: alfworld\n  max_steps: 20\n"
     assert reuse_run(source, target, reordered, a, b)
+
+
+def test_the_judge_probe_is_copied_only_for_the_same_starting_weights(tmp_path: Path) -> None:
+    from omegaconf import OmegaConf
+
+    from experiments.ablation_runs import judge_probe_file
+
+    source, out = tmp_path / "default", tmp_path / "full"
+    (source / "init").mkdir(parents=True)
+    (source / "init" / "policy_seed0.pt").write_bytes(b"weights")
+    (source / "init" / "judge_probe_policy_seed0.json").write_text("{}")
+    (out / "init").mkdir(parents=True)
+    init = out / "init" / "policy_seed0.pt"
+    cfg = OmegaConf.create({"reuse_from": "default"})
+
+    init.write_bytes(b"other weights")  # another starting policy plays other probe episodes: label them anew
+    assert not judge_probe_file(cfg, out, init).exists()
+    init.write_bytes(b"weights")
+    assert judge_probe_file(cfg, out, init).read_text() == "{}"

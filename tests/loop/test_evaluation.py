@@ -81,3 +81,10 @@ def test_a_later_evaluator_reads_the_probe_file_and_never_plans(evaluated) -> No
                             oracle_episodes=3, seed=evaluator.seed, probe_file=evaluator.probe_file)  # fmt: skip
     assert later.judge_accuracy() == {k: v for k, v in metrics.items() if _process_key(k)}
     assert sum(len(p.episodes) for p in later.probes.values()) == 2 * 3  # oracle_episodes per split
+
+
+def test_a_probe_file_of_other_evaluation_settings_is_refused(evaluated) -> None:  # type: ignore[no-untyped-def]
+    evaluator, _, _ = evaluated
+    with pytest.raises(ValueError, match="other evaluation settings .*oracle_episodes: file 3 vs now 2"):
+        type(evaluator)(evaluator.collector, evaluator.splits, judge=evaluator.judge, oracle_episodes=2,
+                        seed=evaluator.seed, probe_file=evaluator.probe_file)  # fmt: skip

@@ -57,9 +57,17 @@ def test_a_label_per_step_is_required() -> None:
 
 def test_a_bad_file_is_named_in_the_error(tmp_path: Path) -> None:
     bad = tmp_path / "probe.json"
-    bad.write_text('{"format": 1, "probes": [{"split": "x", "labels": [[1]], "episodes": [{"nope": 1}]}]}')
+    bad.write_text('{"format": 2, "probes": [{"split": "x", "labels": [[1]], "episodes": [{"nope": 1}]}]}')
     with pytest.raises(CorruptFileError, match="probe.json: malformed judge probe file"):
         load_probes(bad)
     bad.write_text('{"format": 99, "probes": []}')
     with pytest.raises(CorruptFileError, match="not a judge probe file"):
         load_probes(bad)
+
+
+def test_a_file_labelled_under_other_settings_is_refused_by_name(tmp_path: Path) -> None:
+    probe = label_probe("in_distribution", [_episode("g1", ["look"], [1])], lambda task_id: task_id, _oracle)
+    path = save_probes(tmp_path / "probe.json", [probe], {"seed": 1, "max_steps": 30})
+    assert load_probes(path, {"seed": 1, "max_steps": 30})["in_distribution"].labels == probe.labels
+    with pytest.raises(ValueError, match="probe.json: .*max_steps: file 30 vs now 20\\); delete it"):
+        load_probes(path, {"seed": 1, "max_steps": 20})
