@@ -445,13 +445,26 @@ def _build_agent(cfg: DictConfig) -> Run:
         judge=judge_collector,
         oracle=oracle,
         oracle_episodes=int(cfg.eval.oracle_episodes),
-        seed=int(cfg.eval.seed),  # not the training seed: every arm and seed plays the same evaluation episodes
+        seed=int(cfg.eval.seed),  # the judge's probe set: the same for every arm and seed
+        episode_seed=evaluation_episode_seed(cfg),
         judge_episodes=None if cfg.eval.judge_episodes is None else int(cfg.eval.judge_episodes),
         probe_file=cfg.eval.get("probe_file"),
     )
     module = _module(cfg, module_cls, policy, judge, judge_loss, evaluator)
     module.rollout_context = rollout_context(cfg, [(policy, policy_backend), (judge, judge_backend)])
     return _run(cfg, run_dir, module, RolloutDataModule(driver, iterations=int(cfg.iterations)))
+
+
+def evaluation_episode_seed(cfg: DictConfig) -> int:
+    """The seed of the evaluation episodes: one per training seed (``eval.per_seed_episodes``), else ``eval.seed``.
+
+    Per training seed, every arm of that seed plays the same episodes (paired), and the seeds are independent draws:
+    with one draw for all, every seed's "before" row is the same sample and its noise is counted once, not per seed.
+    """
+    from rlanything_core.seeding import derive_seed
+
+    base = int(cfg.eval.seed)
+    return derive_seed(base, "episodes", int(cfg.seed)) if cfg.eval.get("per_seed_episodes", False) else base
 
 
 def _agent_backend(cfg: DictConfig, model: Any, tokenizer: Any) -> Any:

@@ -9,12 +9,12 @@ authors' code which used the training limit). Judge (when given):
   planner oracle's label (``PROGRESS`` = a good step, ``+1``; ``NEUTRAL`` or ``REGRESS`` = ``-1``). The paper labels
   steps with a stronger model's majority vote; the planner is exact. It is used for evaluation only, never for
   training. The labelled steps are a fixed probe set (:mod:`rlanything_core.loop.judge_probe`): the first
-  evaluation labels its first ``oracle_episodes`` episodes per split and, given ``probe_file``, saves them; every
-  later evaluation (of any run given the file) scores its judge on those same steps, so the planner runs once.
+  evaluation plays ``oracle_episodes`` episodes per split (its first games, with ``seed``), labels them and, given
+  ``probe_file``, saves them; every later evaluation (of any run given the file) scores its judge on those same
+  steps, so the planner runs once.
 
-Pairing: the evaluator plays the same tasks with the same episode seeds at every call (``seed`` does not depend on
-the training seed when the caller passes the same one), so two models evaluated by evaluators built alike are
-compared game by game. Each call keeps one :class:`EpisodeOutcome` per episode in ``last_outcomes``: the paired
+Pairing: the evaluator plays the same tasks with the same episode seeds (``episode_seed``) at every call, so two
+models evaluated by evaluators built alike are compared game by game. Each call keeps one :class:`EpisodeOutcome` per episode in ``last_outcomes``: the paired
 statistics of ``experiments/ablation_stats.py`` resample them.
 
 Both also come as **balanced accuracy** (``..._bacc``: the mean of the recalls of the classes present). Plain accuracy
@@ -113,7 +113,11 @@ class AgentEvaluator:
         judge: scores the steps for outcome/process accuracy (``None``: policy metrics only).
         oracle: ``(task, actions) -> list of +1/-1 step labels`` (ALFWorld's planner), or ``None``.
         oracle_episodes: label at most this many episodes per split (the planner costs ~0.2 s a step).
-        seed: evaluation seed (the same tasks and seeds at every evaluation, so curves compare like with like).
+        seed: evaluation seed (the same tasks and seeds at every evaluation, so curves compare like with like); it
+            also seeds the judge's probe set (its episodes and votes), which every run given ``probe_file`` shares.
+        episode_seed: the seed of the evaluation episodes (default: ``seed``). The ablation gives each training seed
+            its own, the same for all of that seed's arms: paired within a seed, independent draws across seeds (one
+            shared draw would make every seed's "before" row the same sample and the seeds' intervals too narrow).
         judge_episodes: the judge votes on the first this many episodes of each split only (``None``: all); its
             outcome accuracy is over them, and the probe set is labelled from the first ``oracle_episodes`` of them.
             A judge's vote costs about a policy step, so this keeps a large policy evaluation affordable.
@@ -135,6 +139,7 @@ class AgentEvaluator:
         seed: int = 1234,
         judge_episodes: int | None = None,
         probe_file: str | os.PathLike[str] | None = None,
+        episode_seed: int | None = None,
     ) -> None:
         if oracle_episodes < 0:
             raise ValueError(f"oracle_episodes: expected >= 0, got {oracle_episodes}")
@@ -147,6 +152,7 @@ class AgentEvaluator:
         self.oracle = oracle
         self.oracle_episodes = oracle_episodes
         self.seed = seed
+        self.episode_seed = seed if episode_seed is None else episode_seed
         self.last_outcomes: list[EpisodeOutcome] = []
         self.probe_file = None if probe_file is None else Path(probe_file)
         self.probes: dict[str, JudgeProbe] = {}
@@ -165,12 +171,16 @@ class AgentEvaluator:
             "games": {s.name: list(s.task_ids[:games]) for s in self.splits},
         }
 
-    def _probe(self, split: EvalSplit, episodes: Sequence[Episode]) -> JudgeProbe | None:
-        """The split's probe set: loaded, or labelled now from the first ``oracle_episodes`` of ``episodes``."""
+    def _probe(self, split: EvalSplit) -> JudgeProbe | None:
+        """The split's probe set: loaded, or played (the first games, ``seed``) and labelled now by the planner."""
         if split.name in self.probes:
             return self.probes[split.name]
-        if self.oracle is None or self.oracle_episodes == 0:
+        games = min(len(split.tasks), math.ceil(self.oracle_episodes / max(1, int(self.collector.group_size))))
+        if self.oracle is None or games == 0:
             return None
+        episodes, _ = self.collector.collect(
+            list(split.tasks[:games]), seed=derive_seed(self.seed, split.name), task_ids=list(split.task_ids[:games])
+        )
         by_id = dict(zip(split.task_ids, split.tasks))
         probe = label_probe(split.name, episodes[: self.oracle_episodes], by_id.__getitem__, self.oracle)
         self.probes[split.name] = probe
@@ -197,18 +207,7 @@ class AgentEvaluator:
             return {}
         metrics: dict[str, float] = {}
         for split in self.splits:
-            probe = self.probes.get(split.name)
-            if probe is None and self.oracle is not None:
-                games = min(len(split.tasks), math.ceil(self.oracle_episodes / self.collector.group_size))
-                if games == 0:
-                    continue
-                episodes, _ = self.collector.collect(
-                    list(split.tasks[:games]),
-                    seed=derive_seed(self.seed, split.name),
-                    task_ids=list(split.task_ids[:games]),
-                )
-                probe = self._probe(split, episodes)
-            metrics.update(self._process_accuracy(probe))
+            metrics.update(self._process_accuracy(self._probe(split)))
         return metrics
 
     @torch.no_grad()
@@ -219,7 +218,7 @@ class AgentEvaluator:
         runs = self.collector.group_size
         for split in self.splits:
             episodes, _ = self.collector.collect(
-                list(split.tasks), seed=derive_seed(self.seed, split.name), task_ids=list(split.task_ids)
+                list(split.tasks), seed=derive_seed(self.episode_seed, split.name), task_ids=list(split.task_ids)
             )
             # the collector returns each task's runs together, in task order
             outcomes.extend(
@@ -234,11 +233,11 @@ class AgentEvaluator:
             if self.judge is None:
                 continue
             judged = episodes[: self.judge_episodes]  # a prefix: the same episodes and vote seeds at every call
-            self.judge.judge(judged, seed=derive_seed(self.seed, split.name, "judge"))
+            self.judge.judge(judged, seed=derive_seed(self.episode_seed, split.name, "judge"))
             predicted, actual = judge_outcome_predictions(judged)
             if predicted.numel():
                 metrics[f"{split.name}/judge_outcome_acc"] = float(BinaryAccuracy()(predicted.long(), actual.long()))
                 metrics[f"{split.name}/judge_outcome_bacc"] = balanced_accuracy(predicted, actual)
-            metrics.update(self._process_accuracy(self._probe(split, judged)))
+            metrics.update(self._process_accuracy(self._probe(split)))
         self.last_outcomes = outcomes
         return metrics

@@ -1,4 +1,5 @@
-"""Every arm and seed is evaluated on the same games with the same episode seeds (the table's statistics pair them)."""
+"""Every arm and seed is evaluated on the same games; every arm of a seed with the same episode seeds (the table's
+statistics pair them)."""
 
 from __future__ import annotations
 
@@ -21,19 +22,25 @@ def _compose(*overrides: str):  # type: ignore[no-untyped-def]
         return compose("ablate", overrides=["+setting=alfworld", *overrides])
 
 
-def test_arms_and_seeds_get_the_same_stratified_games_and_evaluation_seed() -> None:
-    from experiments.builders import _alfworld_tasks
+def test_arms_and_seeds_get_the_same_stratified_games_and_each_seed_its_own_episode_seeds() -> None:
+    from experiments.builders import _alfworld_tasks, evaluation_episode_seed
 
     default = _compose()
     assert default.eval.games * default.eval.runs >= 64  # episodes per split and seed
-    plans = {}
+    plans, episode_seeds = {}, {}
     for arm in ("outcome_only", "full"):
         for seed in (0, 1):
             cfg = _compose(f"arm={arm}", f"seed={seed}")
             _, evals, _ = _alfworld_tasks(cfg)
-            plans[arm, seed] = ({k: [str(g.game_file) for g in v] for k, v in evals.items()}, int(cfg.eval.seed))
-    assert len(set(json.dumps(p, sort_keys=True) for p in plans.values())) == 1
-    games, _ = plans["full", 0]
+            plans[arm, seed] = {k: [str(g.game_file) for g in v] for k, v in evals.items()}
+            episode_seeds[arm, seed] = evaluation_episode_seed(cfg)
+    assert len(set(json.dumps(p, sort_keys=True) for p in plans.values())) == 1  # the same games everywhere
+    # the same episodes for every arm of a seed (paired); another draw per seed (independent "before" rows)
+    assert episode_seeds["outcome_only", 0] == episode_seeds["full", 0] != episode_seeds["full", 1]
+    assert episode_seeds["outcome_only", 1] == episode_seeds["full", 1]
+    shared = _compose("seed=1", "eval.per_seed_episodes=false")
+    assert evaluation_episode_seed(shared) == int(shared.eval.seed)
+    games = plans["full", 0]
     assert set(games) == {"in_distribution", "out_of_distribution"}
     for names in games.values():
         types = Counter(Path(n).parent.parent.name.split("-", 1)[0] for n in names)
