@@ -171,7 +171,8 @@ def test_the_cpu_default_keeps_its_values(setting: str) -> None:
 def test_the_ablation_default_keeps_its_values() -> None:
     with initialize_config_dir(config_dir=str(EXPERIMENTS / "conf"), version_base="1.3"):
         cfg = compose(config_name="ablate", overrides=["+setting=alfworld"])
-    assert (cfg.iterations, cfg.optim.policy_lr, cfg.setting.max_steps, cfg.setting.train_games) == (4, 1e-5, 20, 32)
+    values = (cfg.iterations, cfg.optim.policy_lr, cfg.optim.policy_updates, cfg.setting.max_steps)
+    assert (*values, cfg.setting.train_games) == (6, 3e-5, 4, 20, 32)  # ablate.yaml's, not train.yaml's or a scale's
 
 
 @pytest.mark.parametrize(
