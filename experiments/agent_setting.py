@@ -14,7 +14,18 @@ from experiments.config_checks import band
 from experiments.env_pools import shared_env_pool
 from experiments.trainer_setup import Run, make_module, make_run
 
-__all__ = ["AgentTasks", "alfworld_tasks", "build_agent", "env_task", "evaluation_episode_seed", "textworld_tasks"]
+__all__ = [
+    "AgentTasks",
+    "alfworld_games",
+    "alfworld_tasks",
+    "build_agent",
+    "env_task",
+    "evaluation_episode_seed",
+    "game_id",
+    "loop_driver",
+    "textworld_spec",
+    "textworld_tasks",
+]
 
 
 @dataclass
@@ -73,7 +84,6 @@ def _driver(
     """The training loop's driver: collect, judge, integrate, adapt the environment."""
     from rlanything_core.collect.agent import AgentCollector
     from rlanything_core.loop.adaptation import EnvironmentAdaptation
-    from rlanything_core.loop.driver import AgentLoopDriver
 
     collector = AgentCollector(
         policy_backend,
@@ -88,13 +98,30 @@ def _driver(
     if cfg.arm.adapt_environment:
         rewriter = _rewriter(cfg, run_dir, judge_backend)
         adaptation = EnvironmentAdaptation(rewriter, max_requests=int(cfg.max_rewrites_per_iteration))
+    pool = components.task_pool(cfg, run_dir, tasks.roots)
+    return loop_driver(cfg, collector, judge_collector, judge_loss, pool, env_task, adaptation, pad_id)
+
+
+def loop_driver(
+    cfg: DictConfig,
+    collector: Any,
+    judge_collector: Any,
+    judge_loss: Any,
+    pool: Any,
+    to_env_task: Any,
+    adaptation: Any,
+    pad_id: int,
+) -> Any:
+    """The ``AgentLoopDriver`` of every agent setting (text, GUI, desktop): the parts, plus the config's scalars."""
+    from rlanything_core.loop.driver import AgentLoopDriver
+
     return AgentLoopDriver(
         collector=collector,
         judge=judge_collector,
         integrator=components.integrator(cfg),
         judge_loss=judge_loss,
-        pool=components.task_pool(cfg, run_dir, tasks.roots),
-        to_env_task=env_task,
+        pool=pool,
+        to_env_task=to_env_task,
         adaptation=adaptation,
         tasks_per_iteration=int(cfg.tasks_per_iteration),
         seed=int(cfg.seed),

@@ -13,7 +13,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from experiments.config_checks import ConfigError, band
+from experiments.config_checks import ConfigError
 
 __all__ = ["build_desktop", "desktop_roots", "desktop_env_task"]
 
@@ -50,6 +50,7 @@ def desktop_env_task(spec: Any) -> Any:
 
 def build_desktop(cfg: DictConfig) -> Any:
     """The desktop loop (see the module docstring); returns a ``builders.Run``."""
+    from experiments.agent_setting import loop_driver
     from experiments.backends import prepare
     from experiments.components import judge_loss as make_judge_loss
     from experiments.components import selector, task_pool, vote_sampler
@@ -62,7 +63,6 @@ def build_desktop(cfg: DictConfig) -> Any:
     from rlanything_core.generation.transformers_backend import TransformersBackend
     from rlanything_core.lightning import AgentModule, RolloutDataModule
     from rlanything_core.loop.adaptation import EnvironmentAdaptation
-    from rlanything_core.loop.driver import AgentLoopDriver
     from rlanything_core.loop.evaluation import AgentEvaluator, EvalSplit
 
     st = cfg.setting
@@ -104,23 +104,8 @@ def build_desktop(cfg: DictConfig) -> Any:
     adaptation = None
     if cfg.arm.adapt_environment:
         adaptation = EnvironmentAdaptation(DesktopHintRewriter(), max_requests=int(cfg.max_rewrites_per_iteration))
-    from hydra.utils import instantiate
-
-    driver = AgentLoopDriver(
-        collector=collector,
-        judge=judge_collector,
-        integrator=instantiate(cfg.arm.integrator),
-        judge_loss=judge_loss,
-        pool=task_pool(cfg, run_dir, roots),
-        to_env_task=desktop_env_task,
-        adaptation=adaptation,
-        tasks_per_iteration=int(cfg.tasks_per_iteration),
-        seed=int(cfg.seed),
-        pad_id=pad_id,
-        lam=float(cfg.lam),
-        policy_band=band(cfg, "policy_band"),
-        judge_band=band(cfg, "judge_band"),
-    )
+    pool = task_pool(cfg, run_dir, roots)
+    driver = loop_driver(cfg, collector, judge_collector, judge_loss, pool, desktop_env_task, adaptation, pad_id)
     evaluator = AgentEvaluator(
         AgentCollector(
             policy_backend,

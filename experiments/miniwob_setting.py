@@ -13,7 +13,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from experiments.config_checks import ConfigError, band
+from experiments.config_checks import ConfigError
 
 __all__ = ["build_miniwob", "miniwob_tasks", "validate_miniwob"]
 
@@ -97,8 +97,8 @@ def _policy_selector(cfg: DictConfig, temperature: float) -> Any:
 
 def build_miniwob(cfg: DictConfig) -> Any:
     """The GUI loop: a browser pool, the DOM-candidate policy, the GUI-rubric judge, hint rewrites."""
-    from hydra.utils import instantiate
 
+    from experiments.agent_setting import loop_driver
     from experiments.backends import prepare
     from experiments.components import judge_loss as make_judge_loss
     from experiments.components import task_pool, vote_sampler
@@ -111,7 +111,6 @@ def build_miniwob(cfg: DictConfig) -> Any:
     from rlanything_core.generation.transformers_backend import TransformersBackend
     from rlanything_core.lightning import AgentModule, RolloutDataModule
     from rlanything_core.loop.adaptation import EnvironmentAdaptation
-    from rlanything_core.loop.driver import AgentLoopDriver
     from rlanything_core.loop.evaluation import AgentEvaluator, EvalSplit
 
     validate_miniwob(cfg)
@@ -142,12 +141,8 @@ def build_miniwob(cfg: DictConfig) -> Any:
     if cfg.arm.adapt_environment:
         rewriter = _rewriter(cfg, judge_backend)
         adaptation = EnvironmentAdaptation(rewriter, max_requests=int(cfg.max_rewrites_per_iteration))
-    driver = AgentLoopDriver(
-        collector=collector, judge=judge_collector, integrator=instantiate(cfg.arm.integrator), judge_loss=judge_loss,
-        pool=task_pool(cfg, run_dir, roots), to_env_task=_env_task, adaptation=adaptation,
-        tasks_per_iteration=int(cfg.tasks_per_iteration), seed=int(cfg.seed), pad_id=pad_id, lam=float(cfg.lam),
-        policy_band=band(cfg, "policy_band"), judge_band=band(cfg, "judge_band"),
-    )  # fmt: skip
+    pool = task_pool(cfg, run_dir, roots)
+    driver = loop_driver(cfg, collector, judge_collector, judge_loss, pool, _env_task, adaptation, pad_id)
     eval_collector = AgentCollector(
         policy_backend, runner, _policy_selector(cfg, float(cfg.eval.temperature)), group_size=int(cfg.eval.runs),
         max_steps=int(st.eval_max_steps), max_history_turns=history, prompt_builder=gui_agent_messages,
