@@ -36,8 +36,11 @@ __all__ = [
     "SETTING_SCHEMAS",
     "ActionSelection",
     "AlfworldSetting",
+    "CodePrefill",
+    "CodingSet",
     "CodingSetting",
     "EvalSchema",
+    "EvalSet",
     "JudgeVotes",
     "ModelSchema",
     "OptimSchema",
@@ -77,6 +80,20 @@ class CodePrefill(Enum):
     starter = "starter"
 
 
+class CodingSet(Enum):
+    """A training set of the coding settings (``setting.train_sets``)."""
+
+    kickstart = "kickstart"
+    codecontests = "codecontests"
+
+
+class EvalSet(Enum):
+    """The evaluation set of the coding settings (``setting.eval_set``)."""
+
+    leetcode_lcb = "leetcode_lcb"
+    livebench = "livebench"
+
+
 class ActionSelection(Enum):
     """How the policy picks an admissible action."""
 
@@ -106,6 +123,11 @@ class OptimSchema:
     clip_eps_low: float = _f(0.2, ge=0, lt=1)
     clip_eps_high: float = _f(0.2, ge=0)
     kl_coef: float = _f(0.01, ge=0)
+    # Hydra ``_target_`` nodes (their keys are checked against the target's signature)
+    policy_loss: Any = None
+    judge_loss: Any = None
+    policy_optimizer: Any = None
+    judge_optimizer: Any = None
 
 
 @dataclass
@@ -192,11 +214,11 @@ class CodingSetting(SettingSchema):
     """``setting=coding`` and ``setting=livebench``."""
 
     data_dir: str | None = None
-    train_sets: list[str] = _f(["kickstart", "codecontests"])
+    train_sets: list[CodingSet] = _f(["kickstart", "codecontests"])
     train_problems: int | None = _f(16, ge=1)
     max_statement_chars: int = _f(6000, ge=1)
     gt_tests: int = _f(8, ge=1)
-    eval_set: str = "leetcode_lcb"
+    eval_set: EvalSet = EvalSet.leetcode_lcb
     livebench_file: str | None = None
     eval_problems: int | None = _f(8, ge=1)  # null: every evaluation problem (the GPU scale)
     eval_samples: int = _f(1, ge=1)
@@ -279,7 +301,8 @@ def _fix(schema: type, name: str) -> str:
         return f"use one of {sorted(f.name for f in dataclasses.fields(schema))} (a typo?)"
     if isinstance(spec.type, type) and issubclass(spec.type, Enum):
         return f"use one of {[m.value for m in spec.type]}"
-    enum = next((m for m in (Rewriter, ActionSelection, JudgeVotes) if m.__name__ in str(spec.type)), None)
+    enums = (Rewriter, ActionSelection, JudgeVotes, CodingSet, EvalSet, CodePrefill)
+    enum = next((m for m in enums if m.__name__ in str(spec.type)), None)
     if enum is not None:
         return f"use one of {[m.value for m in enum]}"
     bounds = ", ".join(f"{'>=' if k == 'ge' else '>' if k == 'gt' else '<'} {v}" for k, v in spec.metadata.items())
@@ -349,6 +372,13 @@ def _check_target_kwargs(key: str, node: Any) -> None:
                           f"use one of {sorted(n for n in params if not n.startswith('_'))} (a typo?)")
 
 
+TARGET_NODES = ("optim.policy_loss", "optim.judge_loss", "optim.policy_optimizer", "optim.judge_optimizer",
+                "arm.integrator")
+"""The ``_target_`` nodes Hydra builds the loop's parts from (their keys are checked against the target)."""
+VARIANT_GROUPS = ("selectors", "votes", "rewriters")
+"""Groups of ``_target_`` nodes chosen by name (``model.action_selection``, ``model.judge_votes``, the setting)."""
+
+
 def check_schema(cfg: DictConfig) -> None:
     """Check ``cfg`` against the schema (see the module docstring); raises :class:`ConfigError` on the first fault."""
     _check_node("", cfg, TopLevelSchema, strict=False)
@@ -370,3 +400,8 @@ def check_schema(cfg: DictConfig) -> None:
         _check_node("model.", model, schema or ModelSchema, strict=schema is not None)
         for role in ("policy", "judge"):
             _check_target_kwargs(f"model.{role}", model.get(role))
+    for key in TARGET_NODES:
+        _check_target_kwargs(key, OmegaConf.select(cfg, key))
+    for group in VARIANT_GROUPS:
+        for name in OmegaConf.select(cfg, group, default=None) or {}:
+            _check_target_kwargs(f"{group}.{name}", cfg[group][name])

@@ -13,7 +13,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from experiments.config_checks import ConfigError, band
+from experiments.config_checks import ConfigError
 
 __all__ = ["build_desktop", "desktop_roots", "desktop_env_task"]
 
@@ -50,7 +50,11 @@ def desktop_env_task(spec: Any) -> Any:
 
 def build_desktop(cfg: DictConfig) -> Any:
     """The desktop loop (see the module docstring); returns a ``builders.Run``."""
-    from experiments.builders import _judge_loss, _module, _pool, _prepare, _run, _selector, _votes
+    from experiments.agent_setting import loop_driver
+    from experiments.backends import prepare
+    from experiments.components import judge_loss as make_judge_loss
+    from experiments.components import selector, task_pool, vote_sampler
+    from experiments.trainer_setup import make_module, make_run
     from rlanything_core.collect.agent import AgentCollector, SequentialRunner
     from rlanything_core.collect.judge import JudgeCollector
     from rlanything_core.environment.rewriters.desktop_hints import DesktopHintRewriter
@@ -59,13 +63,12 @@ def build_desktop(cfg: DictConfig) -> Any:
     from rlanything_core.generation.transformers_backend import TransformersBackend
     from rlanything_core.lightning import AgentModule, RolloutDataModule
     from rlanything_core.loop.adaptation import EnvironmentAdaptation
-    from rlanything_core.loop.driver import AgentLoopDriver
     from rlanything_core.loop.evaluation import AgentEvaluator, EvalSplit
 
     st = cfg.setting
     if int(st.env_workers) != 1:
         raise ConfigError("setting.env_workers", "desktop episodes share a display pool in-process", "set it to 1")
-    run_dir, policy, judge, tokenizer, pad_id = _prepare(cfg)
+    run_dir, policy, judge, tokenizer, pad_id = prepare(cfg)
     batch = int(cfg.model.batch_size)
     policy_backend = TransformersBackend(policy, tokenizer, batch_size=batch)
     judge_backend = TransformersBackend(judge, tokenizer, batch_size=batch) if judge else None
@@ -86,43 +89,28 @@ def build_desktop(cfg: DictConfig) -> Any:
     collector = AgentCollector(
         policy_backend,
         SequentialRunner(factory),
-        _selector(cfg, float(cfg.model.temperature)),
+        selector(cfg, float(cfg.model.temperature)),
         group_size=int(cfg.group_size),
         max_steps=int(st.max_steps),
         max_history_turns=int(st.max_history_turns),
         progress=bool(cfg.progress),
     )
     judge_collector = (
-        JudgeCollector(judge_backend, num_votes=int(cfg.num_votes), votes=_votes(cfg))
+        JudgeCollector(judge_backend, num_votes=int(cfg.num_votes), votes=vote_sampler(cfg))
         if judge_backend is not None
         else None
     )
-    judge_loss = _judge_loss(cfg)
+    judge_loss = make_judge_loss(cfg)
     adaptation = None
     if cfg.arm.adapt_environment:
         adaptation = EnvironmentAdaptation(DesktopHintRewriter(), max_requests=int(cfg.max_rewrites_per_iteration))
-    from hydra.utils import instantiate
-
-    driver = AgentLoopDriver(
-        collector=collector,
-        judge=judge_collector,
-        integrator=instantiate(cfg.arm.integrator),
-        judge_loss=judge_loss,
-        pool=_pool(cfg, run_dir, roots),
-        to_env_task=desktop_env_task,
-        adaptation=adaptation,
-        tasks_per_iteration=int(cfg.tasks_per_iteration),
-        seed=int(cfg.seed),
-        pad_id=pad_id,
-        lam=float(cfg.lam),
-        policy_band=band(cfg, "policy_band"),
-        judge_band=band(cfg, "judge_band"),
-    )
+    pool = task_pool(cfg, run_dir, roots)
+    driver = loop_driver(cfg, collector, judge_collector, judge_loss, pool, desktop_env_task, adaptation, pad_id)
     evaluator = AgentEvaluator(
         AgentCollector(
             policy_backend,
             SequentialRunner(eval_factory),
-            _selector(cfg, float(cfg.eval.temperature)),
+            selector(cfg, float(cfg.eval.temperature)),
             group_size=int(cfg.eval.runs),
             max_steps=int(st.eval_max_steps),
             max_history_turns=int(st.max_history_turns),
@@ -133,5 +121,5 @@ def build_desktop(cfg: DictConfig) -> Any:
         oracle_episodes=0,
         seed=int(cfg.seed) + 4242,
     )
-    module = _module(cfg, AgentModule, policy, judge, judge_loss, evaluator)
-    return _run(cfg, run_dir, module, RolloutDataModule(driver, iterations=int(cfg.iterations)))
+    module = make_module(cfg, AgentModule, policy, judge, judge_loss, evaluator)
+    return make_run(cfg, run_dir, module, RolloutDataModule(driver, iterations=int(cfg.iterations)))

@@ -13,7 +13,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from experiments.config_checks import ConfigError, band
+from experiments.config_checks import ConfigError
 
 __all__ = ["build_miniwob", "miniwob_tasks", "validate_miniwob"]
 
@@ -87,19 +87,23 @@ def _rewriter(cfg: DictConfig, judge_backend: Any) -> Any:
 
 def _policy_selector(cfg: DictConfig, temperature: float) -> Any:
     """The config's selector; a likelihood scorer scores by mean per-token log-likelihood where configured."""
-    from experiments.builders import _selector
+    from experiments.components import selector
     from rlanything_core.collect.action_selection import LikelihoodSelector
 
     if cfg.model.action_selection == "likelihood":
         return LikelihoodSelector(temperature=temperature, length_normalized=bool(cfg.setting.length_normalized))
-    return _selector(cfg, temperature)
+    return selector(cfg, temperature)
 
 
 def build_miniwob(cfg: DictConfig) -> Any:
     """The GUI loop: a browser pool, the DOM-candidate policy, the GUI-rubric judge, hint rewrites."""
-    from hydra.utils import instantiate
 
-    from experiments.builders import _judge_loss, _module, _pool, _prepare, _run, _votes, shared_env_pool
+    from experiments.agent_setting import loop_driver
+    from experiments.backends import prepare
+    from experiments.components import judge_loss as make_judge_loss
+    from experiments.components import task_pool, vote_sampler
+    from experiments.env_pools import shared_env_pool
+    from experiments.trainer_setup import make_module, make_run
     from rlanything_core.collect.agent import AgentCollector
     from rlanything_core.collect.gui_prompts import gui_agent_messages, gui_judge_messages
     from rlanything_core.collect.judge import JudgeCollector
@@ -107,12 +111,11 @@ def build_miniwob(cfg: DictConfig) -> Any:
     from rlanything_core.generation.transformers_backend import TransformersBackend
     from rlanything_core.lightning import AgentModule, RolloutDataModule
     from rlanything_core.loop.adaptation import EnvironmentAdaptation
-    from rlanything_core.loop.driver import AgentLoopDriver
     from rlanything_core.loop.evaluation import AgentEvaluator, EvalSplit
 
     validate_miniwob(cfg)
     st = cfg.setting
-    run_dir, policy, judge, tokenizer, pad_id = _prepare(cfg)
+    run_dir, policy, judge, tokenizer, pad_id = prepare(cfg)
     policy_backend = TransformersBackend(policy, tokenizer, batch_size=int(cfg.model.batch_size))
     judge_backend = TransformersBackend(judge, tokenizer, batch_size=int(cfg.model.batch_size)) if judge else None
     roots, evals = miniwob_tasks(cfg)
@@ -128,22 +131,18 @@ def build_miniwob(cfg: DictConfig) -> Any:
     )  # fmt: skip
     judge_collector = (
         JudgeCollector(
-            judge_backend, num_votes=int(cfg.num_votes), votes=_votes(cfg), prompt_builder=gui_judge_messages
+            judge_backend, num_votes=int(cfg.num_votes), votes=vote_sampler(cfg), prompt_builder=gui_judge_messages
         )
         if judge_backend is not None
         else None
     )
-    judge_loss = _judge_loss(cfg)
+    judge_loss = make_judge_loss(cfg)
     adaptation = None
     if cfg.arm.adapt_environment:
         rewriter = _rewriter(cfg, judge_backend)
         adaptation = EnvironmentAdaptation(rewriter, max_requests=int(cfg.max_rewrites_per_iteration))
-    driver = AgentLoopDriver(
-        collector=collector, judge=judge_collector, integrator=instantiate(cfg.arm.integrator), judge_loss=judge_loss,
-        pool=_pool(cfg, run_dir, roots), to_env_task=_env_task, adaptation=adaptation,
-        tasks_per_iteration=int(cfg.tasks_per_iteration), seed=int(cfg.seed), pad_id=pad_id, lam=float(cfg.lam),
-        policy_band=band(cfg, "policy_band"), judge_band=band(cfg, "judge_band"),
-    )  # fmt: skip
+    pool = task_pool(cfg, run_dir, roots)
+    driver = loop_driver(cfg, collector, judge_collector, judge_loss, pool, _env_task, adaptation, pad_id)
     eval_collector = AgentCollector(
         policy_backend, runner, _policy_selector(cfg, float(cfg.eval.temperature)), group_size=int(cfg.eval.runs),
         max_steps=int(st.eval_max_steps), max_history_turns=history, prompt_builder=gui_agent_messages,
@@ -152,5 +151,5 @@ def build_miniwob(cfg: DictConfig) -> Any:
         EvalSplit(name, tuple(specs), tuple(f"{s.name}#s{s.seed}" for s in specs)) for name, specs in evals.items()
     ]
     evaluator = AgentEvaluator(eval_collector, splits, judge=judge_collector, seed=int(cfg.seed) + 4242)
-    module = _module(cfg, AgentModule, policy, judge, judge_loss, evaluator)
-    return _run(cfg, run_dir, module, RolloutDataModule(driver, iterations=int(cfg.iterations)))
+    module = make_module(cfg, AgentModule, policy, judge, judge_loss, evaluator)
+    return make_run(cfg, run_dir, module, RolloutDataModule(driver, iterations=int(cfg.iterations)))

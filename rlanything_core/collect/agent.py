@@ -76,6 +76,18 @@ class RolloutStats:
     """The policy backend's own counters of the collection (an encoder scorer: truncated states, cache hits)."""
 
 
+@dataclass
+class _Play:
+    """The state of one ``AgentCollector.collect`` batch between steps (index ``i``: the ``i``-th episode)."""
+
+    episodes: list[Episode]
+    keys: list[tuple[int, int]]  # (group id, rollout index): the seed key of each episode
+    observations: list[str]  # each episode's current observation
+    admissible: list[list[str]]  # each episode's current admissible actions
+    stats: RolloutStats
+    live: list[int] = field(default_factory=list)  # the episodes still playing
+
+
 class AgentCollector:
     """Play ``group_size`` rollouts of each task with a policy backend.
 
@@ -140,6 +152,28 @@ class AgentCollector:
             raise ValueError(f"task_ids: expected {len(tasks)} ids, got {len(ids)}")
         if len(groups) != len(tasks):
             raise ValueError(f"group_ids: expected {len(tasks)} ids, got {len(groups)}")
+        play = self._reset(tasks, ids, groups)
+        bar = tqdm(total=self.max_steps, desc="rollout steps", disable=not self.progress, leave=False)
+        for t in range(self.max_steps):
+            if not play.live:
+                break
+            seeds = [derive_seed(seed, *play.keys[i], t) for i in play.live]
+            picks = self.selector.select(
+                self.backend, self._prompts(play), [play.admissible[i] for i in play.live], seeds=seeds
+            )
+            actions: list[str | None] = [None] * len(play.episodes)
+            for i, pick in zip(play.live, picks):
+                actions[i] = pick.action
+            self._record(play, picks, self.runner.step_all(actions))
+            bar.update(1)
+        bar.close()
+        play.stats.won = sum(e.won for e in play.episodes)
+        pop_stats = getattr(self.backend, "pop_stats", None)
+        play.stats.model = dict(pop_stats()) if callable(pop_stats) else {}
+        return play.episodes, play.stats
+
+    def _reset(self, tasks: Sequence[Any], ids: list[str], groups: list[int]) -> _Play:
+        """Start ``group_size`` episodes per task; those with a failed reset or no admissible action end at once."""
         flat = [t for t in tasks for _ in range(self.group_size)]
         episodes = [
             Episode(task_id=ids[k], group_id=groups[k], goal="")
@@ -147,81 +181,82 @@ class AgentCollector:
             for _ in range(self.group_size)
         ]
         keys = [(groups[k], j) for k in range(len(tasks)) for j in range(self.group_size)]
-        stats = RolloutStats(episodes=len(episodes))
         first = self.runner.reset_all(flat)
-        observations = [o.observation for o in first]
-        admissible = [list(o.admissible_actions) for o in first]
-        live = []
+        play = _Play(
+            episodes=episodes,
+            keys=keys,
+            observations=[o.observation for o in first],
+            admissible=[list(o.admissible_actions) for o in first],
+            stats=RolloutStats(episodes=len(episodes)),
+        )
         for i, obs in enumerate(first):
             episodes[i].goal = obs.goal
             if obs.failure_reason is not None:
                 episodes[i].failure_reason = obs.failure_reason
-            elif admissible[i]:
-                live.append(i)
+            elif play.admissible[i]:
+                play.live.append(i)
             else:
                 episodes[i].failure_reason = "no_admissible_actions"
-        bar = tqdm(total=self.max_steps, desc="rollout steps", disable=not self.progress, leave=False)
-        # a selector that reads its own state text (an encoder scorer) renders it; the others get the chat prompt
+        return play
+
+    def _prompts(self, play: _Play) -> list[Any]:
+        """The selector's input for every live episode.
+
+        A selector that reads its own state text (an encoder scorer) renders it; the others get the chat prompt.
+        """
         render_state = getattr(self.selector, "render_state", None)
-        for t in range(self.max_steps):
-            if not live:
-                break
-            prompts = [
-                render_state(episodes[i].goal, [(s.observation, s.action) for s in episodes[i].steps], observations[i])
-                if render_state is not None
-                else self.prompt_builder(
-                    episodes[i].goal,
-                    [(s.observation, s.action) for s in episodes[i].steps],
-                    observations[i],
-                    admissible[i],
+        prompts = []
+        for i in play.live:
+            history = [(s.observation, s.action) for s in play.episodes[i].steps]
+            if render_state is not None:
+                prompts.append(render_state(play.episodes[i].goal, history, play.observations[i]))
+                continue
+            prompts.append(
+                self.prompt_builder(
+                    play.episodes[i].goal,
+                    history,
+                    play.observations[i],
+                    play.admissible[i],
                     max_history_turns=self.max_history_turns,
                     boxed_answer=self.selector.boxed_answer,
                 )
-                for i in live
-            ]
-            seeds = [derive_seed(seed, *keys[i], t) for i in live]
-            picks = self.selector.select(self.backend, prompts, [admissible[i] for i in live], seeds=seeds)
-            actions: list[str | None] = [None] * len(episodes)
-            for i, pick in zip(live, picks):
-                actions[i] = pick.action
-            results = self.runner.step_all(actions)
-            still_live = []
-            for i, pick in zip(live, picks):
-                res = results[i]
-                assert res is not None
-                episodes[i].steps.append(
-                    AgentStep(
-                        observation=observations[i],
-                        admissible_actions=admissible[i],
-                        prompt_token_ids=pick.prompt_token_ids,
-                        token_ids=pick.token_ids,
-                        logprobs=pick.logprobs,
-                        response=pick.response,
-                        action=pick.action,
-                        action_parse_failed=pick.parse_failed,
-                        next_observation=res.observation,
-                    )
+            )
+        return prompts
+
+    @staticmethod
+    def _record(play: _Play, picks: Sequence[Any], results: Sequence[Any]) -> None:
+        """Append each live episode's step, count it, and keep the episodes that go on live."""
+        stats = play.stats
+        still_live = []
+        for i, pick in zip(play.live, picks):
+            res = results[i]
+            assert res is not None
+            play.episodes[i].steps.append(
+                AgentStep(
+                    observation=play.observations[i],
+                    admissible_actions=play.admissible[i],
+                    prompt_token_ids=pick.prompt_token_ids,
+                    token_ids=pick.token_ids,
+                    logprobs=pick.logprobs,
+                    response=pick.response,
+                    action=pick.action,
+                    action_parse_failed=pick.parse_failed,
+                    next_observation=res.observation,
                 )
-                stats.steps += 1
-                stats.action_parse_failures += int(pick.parse_failed)
-                if res.failure_reason is not None:
-                    episodes[i].failure_reason = res.failure_reason
-                    stats.env_failures += 1
-                    stats.failure_reasons[res.failure_reason] = stats.failure_reasons.get(res.failure_reason, 0) + 1
-                elif res.won:
-                    episodes[i].won = True
-                elif not res.done and res.admissible_actions:
-                    observations[i], admissible[i] = res.observation, list(res.admissible_actions)
-                    still_live.append(i)
-                elif not res.done:  # nothing left to choose from: the episode ends, failed, with its reason
-                    episodes[i].failure_reason = "no_admissible_actions"
-                    stats.failure_reasons["no_admissible_actions"] = (
-                        stats.failure_reasons.get("no_admissible_actions", 0) + 1
-                    )
-            live = still_live
-            bar.update(1)
-        bar.close()
-        stats.won = sum(e.won for e in episodes)
-        pop_stats = getattr(self.backend, "pop_stats", None)
-        stats.model = dict(pop_stats()) if callable(pop_stats) else {}
-        return episodes, stats
+            )
+            stats.steps += 1
+            stats.action_parse_failures += int(pick.parse_failed)
+            if res.failure_reason is not None:
+                play.episodes[i].failure_reason = res.failure_reason
+                stats.env_failures += 1
+                stats.failure_reasons[res.failure_reason] = stats.failure_reasons.get(res.failure_reason, 0) + 1
+            elif res.won:
+                play.episodes[i].won = True
+            elif not res.done and res.admissible_actions:
+                play.observations[i], play.admissible[i] = res.observation, list(res.admissible_actions)
+                still_live.append(i)
+            elif not res.done:  # nothing left to choose from: the episode ends, failed, with its reason
+                play.episodes[i].failure_reason = "no_admissible_actions"
+                reasons = stats.failure_reasons
+                reasons["no_admissible_actions"] = reasons.get("no_admissible_actions", 0) + 1
+        play.live = still_live

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from rlanything_core.collect.prompts import Messages, render_history
+from rlanything_core.collect.prompts import Messages, render_history, rubric_messages
 
 __all__ = ["GUI_JUDGE_RUBRIC", "gui_agent_messages", "gui_judge_messages"]
 
@@ -80,9 +80,6 @@ def gui_judge_messages(
 
     Everything from the policy or the page passes through ``sanitize``: the judge reads it as data.
     """
-    user = (
-        f"{GUI_JUDGE_RUBRIC}\n\n### Instruction\n{sanitize(goal)}\n\n### The page the agent saw\n{sanitize(context)}"
-        f"\n\n### The agent's action\n{sanitize(response)}\n\n### The page after the action\n"
-        f"{sanitize(next_observation)}"
-    )
-    return [{"role": "system", "content": "You are a careful evaluator."}, {"role": "user", "content": user}]
+    sections = {"Instruction": goal, "The page the agent saw": context, "The agent's action": response,
+                "The page after the action": next_observation}  # fmt: skip
+    return rubric_messages(GUI_JUDGE_RUBRIC, sections, sanitize=sanitize)

@@ -15,6 +15,7 @@ __all__ = [
     "code_messages",
     "judge_messages",
     "render_history",
+    "rubric_messages",
     "unit_test_messages",
 ]
 
@@ -105,10 +106,17 @@ def judge_messages(
 
     Everything from the policy or the environment passes through ``sanitize``: the judge reads it as data.
     """
-    user = (
-        f"{JUDGE_RUBRIC}\n\n### Goal\n{sanitize(goal)}\n\n### What the agent saw\n{sanitize(context)}\n\n"
-        f"### The agent's response\n{sanitize(response)}\n\n### Next observation\n{sanitize(next_observation)}"
-    )
+    sections = {"Goal": goal, "What the agent saw": context, "The agent's response": response,
+                "Next observation": next_observation}  # fmt: skip
+    return rubric_messages(JUDGE_RUBRIC, sections, sanitize=sanitize)
+
+
+def rubric_messages(rubric: str, sections: dict[str, str], *, sanitize: Callable[[str], str] = _identity) -> Messages:
+    """An evaluator's prompt: a careful-evaluator system message, then the ``rubric`` and the ``sections``.
+
+    Each item of ``sections`` becomes a ``### title`` section holding its text passed through ``sanitize``.
+    """
+    user = "\n\n".join([rubric] + [f"### {title}\n{sanitize(text)}" for title, text in sections.items()])
     return [{"role": "system", "content": "You are a careful evaluator."}, {"role": "user", "content": user}]
 
 

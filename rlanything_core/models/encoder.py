@@ -116,6 +116,19 @@ class SplitEncoder(nn.Module):
         command_cache_size: frozen sentence embeddings kept.
     """
 
+    @classmethod
+    def for_tokenizer(
+        cls, bert: Any, tokenizer: Any, *, trainable_layers: int = 2, cache_size: int = 2048
+    ) -> SplitEncoder:
+        """The encoder of ``bert`` with the ``[CLS]``/``[SEP]`` ids of its ``tokenizer``."""
+        return cls(
+            bert,
+            cls_id=tokenizer.cls_token_id,
+            sep_id=tokenizer.sep_token_id,
+            trainable_layers=trainable_layers,
+            cache_size=cache_size,
+        )
+
     def __init__(
         self,
         bert: Any,

@@ -53,12 +53,8 @@ class EncoderJudge(nn.Module):
         super().__init__()
         if max_tokens < 3:
             raise ValueError(f"max_tokens: expected >= 3, got {max_tokens}")
-        self.encoder = SplitEncoder(
-            bert,
-            cls_id=tokenizer.cls_token_id,
-            sep_id=tokenizer.sep_token_id,
-            trainable_layers=trainable_layers,
-            cache_size=cache_size,
+        self.encoder = SplitEncoder.for_tokenizer(
+            bert, tokenizer, trainable_layers=trainable_layers, cache_size=cache_size
         )
         self.head = nn.Linear(self.encoder.hidden_size, 1)
         gen = torch.Generator().manual_seed(seed)

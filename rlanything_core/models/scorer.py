@@ -82,12 +82,8 @@ class EncoderScorerPolicy(nn.Module):
             raise ValueError(f"max_command_tokens: expected >= 1, got {max_command_tokens}")
         if not init_scale > 0:
             raise ValueError(f"init_scale: expected > 0, got {init_scale!r}")
-        self.encoder = SplitEncoder(
-            bert,
-            cls_id=tokenizer.cls_token_id,
-            sep_id=tokenizer.sep_token_id,
-            trainable_layers=trainable_layers,
-            cache_size=cache_size,
+        self.encoder = SplitEncoder.for_tokenizer(
+            bert, tokenizer, trainable_layers=trainable_layers, cache_size=cache_size
         )
         hidden = self.encoder.hidden_size
         self.command_head = nn.Linear(hidden, hidden)

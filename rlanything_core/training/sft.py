@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import enum
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -164,21 +164,7 @@ def supervised_warm_start(
     Raises:
         ValueError: bad sizes, an unknown ``loss``, missing ``candidates``, or a response not among its candidates.
     """
-    if epochs < 1 or batch_size < 1:
-        raise ValueError(f"epochs, batch_size: expected >= 1, got {epochs}, {batch_size}")
-    try:
-        kind = SftLoss(loss)
-    except ValueError:
-        raise ValueError(f"loss: expected one of {[k.value for k in SftLoss]}, got {loss!r}") from None
-    use_candidates = kind is not SftLoss.TOKEN
-    if use_candidates:
-        if candidates is None or len(candidates) != len(examples):
-            raise ValueError(f"candidates: expected one list of admissible commands per example ({len(examples)})")
-        for n, ((_, response), cands) in enumerate(zip(examples, candidates)):
-            if response not in cands:
-                raise ValueError(f"candidates[{n}]: expected the response {response!r} among the candidates")
-    if max_candidates is not None and max_candidates < 2:
-        raise ValueError(f"max_candidates: expected >= 2 or None, got {max_candidates}")
+    kind = _checked_objective(examples, epochs, batch_size, loss, candidates, max_candidates)
     eos = int(tokenizer.eos_token_id)
     pad = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos)
 
@@ -192,10 +178,7 @@ def supervised_warm_start(
     order = list(range(len(examples)))
     losses: list[float] = []
     steps = epochs * ((len(order) + batch_size - 1) // batch_size)
-    warmup = max(1, steps // 20)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup)))
-    )
+    scheduler = _warmup_linear_decay(optimizer, steps)
     token_scale = 1.0 if kind is not SftLoss.CANDIDATE else 0.0
     cand_scale = {SftLoss.TOKEN: 0.0, SftLoss.CANDIDATE: 1.0, SftLoss.MIXED: candidate_weight}[kind]
     model.train()
@@ -210,16 +193,10 @@ def supervised_warm_start(
                 value += _token_loss(model, prompts, responses, batch, pad, max_tokens, token_scale)
             if cand_scale and candidates is not None:
                 for i in batch:
-                    others = [c for c in candidates[i] if c != examples[i][1]]
-                    if max_candidates is not None and len(others) > max_candidates - 1:
-                        others = _subset(others, max_candidates - 1, rng, lambda c: len(encode(c)), examples[i][1])
-                    if not others:
-                        continue
-                    scores = candidate_scores(model, prompts[i], [responses[i]] + [encode(c) for c in others],
-                                              pad_id=pad)
-                    term = -torch.log_softmax(scores, dim=0)[0] / len(batch)
-                    (term * cand_scale).backward()
-                    value += cand_scale * float(term.detach())
+                    value += _candidate_term(
+                        model, prompts[i], responses[i], examples[i][1], candidates[i], encode,
+                        pad=pad, scale=cand_scale, batch_size=len(batch), max_candidates=max_candidates, rng=rng,
+                    )  # fmt: skip
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             scheduler.step()
@@ -229,3 +206,67 @@ def supervised_warm_start(
     bar.close()
     model.eval()
     return losses
+
+
+def _checked_objective(
+    examples: Sequence[tuple[ChatMessages, str]],
+    epochs: int,
+    batch_size: int,
+    loss: SftLoss | str,
+    candidates: Sequence[Sequence[str]] | None,
+    max_candidates: int | None,
+) -> SftLoss:
+    """The objective of ``supervised_warm_start``, after checking its arguments (see its ``Raises``)."""
+    if epochs < 1 or batch_size < 1:
+        raise ValueError(f"epochs, batch_size: expected >= 1, got {epochs}, {batch_size}")
+    try:
+        kind = SftLoss(loss)
+    except ValueError:
+        raise ValueError(f"loss: expected one of {[k.value for k in SftLoss]}, got {loss!r}") from None
+    if kind is not SftLoss.TOKEN:
+        if candidates is None or len(candidates) != len(examples):
+            raise ValueError(f"candidates: expected one list of admissible commands per example ({len(examples)})")
+        for n, ((_, response), cands) in enumerate(zip(examples, candidates)):
+            if response not in cands:
+                raise ValueError(f"candidates[{n}]: expected the response {response!r} among the candidates")
+    if max_candidates is not None and max_candidates < 2:
+        raise ValueError(f"max_candidates: expected >= 2 or None, got {max_candidates}")
+    return kind
+
+
+def _warmup_linear_decay(optimizer: torch.optim.Optimizer, steps: int) -> torch.optim.lr_scheduler.LambdaLR:
+    """Linear warm-up over 5% of ``steps`` (at least one), then linear decay to 0 at ``steps``."""
+    warmup = max(1, steps // 20)
+    return torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup)))
+    )
+
+
+def _candidate_term(
+    model: Any,
+    prompt: list[int],
+    response: list[int],
+    response_text: str,
+    candidates: Sequence[str],
+    encode: Callable[[str], list[int]],
+    *,
+    pad: int,
+    scale: float,
+    batch_size: int,
+    max_candidates: int | None,
+    rng: random.Random,
+) -> float:
+    """Back-propagate one example's candidate term; return its value (0 when the response is the only candidate).
+
+    The term is ``scale * -log softmax(scores)[response] / batch_size`` over the response and (a subset of) the other
+    candidates.
+    """
+    others = [c for c in candidates if c != response_text]
+    if max_candidates is not None and len(others) > max_candidates - 1:
+        others = _subset(others, max_candidates - 1, rng, lambda c: len(encode(c)), response_text)
+    if not others:
+        return 0.0
+    scores = candidate_scores(model, prompt, [response] + [encode(c) for c in others], pad_id=pad)
+    term = -torch.log_softmax(scores, dim=0)[0] / batch_size
+    (term * scale).backward()
+    return scale * float(term.detach())

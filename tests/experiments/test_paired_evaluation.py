@@ -23,7 +23,7 @@ def _compose(*overrides: str):  # type: ignore[no-untyped-def]
 
 
 def test_arms_and_seeds_get_the_same_stratified_games_and_each_seed_its_own_episode_seeds() -> None:
-    from experiments.builders import _alfworld_tasks, evaluation_episode_seed
+    from experiments.agent_setting import alfworld_games, evaluation_episode_seed
 
     default = _compose()
     assert default.eval.games * default.eval.runs >= 64  # episodes per split and seed
@@ -31,7 +31,7 @@ def test_arms_and_seeds_get_the_same_stratified_games_and_each_seed_its_own_epis
     for arm in ("outcome_only", "full"):
         for seed in (0, 1):
             cfg = _compose(f"arm={arm}", f"seed={seed}")
-            _, evals, _ = _alfworld_tasks(cfg)
+            _, evals, _ = alfworld_games(cfg)
             plans[arm, seed] = {k: [str(g.game_file) for g in v] for k, v in evals.items()}
             episode_seeds[arm, seed] = evaluation_episode_seed(cfg)
     assert len(set(json.dumps(p, sort_keys=True) for p in plans.values())) == 1  # the same games everywhere
@@ -45,7 +45,7 @@ def test_arms_and_seeds_get_the_same_stratified_games_and_each_seed_its_own_epis
     for names in games.values():
         types = Counter(Path(n).parent.parent.name.split("-", 1)[0] for n in names)
         assert len(names) == default.eval.games and len(types) == 6  # all six task types
-    other = _alfworld_tasks(_compose("eval.sample_seed=1"))[1]
+    other = alfworld_games(_compose("eval.sample_seed=1"))[1]
     assert [str(g.game_file) for g in other["in_distribution"]] != games["in_distribution"]
 
 

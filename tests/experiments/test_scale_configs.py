@@ -18,7 +18,8 @@ from omegaconf import OmegaConf
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
-from experiments.builders import _judge_loss, first, judge_max_new_tokens, sampling  # noqa: E402
+from experiments.builders import first, judge_max_new_tokens, sampling  # noqa: E402
+from experiments.components import judge_loss as make_judge_loss  # noqa: E402
 
 # key -> the paper's value, per setting (None: the whole split)
 SHARED = {
@@ -104,7 +105,7 @@ def test_gpu_commands_resolve_to_the_papers_hyperparameters(scale: str, setting:
     params = sampling(cfg, max_new_tokens=8, temperature=0.8)
     assert params.top_p == 0.95
     assert judge_max_new_tokens(cfg) == 4000
-    judge_loss = _judge_loss(cfg)
+    judge_loss = make_judge_loss(cfg)
     assert judge_loss.objective.kl_estimator.name == "K3" and judge_loss.objective.kl_coef == 0.01
     assert first(list(range(10)), cfg.eval.games) == list(range(10))  # the whole split
 
@@ -191,7 +192,8 @@ def test_sharded_configs_that_cannot_learn_are_refused(overrides: list[str], key
 
 
 def test_fsdp2_builds_model_parallel_strategy_as_pure_data_parallelism() -> None:
-    from experiments.builders import _fsdp2_strategy, _sharding
+    from experiments.trainer_setup import fsdp2_strategy as _fsdp2_strategy
+    from experiments.trainer_setup import sharding as _sharding
 
     cfg = _cfg("+setting=alfworld", "scale=multinode", "model=qwen2.5-7b")
     strategy = _fsdp2_strategy(cfg)

@@ -1,0 +1,143 @@
+"""Models and their rollout backends from a config: load (and seed) the models, wrap them for sampling, and with vLLM
+the engines and the weight push between training and rollouts. Also the run folder every setting starts from."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from experiments.config_checks import ConfigError
+
+__all__ = [
+    "RANK_VARIABLES",
+    "agent_backend",
+    "is_writer_rank",
+    "judge_max_new_tokens",
+    "load_models",
+    "prepare",
+    "rollout_backends",
+    "rollout_context",
+    "sampling",
+]
+
+RANK_VARIABLES = ("RANK", "SLURM_PROCID", "NODE_RANK", "LOCAL_RANK")
+
+
+def is_writer_rank() -> bool:
+    """Whether this process is global rank 0, from the launchers' variables (the run is built before the process
+    group exists): torchrun's ``RANK``, SLURM's ``SLURM_PROCID`` (``srun`` sets no ``RANK``), Lightning's
+    ``NODE_RANK``/``LOCAL_RANK`` (its spawned processes inherit ``SLURM_PROCID=0`` from a one-task allocation, so
+    every variable present must be 0)."""
+    return all(int(os.environ.get(var, "0")) == 0 for var in RANK_VARIABLES)
+
+
+def load_models(cfg: DictConfig) -> tuple[Any, Any | None, Any]:
+    """``(policy, judge or None, tokenizer)``; the judge shares the policy's tokenizer."""
+    built = instantiate(cfg.model.policy)
+    policy, tokenizer = built if isinstance(built, tuple) else (built, None)
+    if tokenizer is None:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(str(cfg.model.tokenizer))
+    policy_init = OmegaConf.select(cfg, "model.policy_init")
+    if policy_init is not None:  # e.g. a supervised warm start (experiments/warm_start.py)
+        policy.load_state_dict(torch.load(str(policy_init), map_location="cpu", weights_only=True))
+    judge = None
+    if cfg.arm.use_judge:
+        built = instantiate(cfg.model.judge)
+        judge = built[0] if isinstance(built, tuple) else built
+        if cfg.arm.judge_checkpoint is not None:
+            from rlanything_core.lightning.checkpoint import read_checkpoint
+
+            state = read_checkpoint(str(cfg.arm.judge_checkpoint))["state_dict"]  # one file or sharded
+            judge.load_state_dict({k[len("judge.") :]: v for k, v in state.items() if k.startswith("judge.")})
+    return policy, judge, tokenizer
+
+
+def prepare(cfg: DictConfig) -> tuple[Path, Any, Any, Any, int]:
+    """Run folder (with the resolved config), seeded models, tokenizer and pad id."""
+    run_dir = Path(str(cfg.run_dir)).resolve()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if is_writer_rank():  # one writer, atomically: the other ranks would race on the same file
+        from rlanything_core.environment._io import atomic_write_text
+
+        atomic_write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+    threads = OmegaConf.select(cfg, "torch_threads")
+    if threads is not None:
+        torch.set_num_threads(int(threads))
+    torch.manual_seed(int(cfg.seed))
+    policy, judge, tokenizer = load_models(cfg)
+    pad_id = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id)
+    return run_dir, policy, judge, tokenizer, pad_id
+
+
+def sampling(cfg: DictConfig, *, max_new_tokens: int, temperature: float) -> Any:
+    """``SamplingParams`` with the model's nucleus mass (``model.top_p``, 1.0 when the model config has none)."""
+    from rlanything_core.generation.types import SamplingParams
+
+    top_p = float(OmegaConf.select(cfg, "model.top_p", default=1.0))
+    return SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p)
+
+
+def judge_max_new_tokens(cfg: DictConfig) -> int:
+    """The judge's generation budget (votes, unit tests): ``model.judge_max_new_tokens``, else the policy's."""
+    return int(OmegaConf.select(cfg, "model.judge_max_new_tokens", default=cfg.model.max_new_tokens))
+
+
+def agent_backend(cfg: DictConfig, model: Any, tokenizer: Any) -> Any:
+    """What the selector / vote sampler calls: an encoder scorer is its own backend; a causal LM gets transformers'."""
+    if callable(getattr(model, "row_logprobs", None)):
+        return model
+    from rlanything_core.generation.transformers_backend import TransformersBackend
+
+    return TransformersBackend(model, tokenizer, batch_size=int(cfg.model.batch_size))
+
+
+def rollout_backends(cfg: DictConfig, policy: Any, judge: Any, tokenizer: Any) -> tuple[Any, Any]:
+    """``(policy backend, judge backend or None)`` as ``backend.name`` says: the trained modules themselves
+    (transformers, the default) or vLLM engines built from the models' folders (``backend=vllm``)."""
+    name = str(OmegaConf.select(cfg, "backend.name", default="transformers"))
+    if name == "transformers":
+        return (
+            agent_backend(cfg, policy, tokenizer),
+            agent_backend(cfg, judge, tokenizer) if judge is not None else None,
+        )
+    if name != "vllm":
+        raise ConfigError("backend.name", f"unknown backend {name!r}", "use backend=vllm, or no backend")
+    if cfg.model.action_selection != "boxed" or (judge is not None and cfg.model.judge_votes != "generative"):
+        raise ConfigError(
+            "backend", "vLLM generates text; it does not score candidates", "use model=qwen2.5-7b (boxed, generative)"
+        )
+    engine = instantiate(cfg.backend.engine)
+
+    def folder(role: str) -> str:
+        path = OmegaConf.select(cfg, f"model.{role}.pretrained_model_name_or_path")
+        if path is None:
+            raise ConfigError(f"model.{role}", "vLLM loads a model folder", "use a model with a folder (qwen2.5-7b)")
+        return str(path)
+
+    return engine(model=folder("policy")), engine(model=folder("judge")) if judge is not None else None
+
+
+def rollout_context(cfg: DictConfig, models: list[tuple[Any, Any]]) -> Any:
+    """With vLLM, the module's rollout context: wake the engines, push the trained weights of each ``(model, engine)``
+    pair (full tensors, in buckets of ``backend.weight_bucket_mb``), sleep after; with transformers ``None`` (the
+    module gathers its sharded weights itself)."""
+    if str(OmegaConf.select(cfg, "backend.name", default="transformers")) != "vllm":
+        return None
+    from rlanything_core.generation.weight_sync import EngineCycle, push_weights
+
+    bucket = int(float(cfg.backend.weight_bucket_mb) * 2**20)
+    dtype = getattr(torch, str(cfg.backend.engine.dtype))
+    pairs = [(m, e) for m, e in models if m is not None and e is not None]
+
+    def sync() -> None:
+        for model, engine in pairs:
+            push_weights(model, engine, bucket_bytes=bucket, dtype=dtype)
+
+    return EngineCycle([e for _, e in pairs], sync=sync).awake

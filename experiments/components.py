@@ -1,0 +1,87 @@
+"""The parts Hydra builds from ``_target_`` nodes: losses, optimizers, selectors, vote samplers, rewriters, the pool.
+
+Every public hyperparameter of these parts is a key of ``conf/train.yaml`` (``optim.policy_loss``, ``optim.judge_loss``,
+``optim.*_optimizer``, ``selectors``, ``votes``, ``rewriters``; the integrator is ``arm.integrator``). A variant is a
+node chosen by name (``model.action_selection``, ``model.judge_votes``, ``setting.rewriter``), never a branch here;
+the functions below only add what exists at run time (a sampling temperature, the judge's chat model, a folder).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from experiments.config_checks import ConfigError, band
+
+__all__ = [
+    "integrator",
+    "judge_loss",
+    "optimizers",
+    "policy_loss",
+    "rewriter",
+    "selector",
+    "task_pool",
+    "vote_sampler",
+]
+
+
+def _variant(cfg: DictConfig, group: str, name: str, key: str) -> DictConfig:
+    """The ``group.name`` node (``key`` is the config key that chose ``name``, named in the error)."""
+    node = OmegaConf.select(cfg, f"{group}.{name}")
+    if node is None:
+        known = sorted(OmegaConf.select(cfg, group, default={}) or {})
+        raise ConfigError(key, f"unknown {name!r} (no node {group}.{name})", f"use one of {known}")
+    return node  # type: ignore[no-any-return]
+
+
+def selector(cfg: DictConfig, temperature: float) -> Any:
+    """The policy's action selector ``selectors[model.action_selection]``, sampling at ``temperature``."""
+    node = _variant(cfg, "selectors", str(cfg.model.action_selection), "model.action_selection")
+    if "sampling" in node:  # a generating selector: the temperature belongs to its sampling parameters
+        return instantiate(node, sampling={"temperature": temperature})
+    return instantiate(node, temperature=temperature)
+
+
+def vote_sampler(cfg: DictConfig) -> Any:
+    """The judge's vote sampler ``votes[model.judge_votes]``."""
+    return instantiate(_variant(cfg, "votes", str(cfg.model.judge_votes), "model.judge_votes"))
+
+
+def integrator(cfg: DictConfig) -> Any:
+    """``arm.integrator``: the advantages of the arm (outcome only, step only, integrated)."""
+    return instantiate(cfg.arm.integrator)
+
+
+def policy_loss(cfg: DictConfig) -> Any:
+    """``optim.policy_loss`` (a ``PolicyLoss``)."""
+    return instantiate(cfg.optim.policy_loss)
+
+
+def judge_loss(cfg: DictConfig) -> Any:
+    """``optim.judge_loss`` (a ``ConsistencyRewardLoss``) where the arm trains the judge, else ``None``."""
+    return instantiate(cfg.optim.judge_loss) if cfg.arm.train_judge else None
+
+
+def optimizers(cfg: DictConfig) -> tuple[Any, Any]:
+    """``(policy, judge)`` optimizer factories (``optim.*_optimizer``, partials awaiting the parameters)."""
+    return instantiate(cfg.optim.policy_optimizer), instantiate(cfg.optim.judge_optimizer)
+
+
+def rewriter(cfg: DictConfig, name: str, **runtime: Any) -> Any:
+    """The task rewriter ``rewriters[name]``, given the run-time arguments ``runtime`` (a chat model, a folder)."""
+    node = _variant(cfg, "rewriters", name, "setting.rewriter")
+    return instantiate(node, **runtime)
+
+
+def task_pool(cfg: DictConfig, run_dir: Path, roots: list[Any]) -> Any:
+    """The task pool, read-only on every rank: the writer (global rank 0) is chosen once the process group exists
+    (``PoolSnapshots.save_initial_pool`` / ``restore_pool``) and broadcasts its state to the others."""
+    from rlanything_core.environment.pool import TaskPool
+
+    env_band = band(cfg, "env_band", strict=True)
+    if (run_dir / "pool" / "state.json").is_file():  # a rerun: rolled back to the checkpoint's (or initial) snapshot
+        return TaskPool.load(run_dir, writer=False)
+    return TaskPool.create(run_dir, roots, band=env_band, writer=False)
