@@ -140,7 +140,7 @@ class EvalSchema:
     runs: int = _f(1, ge=1)
     oracle_episodes: int = _f(4, ge=0)
     temperature: float = _f(1.0, gt=0)
-    seed: int = 4242  # the judge's probe set (and, without per_seed_episodes, the evaluation episodes) is seeded by this
+    seed: int = 4242  # seeds the judge's probe set (and, without per_seed_episodes, the evaluation episodes)
     per_seed_episodes: bool = True  # the episodes' seed also depends on the training seed (paired within a seed)
     sample_seed: int = 0  # which games the stratified evaluation sample holds
     judge_every: int = _f(0, ge=0)  # judge-only probes every k iterations (0: never)

@@ -124,6 +124,8 @@ def save_probes(
     """Write the probes atomically as JSON (the format :func:`load_probes` reads).
 
     Args:
+        path: the file to write.
+        probes: one per split.
         settings: the evaluation settings the episodes were played under (JSON values); :func:`load_probes` refuses
             the file for other settings.
     """
@@ -146,6 +148,7 @@ def load_probes(path: str | os.PathLike[str], settings: dict[str, Any] | None = 
     """The probes saved at ``path``, by split name.
 
     Args:
+        path: a file written by :func:`save_probes`.
         settings: when given, the evaluation settings the caller would label under; they must equal the file's.
 
     Raises:
