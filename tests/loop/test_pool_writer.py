@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,16 +17,10 @@ from typing import Any
 
 import pytest
 
-from rlanything_core.testing.processes import reaped
+from rlanything_core.testing.processes import free_port, reaped
 
 WORKER = Path(__file__).with_name("_pool_worker.py")
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +29,7 @@ def ranks(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     shared, stale, out = base / "shared", base / "stale", base / "out"
     for d in (shared, stale, out):
         d.mkdir()
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
     errors = []
     with reaped([sys.executable, str(WORKER), "0", str(port), str(shared), str(stale), str(out)], env=env,
