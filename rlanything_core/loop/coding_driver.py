@@ -33,7 +33,7 @@ from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.envs.coding.problem import CodingProblem, IOTest, TestType
 from rlanything_core.envs.coding.task import CodingTask
 from rlanything_core.loop.adaptation import EnvironmentAdaptation
-from rlanything_core.loop.iteration import IterationData, TrainingRows
+from rlanything_core.loop.iteration import IterationData, TrainingRows, empty_iteration
 from rlanything_core.loop.pool_sync import PoolSnapshots
 from rlanything_core.records import GeneratedSequence
 from rlanything_core.rewards.unit_tests import (
@@ -255,6 +255,10 @@ class CodingLoopDriver(PoolSnapshots):
         """Sample programs and tests, score them, build the policy and judge rows; update the pool."""
         specs = self.tasks_for(iteration)
         mine = self.my_groups(len(specs))
+        if not mine:  # more ranks than task groups: nothing to sample; still in the pool sync and the update
+            data = empty_iteration(iteration)
+            data.metrics.update(self._adapt({}, [], iteration))
+            return data
         tasks = [coding_task_from_spec(specs[g], self.sandbox) for g in mine]
         samples = self.coder.collect(tasks, seed=derive_seed(self.seed, iteration))
         tests = (

@@ -21,7 +21,7 @@ from rlanything_core.environment.feedback import success_rate
 from rlanything_core.environment.pool import TaskPool
 from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.loop.adaptation import EnvironmentAdaptation
-from rlanything_core.loop.iteration import IterationData, build_iteration
+from rlanything_core.loop.iteration import IterationData, build_iteration, empty_iteration
 from rlanything_core.loop.pool_sync import PoolSnapshots
 from rlanything_core.losses.consistency import ConsistencyRewardLoss
 from rlanything_core.seeding import derive_seed
@@ -92,6 +92,10 @@ class AgentLoopDriver(PoolSnapshots):
         mine = self.my_groups(len(tasks))
         it_seed = derive_seed(self.seed, iteration)
         started = time.perf_counter()
+        if not mine:  # more ranks than task groups: nothing to roll out; still in the pool sync and the update
+            data = empty_iteration(iteration)
+            data.metrics.update(self._adapt([], iteration))
+            return data
         episodes, stats = self.collector.collect(
             [self.to_env_task(tasks[g]) for g in mine],
             seed=it_seed,

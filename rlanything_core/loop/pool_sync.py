@@ -53,15 +53,14 @@ class PoolSnapshots:
 
     @staticmethod
     def my_groups(num_tasks: int) -> list[int]:
-        """This rank's task groups (round-robin by global index); raises ``RuntimeError`` when it gets none."""
+        """This rank's task groups (round-robin by global index); empty when there are more ranks than tasks.
+
+        A rank without a task group rolls out nothing but still takes part in every collective of the iteration (the
+        pool sync here, the row deal of ``row_sharding.balance_rows``, the update's padding passes), and trains on its
+        share of the other ranks' rows: any number of ranks works.
+        """
         rank, world = dist_rank_world()
-        mine = list(range(rank, num_tasks, world))
-        if not mine:  # checked before any rollout: a rank without a task group cannot take part in the update
-            raise RuntimeError(
-                f"rank {rank} received no task group: {num_tasks} tasks this iteration for {world} ranks. Use "
-                "tasks_per_iteration >= the number of ranks (and a task pool at least that large)."
-            )
-        return mine
+        return list(range(rank, num_tasks, world))
 
     def _snapshot_path(self, iteration: int) -> Path:
         return self.pool.run_dir / "pool" / "snapshots" / f"iter_{iteration:06d}.json"

@@ -52,6 +52,17 @@ def test_two_processes_fsdp2_match_single_process(single: dict[str, torch.Tensor
     _assert_same_updates(single, weights(run_dir))
 
 
+def test_more_ranks_than_task_groups_matches_single_process(single: dict[str, torch.Tensor], tmp_path: Path) -> None:
+    """Issue 19: three ranks for two task groups (as ``scale=multinode``: 16 groups over 64 ranks). Rank 2 rolls out
+    nothing in iteration 0, takes part in the pool sync, receives its share of the other ranks' training rows
+    (``balance_rows``) and trains on them; the run finishes (a collective mismatch would hang: the timeout fails it)
+    with the single-process weights. On main it raised "rank 2 received no task group"."""
+    run_dir = tmp_path / "three"
+    match = run(run_dir, *OVERRIDES, "trainer.devices=3", "trainer.strategy=ddp", timeout=1200)
+    assert int(match.group(1)) == 2
+    _assert_same_updates(single, weights(run_dir))
+
+
 def test_simulated_two_node_run_matches_single_process(single: dict[str, torch.Tensor], tmp_path: Path) -> None:
     run_dir = tmp_path / "nodes"
     port = free_port()
