@@ -327,9 +327,9 @@ class CodingLoopDriver(PoolSnapshots):
     def _adapt(self, rates: dict[str, float], feedback: list[TaskFeedback], iteration: int) -> dict[str, float]:
         adaptation = self.adaptation
 
-        def adapt(all_rates: dict[str, float], all_feedback: list[Any]) -> dict[str, float]:
+        def plan(all_rates: dict[str, float], all_feedback: list[Any]) -> Any:
             assert adaptation is not None
-            return adaptation.step(
+            return adaptation.plan(
                 self.pool,
                 [],
                 all_rates,
@@ -338,7 +338,7 @@ class CodingLoopDriver(PoolSnapshots):
                 feedback={f.task_id: f for f in all_feedback},
             )
 
-        return self._sync_pool(rates, feedback, iteration, adapt if adaptation is not None else None)
+        return self._sync_pool(rates, feedback, iteration, adaptation, plan if adaptation is not None else None)
 
 
 def _metrics(

@@ -137,9 +137,9 @@ class AgentLoopDriver(PoolSnapshots):
         rates = {t: success_rate(eps) for t, eps in by_task.items()}
         adaptation = self.adaptation
 
-        def adapt(all_rates: dict[str, float], all_episodes: list[Any]) -> dict[str, float]:
+        def plan(all_rates: dict[str, float], all_episodes: list[Any]) -> Any:
             assert adaptation is not None
             seed = derive_seed(self.seed, iteration, "env")
-            return adaptation.step(self.pool, all_episodes, all_rates, iteration=iteration, seed=seed)
+            return adaptation.plan(self.pool, all_episodes, all_rates, iteration=iteration, seed=seed)
 
-        return self._sync_pool(rates, episodes, iteration, adapt if adaptation is not None else None)
+        return self._sync_pool(rates, episodes, iteration, adaptation, plan if adaptation is not None else None)
