@@ -241,7 +241,7 @@ def _rewrite_sharded(
         except Exception as err:  # every rank must reach the gather, then raise
             local[k] = ("error", f"rank {rank}, request {k} ({requests[k].task.task_id}): {type(err).__name__}: {err}")
             break
-    parts = [local]
+    parts: list[Any] = [local]
     if world > 1:
         parts = [None] * world
         dist.all_gather_object(parts, local)
