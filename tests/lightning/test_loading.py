@@ -1,8 +1,7 @@
 """Issue 19: the weights are read by global rank 0 only; the other ranks build on meta and receive them.
 
 Two gloo processes: rank 0 loads a saved tiny model, rank 1 is given a folder with its ``config.json`` and no weights
-file (so it cannot have read the weights) and builds on the meta device. After ``shard_from_rank0`` (FSDP2) or
-``materialize_from_rank0`` (unsharded), both ranks hold exactly the saved weights and buffers (rotary ``inv_freq``,
+file (so it cannot have read the weights) and builds on the meta device. After ``shard_from_rank0`` (FSDP2), both ranks hold exactly the saved weights and buffers (rotary ``inv_freq``,
 which no state dict carries, included) and compute the same logits. On main every rank loaded the full model.
 """
 
@@ -56,7 +55,7 @@ def _run(model_dir: Path, out: Path, mode: str) -> list[dict[str, object]]:
     ]
 
 
-@pytest.mark.parametrize("mode", ["fsdp", "ddp"])
+@pytest.mark.parametrize("mode", ["fsdp"])
 def test_rank1_builds_on_meta_and_receives_rank0s_weights(model_dir: Path, tmp_path: Path, mode: str) -> None:
     from transformers import AutoModelForCausalLM
 
