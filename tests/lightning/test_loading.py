@@ -1,8 +1,9 @@
 """Issue 19: the weights are read by global rank 0 only; the other ranks build on meta and receive them.
 
 Two gloo processes: rank 0 loads a saved tiny model, rank 1 is given a folder with its ``config.json`` and no weights
-file (so it cannot have read the weights) and builds on the meta device. After ``shard_from_rank0`` (FSDP2), both ranks hold exactly the saved weights and buffers (rotary ``inv_freq``,
-which no state dict carries, included) and compute the same logits. On main every rank loaded the full model.
+file (so it cannot have read the weights) and builds on the meta device. After ``shard_from_rank0`` (FSDP2), both
+ranks hold exactly the saved weights and buffers (rotary ``inv_freq``, which no state dict carries, included) and
+compute the same logits. On main every rank loaded the full model.
 """
 
 from __future__ import annotations
