@@ -37,11 +37,21 @@ def summary_line(run) -> str:  # type: ignore[no-untyped-def]
     )
 
 
+def move_to_eval_device(run):  # type: ignore[no-untyped-def]
+    """Put the run's models on the device the trainer would train on (``trainer.accelerator``/``devices``) and return
+    it. ``trainer.fit`` moves them itself; an ``eval_only`` run never calls it, so without this it evaluated on the
+    CPU whatever the accelerator. The rollout backends follow their model's device."""
+    device = run.trainer.strategy.root_device
+    run.module.to(device)
+    return device
+
+
 def run_training(cfg: DictConfig):  # type: ignore[no-untyped-def]
     """Build ``cfg``'s run, then fit it (resuming its last checkpoint) or, with ``eval_only``, evaluate the models as
     they are and write ``<run_dir>/eval.json``. Returns the run. Raises :class:`ConfigError` before any work."""
     run = build(cfg)
     if cfg.get("eval_only", False):  # the models as they are, no update ("before optimization")
+        move_to_eval_device(run)
         metrics = run.module.evaluator() if run.module.evaluator is not None else {}
         atomic_write_json(run.run_dir / "eval.json", metrics)
         write_eval_outcomes(run.run_dir, run.module.evaluator, 0)

@@ -27,6 +27,8 @@ from typing import Any
 import lightning as L
 import torch
 
+from rlanything_core.environment._io import fsync_dir
+
 __all__ = [
     "IterationCheckpoint",
     "atomic_save_checkpoint",
@@ -45,14 +47,6 @@ def saves_sharded(trainer: L.Trainer) -> bool:
     return bool(getattr(trainer.strategy, "_save_distributed_checkpoint", False))
 
 
-def _fsync_dir(path: Path) -> None:
-    dir_fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
 def _atomic_save_file(trainer: L.Trainer, target: Path) -> None:
     tmp = target.with_name(target.name + ".tmp")
     trainer.save_checkpoint(str(tmp))
@@ -64,7 +58,7 @@ def _atomic_save_file(trainer: L.Trainer, target: Path) -> None:
         else:  # pragma: no cover - a directory left by hand where the file goes
             shutil.rmtree(target)
             os.replace(tmp, target)
-        _fsync_dir(target.parent)
+        fsync_dir(target.parent)
 
 
 def initialize_optimizer_state(optimizer: torch.optim.Optimizer) -> bool:
@@ -113,8 +107,8 @@ def _atomic_save_sharded(trainer: L.Trainer, target: Path) -> None:
     trainer.save_checkpoint(str(shards))  # collective: every rank writes its shards, rank 0 the metadata
     trainer.strategy.barrier("sharded_checkpoint_written")
     if trainer.is_global_zero:
-        _fsync_dir(shards)
-        _fsync_dir(shards.parent)
+        fsync_dir(shards)
+        fsync_dir(shards.parent)
         link = target.with_name(target.name + ".tmp")
         if link.is_symlink() or link.exists():
             link.unlink()
@@ -122,7 +116,7 @@ def _atomic_save_sharded(trainer: L.Trainer, target: Path) -> None:
         if target.is_dir() and not target.is_symlink():  # pragma: no cover - a directory where the link goes
             shutil.rmtree(target)
         os.replace(link, target)
-        _fsync_dir(target.parent)
+        fsync_dir(target.parent)
         _remove_unreferenced(target.parent)
 
 

@@ -25,6 +25,7 @@ from torch.utils.data import DataLoader, IterableDataset
 
 from rlanything_core.loop.iteration import IterationData
 from rlanything_core.loop.protocol import IterationSource
+from rlanything_core.loop.row_sharding import balance_iteration
 
 __all__ = ["IterationStream", "RolloutDataModule"]
 
@@ -53,6 +54,9 @@ class RolloutDataModule(L.LightningDataModule):
         rollout_context: entered around each collection (every rank); default: the attached Lightning module's
             ``rollout_mode()`` when it has one (models in eval mode, sharded weights gathered, generation engines
             synced), else nothing.
+        balance_rows: after the collection, deal the training rows evenly over the ranks
+            (``loop.row_sharding.balance_iteration``): rollouts are sharded by task group, rows by count, so ranks
+            without a task group (more ranks than tasks) train too. ``False``: each rank trains on its own rows.
     """
 
     def __init__(
@@ -61,6 +65,7 @@ class RolloutDataModule(L.LightningDataModule):
         *,
         iterations: int,
         rollout_context: Callable[[], AbstractContextManager[Any]] | None = None,
+        balance_rows: bool = True,
     ) -> None:
         super().__init__()
         if iterations < 1:
@@ -70,6 +75,7 @@ class RolloutDataModule(L.LightningDataModule):
         self.driver = driver
         self.iterations = iterations
         self.rollout_context = rollout_context
+        self.balance_rows = balance_rows
         self.completed = 0
         self._restored = False
 
@@ -92,7 +98,8 @@ class RolloutDataModule(L.LightningDataModule):
     def on_before_batch_transfer(self, batch: Any, dataloader_idx: int) -> IterationData:
         """Iteration index -> ``IterationData``: collect now, with the current weights, in the rollout context."""
         with self._rollout_context():  # every rank: ranks run different numbers of forwards, with no collective
-            return self.driver(int(batch))
+            data = self.driver(int(batch))
+        return balance_iteration(data) if self.balance_rows else data
 
     def transfer_batch_to_device(self, batch: Any, device: torch.device, dataloader_idx: int) -> Any:
         """Unchanged: the module moves each micro-batch of rows to its device itself."""

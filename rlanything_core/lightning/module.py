@@ -27,7 +27,8 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
-from rlanything_core.lightning.sharding import ShardingConfig, clip_grad_norm, gathered, is_sharded, shard_model
+from rlanything_core.lightning.loading import materialize_from_rank0, shard_from_rank0
+from rlanything_core.lightning.sharding import ShardingConfig, clip_grad_norm, gathered, is_sharded
 from rlanything_core.loop.iteration import IterationData, TrainingRows
 from rlanything_core.losses.aggregation import Aggregation
 from rlanything_core.losses.consistency import ConsistencyRewardLoss
@@ -123,14 +124,23 @@ class RLAnythingModule(L.LightningModule):
         return self.judge is not None and self.judge_loss is not None
 
     def configure_model(self) -> None:
-        """Under ``ModelParallelStrategy``: shard the policy and the judge per decoder layer (FSDP2), once."""
+        """Shard the policy and the judge per decoder layer (FSDP2) under ``ModelParallelStrategy``, once.
+
+        Models that ranks other than 0 built on the meta device (``loading.causal_lm_on_rank0``: the weights read
+        once) receive rank 0's weights here, sharded or whole (collective on every rank).
+        """
         mesh = self._device_mesh
-        if self.sharding is None or mesh is None or is_sharded(self.policy):
+        device = self.trainer.strategy.root_device if self._trainer is not None else self.device
+        models = [m for m in (self.policy, self.judge) if m is not None]
+        if self.sharding is None or mesh is None:
+            for model in models:
+                materialize_from_rank0(model, device)
+            return
+        if is_sharded(self.policy):
             return
         dp_mesh = mesh["data_parallel"] if mesh.mesh_dim_names and "data_parallel" in mesh.mesh_dim_names else mesh
-        shard_model(self.policy, dp_mesh, self.sharding)
-        if self.judge is not None:
-            shard_model(self.judge, dp_mesh, self.sharding)
+        for model in models:
+            shard_from_rank0(model, dp_mesh, self.sharding, device)
 
     def gathered_models(self) -> AbstractContextManager[Any]:
         """The rollout context: by default sharded models hold their full weights on every rank (collective entry)."""

@@ -6,6 +6,10 @@ Runs on the pool's single writer with the success rates of every task rolled out
 2. every active task outside the band whose slot has nothing pending is rewritten harder/easier from its critic
    feedback (``build_feedback``); the first valid candidate becomes the slot's pending task, rolled out next
    iteration.
+
+``step`` does both in one process. The rewrites (an LLM call each, for the coding and SmolLM2 rewriters) need no pool
+state: ``plan`` (writer) lists them, ``rewrite`` runs one on any rank, ``apply`` (writer) adds the candidates in
+request order; ``PoolSnapshots._sync_pool`` spreads the rewrites over the ranks that way.
 """
 
 from __future__ import annotations
@@ -13,13 +17,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rlanything_core.environment.difficulty import Direction
 from rlanything_core.environment.feedback import TaskFeedback, build_feedback
 from rlanything_core.environment.llm import ChatModel
 from rlanything_core.environment.pool import TaskPool
-from rlanything_core.environment.rewriters.protocol import TaskRewriter
+from rlanything_core.environment.rewriters.protocol import Candidate, TaskRewriter, TaskSpec
 from rlanything_core.records import Episode
 
-__all__ = ["EnvironmentAdaptation"]
+__all__ = ["EnvironmentAdaptation", "RewriteRequest"]
+
+
+@dataclass(frozen=True)
+class RewriteRequest:
+    """One task to rewrite: the active task, which way, its success rate and its critic feedback."""
+
+    task: TaskSpec
+    direction: Direction
+    acc: float
+    feedback: TaskFeedback | None
 
 
 @dataclass
@@ -49,7 +64,26 @@ class EnvironmentAdaptation:
         """Resolve pending rewrites, request new ones; returns metrics. Does not save the pool.
 
         ``feedback`` replaces the critic feedback built from ``episodes`` (single-turn settings such as coding, whose
-        critic is the per-test pass rates rather than failure summaries).
+        critic is the per-test pass rates rather than failure summaries). One process: ``plan``, ``rewrite`` each
+        request, ``apply``; ``PoolSnapshots._sync_pool`` runs the same three with the rewrites spread over the ranks.
+        """
+        metrics, requests = self.plan(pool, episodes, rates, iteration=iteration, seed=seed, feedback=feedback)
+        return self.apply(pool, requests, [self.rewrite(r) for r in requests], iteration=iteration, metrics=metrics)
+
+    def plan(
+        self,
+        pool: TaskPool,
+        episodes: Sequence[Episode],
+        rates: dict[str, float],
+        *,
+        iteration: int,
+        seed: int,
+        feedback: dict[str, TaskFeedback] | None = None,
+    ) -> tuple[dict[str, float], list[RewriteRequest]]:
+        """Record the rates, resolve the pending candidates that were rolled out, list this iteration's rewrites.
+
+        Runs on the pool's writer (it changes the pool). Returns the acceptance metrics and the requests, each with
+        its critic feedback, in the order their candidates must be added (``apply``).
         """
         pool.record_rates(rates, iteration=iteration)
         accepted = rejected = 0
@@ -62,18 +96,36 @@ class EnvironmentAdaptation:
             feedback = build_feedback(
                 episodes, chat_model=self.feedback_model, seed=seed, tasks=[task.task_id for task, _, _ in requests]
             )
-        scheduled = candidates = valid = 0
-        for task, direction, acc in requests:
-            cands = self.rewriter.rewrite(task, direction, feedback.get(task.task_id))
-            candidates += len(cands)
+        metrics = {"env/accepted": float(accepted), "env/rejected": float(rejected)}
+        return metrics, [RewriteRequest(task, direction, acc, feedback.get(task.task_id)) for task, direction, acc
+                         in requests]
+
+    def rewrite(self, request: RewriteRequest) -> list[Candidate]:
+        """The rewriter's candidates for one request (any rank: it reads no pool state)."""
+        return self.rewriter.rewrite(request.task, request.direction, request.feedback)
+
+    def apply(
+        self,
+        pool: TaskPool,
+        requests: Sequence[RewriteRequest],
+        candidates: Sequence[Sequence[Candidate]],
+        *,
+        iteration: int,
+        metrics: dict[str, float],
+    ) -> dict[str, float]:
+        """Add each request's candidates to the pool, in request order (on the writer); returns all metrics."""
+        if len(candidates) != len(requests):
+            raise ValueError(f"candidates: expected one list per request ({len(requests)}), got {len(candidates)}")
+        scheduled = n_candidates = valid = 0
+        for request, cands in zip(requests, candidates):
+            n_candidates += len(cands)
             valid += sum(c.valid for c in cands)
-            scheduled += int(pool.add_candidates(cands, parent_acc=acc, iteration=iteration) is not None)
+            scheduled += int(pool.add_candidates(cands, parent_acc=request.acc, iteration=iteration) is not None)
         return {
-            "env/accepted": float(accepted),
-            "env/rejected": float(rejected),
+            **metrics,
             "env/accepted_total": float(len(pool.accepted_ids())),
             "env/requests": float(len(requests)),
-            "env/candidates": float(candidates),
+            "env/candidates": float(n_candidates),
             "env/valid_candidates": float(valid),
             "env/scheduled": float(scheduled),
             "env/pending": float(len(pool.pending)),

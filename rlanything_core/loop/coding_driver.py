@@ -33,7 +33,7 @@ from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.envs.coding.problem import CodingProblem, IOTest, TestType
 from rlanything_core.envs.coding.task import CodingTask
 from rlanything_core.loop.adaptation import EnvironmentAdaptation
-from rlanything_core.loop.iteration import IterationData, TrainingRows
+from rlanything_core.loop.iteration import IterationData, TrainingRows, empty_iteration
 from rlanything_core.loop.pool_sync import PoolSnapshots
 from rlanything_core.records import GeneratedSequence
 from rlanything_core.rewards.unit_tests import (
@@ -255,6 +255,10 @@ class CodingLoopDriver(PoolSnapshots):
         """Sample programs and tests, score them, build the policy and judge rows; update the pool."""
         specs = self.tasks_for(iteration)
         mine = self.my_groups(len(specs))
+        if not mine:  # more ranks than task groups: nothing to sample; still in the pool sync and the update
+            data = empty_iteration(iteration)
+            data.metrics.update(self._adapt({}, [], iteration))
+            return data
         tasks = [coding_task_from_spec(specs[g], self.sandbox) for g in mine]
         samples = self.coder.collect(tasks, seed=derive_seed(self.seed, iteration))
         tests = (
@@ -323,9 +327,9 @@ class CodingLoopDriver(PoolSnapshots):
     def _adapt(self, rates: dict[str, float], feedback: list[TaskFeedback], iteration: int) -> dict[str, float]:
         adaptation = self.adaptation
 
-        def adapt(all_rates: dict[str, float], all_feedback: list[Any]) -> dict[str, float]:
+        def plan(all_rates: dict[str, float], all_feedback: list[Any]) -> Any:
             assert adaptation is not None
-            return adaptation.step(
+            return adaptation.plan(
                 self.pool,
                 [],
                 all_rates,
@@ -334,7 +338,7 @@ class CodingLoopDriver(PoolSnapshots):
                 feedback={f.task_id: f for f in all_feedback},
             )
 
-        return self._sync_pool(rates, feedback, iteration, adapt if adaptation is not None else None)
+        return self._sync_pool(rates, feedback, iteration, adaptation, plan if adaptation is not None else None)
 
 
 def _metrics(

@@ -21,7 +21,7 @@ from rlanything_core.environment.feedback import success_rate
 from rlanything_core.environment.pool import TaskPool
 from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.loop.adaptation import EnvironmentAdaptation
-from rlanything_core.loop.iteration import IterationData, build_iteration
+from rlanything_core.loop.iteration import IterationData, build_iteration, empty_iteration
 from rlanything_core.loop.pool_sync import PoolSnapshots
 from rlanything_core.losses.consistency import ConsistencyRewardLoss
 from rlanything_core.seeding import derive_seed
@@ -92,6 +92,10 @@ class AgentLoopDriver(PoolSnapshots):
         mine = self.my_groups(len(tasks))
         it_seed = derive_seed(self.seed, iteration)
         started = time.perf_counter()
+        if not mine:  # more ranks than task groups: nothing to roll out; still in the pool sync and the update
+            data = empty_iteration(iteration)
+            data.metrics.update(self._adapt([], iteration))
+            return data
         episodes, stats = self.collector.collect(
             [self.to_env_task(tasks[g]) for g in mine],
             seed=it_seed,
@@ -133,9 +137,9 @@ class AgentLoopDriver(PoolSnapshots):
         rates = {t: success_rate(eps) for t, eps in by_task.items()}
         adaptation = self.adaptation
 
-        def adapt(all_rates: dict[str, float], all_episodes: list[Any]) -> dict[str, float]:
+        def plan(all_rates: dict[str, float], all_episodes: list[Any]) -> Any:
             assert adaptation is not None
             seed = derive_seed(self.seed, iteration, "env")
-            return adaptation.step(self.pool, all_episodes, all_rates, iteration=iteration, seed=seed)
+            return adaptation.plan(self.pool, all_episodes, all_rates, iteration=iteration, seed=seed)
 
-        return self._sync_pool(rates, episodes, iteration, adapt if adaptation is not None else None)
+        return self._sync_pool(rates, episodes, iteration, adaptation, plan if adaptation is not None else None)

@@ -24,7 +24,7 @@ from rlanything_core.records import Episode
 from rlanything_core.rewards.targets import ConsistencyTargets
 from rlanything_core.types import StepBatch
 
-__all__ = ["IterationData", "TrainingRows", "build_iteration"]
+__all__ = ["IterationData", "TrainingRows", "build_iteration", "empty_iteration"]
 
 
 @dataclass(frozen=True)
@@ -138,6 +138,22 @@ def build_iteration(
         judge=judge,
         metrics=metrics,
         episodes=list(episodes),
+    )
+
+
+def empty_iteration(iteration: int) -> IterationData:
+    """The iteration of a rank that rolled out nothing (more ranks than task groups): no rollout, no row."""
+    return IterationData(
+        iteration=iteration,
+        batch=StepBatch(
+            outcome=torch.zeros(0),
+            step_mask=torch.zeros(0, 1, dtype=torch.bool),
+            group_index=torch.zeros(0, dtype=torch.int64),
+        ),
+        step_reward=torch.zeros(0, 1),
+        policy=None,
+        judge=None,
+        metrics={"rollouts": 0.0, "steps": 0.0},
     )
 
 

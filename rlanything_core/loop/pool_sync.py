@@ -3,8 +3,9 @@
 One writer owns the pool: global rank 0, chosen once the process group exists (``save_initial_pool`` and
 ``restore_pool`` run in the data module's hooks, after Lightning set the process group up), not guessed from the
 launcher's variables when the run is built (``srun`` sets no ``RANK``). After each iteration the drivers gather the
-success rates (and whatever the adaptation needs: episodes, critic feedback) from every rank, let the writer adapt and
-save the pool, copy the saved state to ``pool/snapshots/iter_<n>.json``, and broadcast the pool's state to the other
+success rates (and whatever the adaptation needs: episodes, critic feedback) from every rank, let the writer plan the
+adaptation, spread the task rewrites over all ranks and gather their candidates, let the writer add them and save the
+pool, copy the saved state to ``pool/snapshots/iter_<n>.json``, and broadcast the pool's state to the other
 ranks (``broadcast_object_list``): no rank re-reads shared storage, which NFS may serve stale. An error on the writer
 is broadcast too, so every rank raises it instead of waiting. A resumed run rolls the pool back to the snapshot of its
 checkpoint's iteration, so a crash between the two saves repeats that iteration exactly.
@@ -21,11 +22,12 @@ from typing import Any
 import torch.distributed as dist
 
 from rlanything_core.environment.pool import TaskPool
-from rlanything_core.environment.rewriters.protocol import TaskSpec
+from rlanything_core.environment.rewriters.protocol import Candidate, TaskSpec
+from rlanything_core.loop.adaptation import EnvironmentAdaptation, RewriteRequest
 
 __all__ = ["PoolSnapshots", "dist_rank_world"]
 
-AdaptFn = Callable[[dict[str, float], list[Any]], dict[str, float]]
+PlanFn = Callable[[dict[str, float], list[Any]], tuple[dict[str, float], list[RewriteRequest]]]
 
 
 def dist_rank_world() -> tuple[int, int]:
@@ -53,15 +55,14 @@ class PoolSnapshots:
 
     @staticmethod
     def my_groups(num_tasks: int) -> list[int]:
-        """This rank's task groups (round-robin by global index); raises ``RuntimeError`` when it gets none."""
+        """This rank's task groups (round-robin by global index); empty when there are more ranks than tasks.
+
+        A rank without a task group rolls out nothing but still takes part in every collective of the iteration (the
+        pool sync here, the row deal of ``row_sharding.balance_rows``, the update's padding passes), and trains on its
+        share of the other ranks' rows: any number of ranks works.
+        """
         rank, world = dist_rank_world()
-        mine = list(range(rank, num_tasks, world))
-        if not mine:  # checked before any rollout: a rank without a task group cannot take part in the update
-            raise RuntimeError(
-                f"rank {rank} received no task group: {num_tasks} tasks this iteration for {world} ranks. Use "
-                "tasks_per_iteration >= the number of ranks (and a task pool at least that large)."
-            )
-        return mine
+        return list(range(rank, num_tasks, world))
 
     def _snapshot_path(self, iteration: int) -> Path:
         return self.pool.run_dir / "pool" / "snapshots" / f"iter_{iteration:06d}.json"
@@ -151,35 +152,101 @@ class PoolSnapshots:
         os.replace(tmp, target)
 
     def _sync_pool(
-        self, rates: dict[str, float], items: Sequence[Any], iteration: int, adapt: AdaptFn | None
+        self,
+        rates: dict[str, float],
+        items: Sequence[Any],
+        iteration: int,
+        adaptation: EnvironmentAdaptation | None,
+        plan: PlanFn | None,
     ) -> dict[str, float]:
-        """Gather ``rates`` and ``items`` from every rank, adapt on the writer, save and snapshot the pool.
+        """Gather ``rates`` and ``items`` from every rank, adapt the pool (rewrites spread over the ranks), save it.
+
+        1. every rank's rates and items are gathered (``all_gather_object``);
+        2. the writer runs ``plan`` (resolves pending candidates, lists the rewrite requests) and broadcasts the
+           requests;
+        3. every rank runs ``adaptation.rewrite`` on its share of the requests (``k % world == rank``: the rewriter's
+           LLM calls, which took as long as all of them on rank 0 while the others waited) and all candidates are
+           gathered;
+        4. the writer adds them in request order (``adaptation.apply``: the one-process result), saves and snapshots
+           the pool, and broadcasts its state.
+
+        An error anywhere reaches every rank. Collective.
 
         Args:
             rates: success rate of each task this rank rolled out.
-            items: what ``adapt`` needs besides the rates (episodes, feedback records), this rank's share.
+            items: what ``plan`` needs besides the rates (episodes, feedback records), this rank's share.
             iteration: the iteration (names the snapshot).
-            adapt: ``(all rates, all items) -> metrics``, run on the writer only; ``None`` keeps the tasks fixed.
+            adaptation: the environment adaptation; ``None`` keeps the tasks fixed (``plan`` unused).
+            plan: ``(all rates, all items) -> (metrics, requests)``: ``adaptation.plan`` with the driver's arguments.
 
         Returns:
             The adaptation's metrics plus ``env/accepted_total``.
         """
         self._elect_writer()  # idempotent: a driver used without the data module's hooks still has its writer
         all_items = list(items)
-        _, world = dist_rank_world()
+        rank, world = dist_rank_world()
         if world > 1:
             gathered: list[Any] = [None] * world
             dist.all_gather_object(gathered, (rates, all_items))
             rates = {t: r for part in gathered for t, r in part[0].items()}
             all_items = [x for part in gathered for x in part[1]]
         metrics: dict[str, float] = {}
+        requests: list[RewriteRequest] = []
+        candidates: list[list[Candidate]] = []
+        if adaptation is not None and plan is not None:
+            planned = self._on_writer_broadcast(lambda: plan(rates, all_items))
+            metrics, requests = planned if rank == 0 else ({}, planned[1])
+            candidates = _rewrite_sharded(adaptation, requests, rank, world)
 
         def on_writer() -> None:
-            if adapt is not None:
-                metrics.update(adapt(rates, all_items))
+            if adaptation is not None and plan is not None:
+                metrics.update(adaptation.apply(self.pool, requests, candidates, iteration=iteration, metrics=metrics))
             self.pool.save()
             self._copy_state(self._snapshot_path(iteration))
 
         self._on_writer_then_share(on_writer)
         metrics["env/accepted_total"] = float(len(self.pool.accepted_ids()))
         return metrics
+
+    @staticmethod
+    def _on_writer_broadcast(work: Callable[[], Any]) -> Any:
+        """``work()`` on rank 0, its result (or its error) broadcast to every rank."""
+        rank, world = dist_rank_world()
+        payload: list[Any] = [None]
+        error: BaseException | None = None
+        if rank == 0:
+            try:
+                payload[0] = ("ok", work())
+            except BaseException as err:  # every rank must reach the broadcast, then raise
+                error = err
+                payload[0] = ("error", f"{type(err).__name__}: {err}")
+        if world > 1:
+            dist.broadcast_object_list(payload, src=0)
+        if error is not None:
+            raise error
+        kind, value = payload[0]
+        if kind == "error":
+            raise RuntimeError(f"the pool writer (rank 0) failed: {value}")
+        return value
+
+
+def _rewrite_sharded(
+    adaptation: EnvironmentAdaptation, requests: Sequence[RewriteRequest], rank: int, world: int
+) -> list[list[Candidate]]:
+    """Every request's candidates, on every rank; each rank rewrites requests ``rank, rank + world, ...``."""
+    local: dict[int, Any] = {}
+    for k in range(rank, len(requests), world):
+        try:
+            local[k] = ("ok", adaptation.rewrite(requests[k]))
+        except Exception as err:  # every rank must reach the gather, then raise
+            local[k] = ("error", f"rank {rank}, request {k} ({requests[k].task.task_id}): {type(err).__name__}: {err}")
+            break
+    parts: list[Any] = [local]
+    if world > 1:
+        parts = [None] * world
+        dist.all_gather_object(parts, local)
+    merged: dict[int, Any] = {k: v for part in parts for k, v in part.items()}
+    failures = [value for kind, value in merged.values() if kind == "error"]
+    if failures:
+        raise RuntimeError(f"rewriting failed: {failures[0]}")
+    return [merged[k][1] for k in range(len(requests))]

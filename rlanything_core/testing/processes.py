@@ -13,14 +13,22 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import socket
 import subprocess
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["die_with_parent", "kill_group", "reaped", "run_reaped"]
+__all__ = ["die_with_parent", "free_port", "kill_group", "reaped", "run_reaped"]
 
 _PR_SET_PDEATHSIG = 1
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (for a test's ``MASTER_PORT``)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def kill_group(proc: subprocess.Popen[Any], *, wait_s: float = 30.0) -> None:

@@ -1,7 +1,6 @@
 """Lightning DDP and FSDP2 on CPU (gloo): two processes on this machine, and a simulated two-node run on localhost,
 each reproducing the single-process run's updates for the same seed (task groups stay whole on one rank)."""
 
-import socket
 import subprocess
 from contextlib import ExitStack
 from pathlib import Path
@@ -10,17 +9,11 @@ import pytest
 import torch
 from _runs import REPO, env, run, train_cmd, weights
 
-from rlanything_core.testing.processes import reaped
+from rlanything_core.testing.processes import free_port, reaped
 
 pytestmark = pytest.mark.slow
 
 OVERRIDES = ["iterations=2", "arm=policy_judge"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -59,9 +52,20 @@ def test_two_processes_fsdp2_match_single_process(single: dict[str, torch.Tensor
     _assert_same_updates(single, weights(run_dir))
 
 
+def test_more_ranks_than_task_groups_matches_single_process(single: dict[str, torch.Tensor], tmp_path: Path) -> None:
+    """Issue 19: three ranks for two task groups (as ``scale=multinode``: 16 groups over 64 ranks). Rank 2 rolls out
+    nothing in iteration 0, takes part in the pool sync, receives its share of the other ranks' training rows
+    (``balance_rows``) and trains on them; the run finishes (a collective mismatch would hang: the timeout fails it)
+    with the single-process weights. On main it raised "rank 2 received no task group"."""
+    run_dir = tmp_path / "three"
+    match = run(run_dir, *OVERRIDES, "trainer.devices=3", "trainer.strategy=ddp", timeout=1200)
+    assert int(match.group(1)) == 2
+    _assert_same_updates(single, weights(run_dir))
+
+
 def test_simulated_two_node_run_matches_single_process(single: dict[str, torch.Tensor], tmp_path: Path) -> None:
     run_dir = tmp_path / "nodes"
-    port = _free_port()
+    port = free_port()
     procs = []
     stack = ExitStack()
     for node in (0, 1):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -21,18 +20,14 @@ from typing import Any
 import pytest
 import torch
 
+from rlanything_core.testing.processes import free_port
+
 WORKER = Path(__file__).with_name("_ddp_worker.py")
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _run(mode: str, out: Path) -> list[dict[str, Any]]:
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
     procs = [
         subprocess.Popen([sys.executable, str(WORKER), str(r), str(port), str(out), mode], env=env,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -21,21 +20,16 @@ import torch
 
 from rlanything_core.lightning.module import RLAnythingModule
 from rlanything_core.models.tiny import tiny_causal_lm
+from rlanything_core.testing.processes import free_port
 
 WORKER = Path(__file__).with_name("_sharding_worker.py")
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     out = tmp_path_factory.mktemp("fsdp2")
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
     procs = [
         subprocess.Popen([sys.executable, str(WORKER), str(r), str(port), str(out)], env=env, stderr=subprocess.PIPE)

@@ -3,6 +3,7 @@
 ``python _pool_worker.py RANK PORT SHARED STALE OUT``: rank 0 works in ``SHARED``; rank 1 in ``STALE``, a copy of the
 run directory taken before anything was saved (what a rank sees of shared storage whose cache serves old files). The
 launcher's rank variables are removed, as under ``srun`` (no ``RANK``): a writer guessed from them would be every rank.
+The adaptation's rewrites are spread over the two ranks.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import torch.distributed as dist
 
 from rlanything_core.environment.pool import TaskPool
 from rlanything_core.environment.rewriters.protocol import Candidate, TaskSpec
+from rlanything_core.loop.adaptation import EnvironmentAdaptation
 from rlanything_core.loop.pool_sync import PoolSnapshots
 
 ROOTS = [TaskSpec(task_id=f"r{i}", kind="dummy", root_id=f"r{i}", data={"i": i}) for i in range(4)]
@@ -46,25 +48,34 @@ def main(rank: int, port: int, shared: str, stale: str, out: str) -> None:
     driver.save_initial_pool()
     result["initial"] = _view(driver)
 
-    def adapt(rates: dict[str, float], items: list[Any]) -> dict[str, float]:  # runs on the writer only
-        assert driver.pool.writer
-        parent = driver.pool.tasks["r0"]
-        task = TaskSpec("r0@v1-h", "dummy", "r0", 1, data={"i": 10})
-        driver.pool.add_candidates([Candidate(task, parent.task_id, parent.root_id, "harder", "test", valid=True)],
-                                   parent_acc=0.5, iteration=0)
-        return {"env/rates_seen": float(len(rates)), "env/items_seen": float(len(items))}
+    rewrote: list[str] = []
 
-    rates = {f"r{rank}": 0.5}
-    result["metrics"] = driver._sync_pool(rates, [rank], 0, adapt)
+    class Rewriter:  # records which requests this rank rewrote (the LLM call the ranks share)
+        def rewrite(self, task: TaskSpec, direction: Any, feedback: Any) -> list[Candidate]:
+            rewrote.append(task.task_id)
+            new = TaskSpec(f"{task.task_id}@v1-{direction.value[0]}", "dummy", task.root_id, 1, data={"i": 10})
+            return [Candidate(new, task.task_id, task.root_id, direction.value, "test", valid=True)]
+
+    adaptation = EnvironmentAdaptation(rewriter=Rewriter())
+
+    def plan(rates: dict[str, float], items: list[Any]) -> Any:  # runs on the writer only
+        assert driver.pool.writer
+        metrics, requests = adaptation.plan(driver.pool, [], rates, iteration=0, seed=0, feedback={})
+        return {**metrics, "env/rates_seen": float(len(rates)), "env/items_seen": float(len(items))}, requests
+
+    # r0 always fails (rewrite easier), r1 always succeeds (harder), r2 and r3 too (harder): four rewrites, two ranks
+    rates = {"r0": 0.0, "r3": 1.0} if rank == 0 else {"r1": 1.0, "r2": 1.0}
+    result["metrics"] = driver._sync_pool(rates, [rank], 0, adaptation, plan)
+    result["rewrote"] = rewrote
     result["after_sync"] = _view(driver)
     driver.restore_pool(0)  # a resume from scratch: every rank back to the initial pool
     result["restored"] = _view(driver)
 
-    def broken(rates: dict[str, float], items: list[Any]) -> dict[str, float]:
+    def broken(rates: dict[str, float], items: list[Any]) -> Any:
         raise ValueError("the rewriter broke")
 
     try:  # an error on the writer reaches every rank (no rank waits forever for the writer)
-        driver._sync_pool(rates, [rank], 1, broken)
+        driver._sync_pool(rates, [rank], 1, adaptation, broken)
         result["error"] = None
     except Exception as err:  # noqa: BLE001
         result["error"] = f"{type(err).__name__}: {err}"

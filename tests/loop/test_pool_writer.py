@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,16 +17,10 @@ from typing import Any
 
 import pytest
 
-from rlanything_core.testing.processes import reaped
+from rlanything_core.testing.processes import free_port, reaped
 
 WORKER = Path(__file__).with_name("_pool_worker.py")
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +29,7 @@ def ranks(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     shared, stale, out = base / "shared", base / "stale", base / "out"
     for d in (shared, stale, out):
         d.mkdir()
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
     errors = []
     with reaped([sys.executable, str(WORKER), "0", str(port), str(shared), str(stale), str(out)], env=env,
@@ -44,7 +37,7 @@ def ranks(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
          reaped([sys.executable, str(WORKER), "1", str(port), str(shared), str(stale), str(out)], env=env,
                 stderr=subprocess.PIPE, text=True) as p1:
         for p in (p0, p1):  # a rank waiting for a writer that never answers would hang: the timeout fails it
-            _, err = p.communicate(timeout=120)
+            _, err = p.communicate(timeout=600)
             errors.append(err[-3000:])
         assert p0.returncode == 0 and p1.returncode == 0, errors
     return [json.loads((out / f"rank{r}.json").read_text()) for r in range(2)]
@@ -57,7 +50,7 @@ def test_global_rank_0_alone_is_the_writer(ranks: list[dict[str, Any]]) -> None:
 
 
 def test_the_writer_adapts_on_everything_gathered(ranks: list[dict[str, Any]]) -> None:
-    assert ranks[0]["metrics"]["env/rates_seen"] == 2.0 and ranks[0]["metrics"]["env/items_seen"] == 2.0
+    assert ranks[0]["metrics"]["env/rates_seen"] == 4.0 and ranks[0]["metrics"]["env/items_seen"] == 2.0
     assert "env/rates_seen" not in ranks[1]["metrics"]
     assert ranks[0]["metrics"]["env/accepted_total"] == ranks[1]["metrics"]["env/accepted_total"]
 
@@ -66,10 +59,20 @@ def test_the_other_ranks_receive_the_writers_state_not_their_stale_storage(ranks
     for stage in ("initial", "after_sync", "restored"):
         mine = {k: v for k, v in ranks[1][stage].items() if k != "writer"}
         assert mine == {k: v for k, v in ranks[0][stage].items() if k != "writer"}, stage
-    assert ranks[1]["after_sync"]["pending"] == ["r0@v1-h"]  # only the writer's broadcast holds the candidate
+    # only the writer's broadcast holds the candidates (rank 1 made two of them, but added none itself)
+    assert ranks[1]["after_sync"]["pending"] == ["r0@v1-e", "r1@v1-h", "r2@v1-h", "r3@v1-h"]
     assert ranks[1]["restored"]["pending"] == [] and ranks[1]["restored"]["generation"] == 1
 
 
 def test_an_error_on_the_writer_is_raised_on_every_rank(ranks: list[dict[str, Any]]) -> None:
     assert ranks[0]["error"] == "ValueError: the rewriter broke"
     assert ranks[1]["error"] == "RuntimeError: the pool writer (rank 0) failed: ValueError: the rewriter broke"
+
+
+def test_rewrites_are_spread_over_the_ranks(ranks: list[dict[str, Any]]) -> None:
+    """Issue 19: the rewriter (an LLM call per request) ran on rank 0 only while the others waited. Each rank now
+    rewrites a share of the requests; the writer adds every candidate in request order, as one process would."""
+    shares = [sorted(r["rewrote"]) for r in ranks]
+    assert all(shares) and not set(shares[0]) & set(shares[1]), shares
+    assert sorted(shares[0] + shares[1]) == ["r0", "r1", "r2", "r3"]
+    assert ranks[0]["metrics"]["env/scheduled"] == 4.0 and ranks[0]["metrics"]["env/requests"] == 4.0

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from rlanything_core.testing.processes import reaped
+from rlanything_core.testing.processes import free_port, reaped
 
 pytestmark = pytest.mark.slow
 
@@ -26,18 +25,12 @@ WORKER = Path(__file__).with_name("_sharded_eval_worker.py")
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     base = tmp_path_factory.mktemp("sharded_eval")
     out = base / "out"
     out.mkdir()
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
     cmd = [sys.executable, str(WORKER)]
     errors = []
