@@ -73,7 +73,9 @@ def optimizers(cfg: DictConfig) -> tuple[Any, Any]:
 def rewriter(cfg: DictConfig, name: str, **runtime: Any) -> Any:
     """The task rewriter ``rewriters[name]``, given the run-time arguments ``runtime`` (a chat model, a folder)."""
     node = _variant(cfg, "rewriters", name, "setting.rewriter")
-    return instantiate(node, **runtime)
+    # a partial, then the objects: Hydra would merge keyword objects into the config (a dataclass chat model becomes a
+    # structured config, and its annotations fail to resolve)
+    return instantiate(node, _partial_=True)(**runtime)
 
 
 def task_pool(cfg: DictConfig, run_dir: Path, roots: list[Any]) -> Any:
