@@ -34,7 +34,9 @@ def _grads(model: nn.Module) -> list[float]:
 
 def main(rank: int, port: int, out: Path, mode: str) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=WORLD, timeout=timedelta(seconds=20))
+    # 120 s: on a loaded machine one rank may import torch 20 s after the other (a 20 s rendezvous flaked once). The
+    # DDP case's error does not wait for it: rank 1's exit closes its connections, and rank 0 fails at once.
+    dist.init_process_group("gloo", rank=rank, world_size=WORLD, timeout=timedelta(seconds=120))
     x = _rows()
     reference = _model()
     (reference(x).sum() / ROWS).backward()  # every row in one process: the gradient both paths should give
