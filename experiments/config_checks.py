@@ -82,6 +82,14 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError(
             "arm.train_judge", "a judge cannot be trained without arm.use_judge", "set arm.use_judge=true"
         )
+    reference = OmegaConf.select(cfg, "optim.policy_loss.kl_reference._args_", default=["rollout"])
+    if str(list(reference)[0]).lower() == "frozen":
+        # PolicyLoss supports it; the training loop builds no frozen reference model to give it ref_logprobs
+        raise ConfigError(
+            "optim.policy_loss.kl_reference",
+            "the loop keeps no frozen reference model, so there are no ref_logprobs to measure KL against",
+            "use kl_reference 'rollout' (KL to the rollout policy, as the authors' code does)",
+        )
     if "StepOnly" in str(arm.integrator._target_) and not arm.use_judge:
         raise ConfigError("arm.integrator", "step-only advantages need judge votes", "set arm.use_judge=true")
     accelerator = str(cfg.trainer.accelerator)

@@ -52,6 +52,8 @@ def _refused(*overrides: str) -> ConfigError:
         (["+setting=alfworld", "+setting.max_step=3"], "setting.max_step", "max_steps"),
         (["+setting=livebench", "setting.tests_per_task=0"], "setting.tests_per_task", ">= 1"),
         (["+profile=smoke"], "setting", "+setting=alfworld"),
+        (["+setting=alfworld", "optim.policy_loss.kl_reference._args_=[frozen]"], "optim.policy_loss.kl_reference",
+         "rollout"),
     ],
 )
 def test_bad_keys_and_values_are_refused_naming_the_key_and_fix(overrides: list[str], key: str, fix: str) -> None:
