@@ -19,6 +19,7 @@ import pytest
 import torch
 
 from rlanything_core.lightning.module import RLAnythingModule
+from rlanything_core.lightning.sharding import decoder_layers
 from rlanything_core.models.tiny import tiny_causal_lm
 from rlanything_core.testing.processes import free_port
 
@@ -94,3 +95,31 @@ def test_the_modules_collectives_use_its_device(monkeypatch: pytest.MonkeyPatch)
     except NotImplementedError:  # reading a meta tensor back: the device is what this test checks
         pass
     assert seen == [torch.device("meta")]
+
+
+def test_the_model_is_in_training_mode_during_the_updates_forwards(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 19: the model stayed in eval() during updates, so gradient checkpointing (train mode only) was off.
+
+    ``_update`` must run its micro-batch forwards in train mode and leave the model in eval mode afterwards.
+    """
+    from rlanything_core.collect.batching import TokenRows
+    from rlanything_core.loop.iteration import TrainingRows
+
+    policy = tiny_causal_lm(64, hidden=16, layers=1, seed=0)
+    module = RLAnythingModule(policy)
+    monkeypatch.setattr(module, "manual_backward", lambda loss: loss.backward())  # no Trainer attached here
+    ids = torch.randint(1, 64, (2, 8), generator=torch.Generator().manual_seed(0))
+    attn = torch.ones_like(ids, dtype=torch.bool)
+    resp = attn & (torch.arange(8) >= 4)
+    rows = TrainingRows(
+        rows=TokenRows(ids, attn, resp, torch.full(ids.shape, float("nan")), torch.zeros(2, 3, dtype=torch.int64)),
+        advantages=torch.tensor([1.0, -1.0]),
+        group=torch.zeros(2, dtype=torch.int64),
+    )
+    modes: list[tuple[bool, bool]] = []  # (training, grad enabled) at each forward
+    layer = decoder_layers(policy)[0]  # the logprob path may call the decoder, not the model's own forward
+    layer.register_forward_pre_hook(lambda m, args: modes.append((m.training, torch.is_grad_enabled())))
+    module._update("policy", policy, torch.optim.SGD(policy.parameters(), lr=0.1), rows, 1, module.policy_loss)
+    update_forwards = [training for training, grad in modes if grad]
+    assert update_forwards and all(update_forwards)  # every forward with grad (the update's) ran in train mode
+    assert not policy.training  # back in eval mode for rollouts
