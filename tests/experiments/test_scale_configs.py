@@ -229,3 +229,35 @@ def test_the_writer_rank_comes_from_any_launchers_variables(
     for var, value in env.items():
         monkeypatch.setenv(var, value)
     assert is_writer_rank() is writer
+
+
+@pytest.mark.parametrize(("rank", "written"), [("0", True), ("1", False)])
+def test_only_the_writer_rank_writes_config_yaml_atomically(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, rank: str, written: bool
+) -> None:
+    """Issue 19: every rank wrote config.yaml non-atomically; now only the writer rank does, via atomic_write_text."""
+    from types import SimpleNamespace
+
+    import experiments.backends as backends
+    import rlanything_core.environment._io as io
+    from experiments.builders import RANK_VARIABLES
+
+    for var in RANK_VARIABLES:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("RANK", rank)
+    monkeypatch.setattr(backends, "load_models", lambda cfg: (None, None, SimpleNamespace(pad_token_id=0)))
+    atomic: list[Path] = []
+    real = io.atomic_write_text
+
+    def recording(path: Path, text: str) -> Path:
+        atomic.append(Path(path))
+        return real(path, text)
+
+    monkeypatch.setattr(io, "atomic_write_text", recording)
+    cfg = OmegaConf.create({"run_dir": str(tmp_path / "run"), "seed": 0, "lr": 1e-6})
+    backends.prepare(cfg)
+    config = tmp_path / "run" / "config.yaml"
+    assert config.exists() is written
+    assert atomic == ([config.resolve()] if written else [])
+    if written:
+        assert OmegaConf.load(config).lr == 1e-6
