@@ -106,3 +106,31 @@ def test_the_backend_comes_from_the_config() -> None:
     with pytest.raises(ConfigError) as err:
         rollout_backends(_cfg("+setting=alfworld", "backend=vllm"), model, model, tok)
     assert err.value.key == "backend"
+
+
+def test_vllm_update_weights_sends_a_picklable_list_of_pairs_through_collective_rpc() -> None:
+    """Issue 19: ``VLLMBackend.update_weights`` sent a tensor iterator through ``collective_rpc``, which cannot be
+    pickled to tensor-parallel workers. The real method runs here against a stand-in engine (no vLLM needed)."""
+    import pickle
+
+    from rlanything_core.generation.vllm_backend import VLLMBackend
+
+    calls: list[tuple[str, Any]] = []
+
+    class LLM:
+        def collective_rpc(self, method: str, kwargs: dict[str, Any]) -> None:
+            calls.append((method, kwargs))
+
+        def reset_prefix_cache(self) -> None:
+            calls.append(("reset_prefix_cache", None))
+
+    backend = object.__new__(VLLMBackend)  # the constructor starts a vLLM engine
+    backend.llm = LLM()
+    named = {"model.embed_tokens.weight": torch.randn(4, 2), "lm_head.weight": torch.randn(4, 2)}
+    backend.update_weights(named)
+    (method, kwargs), reset = calls
+    assert method == "reload_weights" and reset == ("reset_prefix_cache", None)
+    payload = kwargs["weights_iterator"]
+    assert type(payload) is list and [n for n, _ in payload] == list(named)
+    restored = pickle.loads(pickle.dumps(payload))  # what reaches a worker in another process
+    assert all(torch.equal(t, named[n]) for n, t in restored)
