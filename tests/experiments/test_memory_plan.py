@@ -28,11 +28,14 @@ def test_qwen_7b_is_counted_on_the_meta_device_from_the_config_in_the_repository
     assert (shape.layers, shape.hidden, shape.intermediate, shape.kv_dim, shape.vocab) == (28, 3584, 18944, 512, 152064)
 
 
+@pytest.mark.parametrize("backend", [None, "vllm"])  # vllm: issue 19's audit, the engines' share must fit too
 @pytest.mark.parametrize("scale", ["gpu", "multinode"])
 @pytest.mark.parametrize("setting", ["alfworld", "coding"])
-def test_the_shipped_gpu_configs_fit_80_gb(scale: str, setting: str) -> None:
-    p = plan(_cfg(f"+setting={setting}", f"scale={scale}", "model=qwen2.5-7b"))
+def test_the_shipped_gpu_configs_fit_80_gb(scale: str, setting: str, backend: str | None) -> None:
+    extra = [f"backend={backend}"] if backend else []
+    p = plan(_cfg(f"+setting={setting}", f"scale={scale}", "model=qwen2.5-7b", *extra))
     assert p.capacity == 80 * GIB
+    assert ("rollout.vllm_engines" in p.parts) is (backend == "vllm")
     assert p.fits, {k: round(v / GIB, 2) for k, v in p.parts.items()}
     # the sharded states are what the world size divides: fp32 weights + grads + Adam = 16 bytes per parameter
     world = 8 * (1 if scale == "gpu" else 4 if setting == "coding" else 8)
