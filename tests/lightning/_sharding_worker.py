@@ -13,7 +13,14 @@ import torch.distributed as dist
 from torch.distributed.device_mesh import init_device_mesh
 
 from rlanything_core.generation.weight_sync import push_weights
-from rlanything_core.lightning.sharding import ShardingConfig, clip_grad_norm, gathered, shard_model
+from rlanything_core.lightning.sharding import (
+    ShardingConfig,
+    clip_grad_norm,
+    decoder_layers,
+    fsdp_units,
+    gathered,
+    shard_model,
+)
 from rlanything_core.models.tiny import tiny_causal_lm
 from rlanything_core.training.logprobs import sequence_token_logprobs
 
@@ -49,6 +56,21 @@ def main(rank: int, port: int, out_dir: str) -> None:
     model.to(torch.float32).to(torch.bfloat16)
     shard_model(model, mesh, ShardingConfig(param_dtype=torch.float32, activation_checkpointing=True))
     result: dict[str, object] = {}
+    # per-layer units (issue 19: the bare "fsdp" strategy made the whole model one unit) and checkpointing on
+    units, layers = fsdp_units(model), decoder_layers(model)
+    result["units_are_the_layers_then_the_root"] = units[0] is model and [id(u) for u in units[1:]] == [
+        id(layer) for layer in layers
+    ]
+    result["n_layers"] = len(layers)
+    result["checkpointing"] = [model.is_gradient_checkpointing] + [
+        bool(layer.gradient_checkpointing) for layer in layers
+    ]
+    plain = shard_model(
+        tiny_causal_lm(VOCAB, hidden=32, layers=2, seed=3), mesh, ShardingConfig(activation_checkpointing=False)
+    )
+    result["checkpointing_when_not_configured"] = [plain.is_gradient_checkpointing] + [
+        bool(layer.gradient_checkpointing) for layer in decoder_layers(plain)
+    ]
     result["master_dtypes"] = sorted({str(p.dtype) for p in model.parameters()})
     result["all_dtensors"] = all(type(p).__name__ == "DTensor" for p in model.parameters())
     # compare against the reference rounded the same way (the bf16 load), in fp32

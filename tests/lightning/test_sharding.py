@@ -58,6 +58,16 @@ def test_shards_store_fp32_masters_of_a_bf16_model(ranks: list[dict[str, Any]]) 
     assert torch.tensor(0.02) + 1e-6 != torch.tensor(0.02)
 
 
+def test_each_decoder_layer_is_an_fsdp_unit_and_checkpointing_is_on_when_configured(
+    ranks: list[dict[str, Any]],
+) -> None:
+    """Issue 19: the bare ``fsdp`` strategy made the whole model one unit, with no activation checkpointing."""
+    for r in ranks:
+        assert r["n_layers"] == 2 and r["units_are_the_layers_then_the_root"]  # one unit per layer, plus the root
+        assert r["checkpointing"] == [True, True, True]  # the model's flag and each layer's
+        assert r["checkpointing_when_not_configured"] == [False, False, False]
+
+
 def test_gradients_are_summed_over_ranks_and_match_the_unsharded_model(ranks: list[dict[str, Any]]) -> None:
     for r in ranks:
         assert r["grad_max_abs_err"] < 1e-5 * max(1.0, r["grad_scale"])
