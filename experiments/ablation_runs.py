@@ -8,7 +8,6 @@ started again with one seed each); the parent only aggregates.
 
 from __future__ import annotations
 
-import filecmp
 import hashlib
 import json
 import os
@@ -188,10 +187,6 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
 
 
-def _same_file(a: Path, b: Path) -> bool:
-    return a.is_file() and b.is_file() and filecmp.cmp(a, b, shallow=False)
-
-
 def _reuse_root(cfg: DictConfig, out: Path) -> Path | None:
     """The results folder whose identical finished runs this one reuses (``reuse_from``), if any."""
     name = cfg.get("reuse_from")
@@ -239,7 +234,7 @@ def _train(
         other = source / "runs" / run_dir.name
         finished = (other / "eval.json").is_file() if name else _finished(other, int(cfg.iterations))
         # the config names the warm start by path: the two files must also hold the same weights
-        same_init = init is None or _same_file(source / "init" / init.name, init)
+        same_init = init is None or _digest(init) == _digest(source / "init" / init.name) != ""
         if finished and same_init and reuse_run(other, run_dir, OmegaConf.to_yaml(arm_cfg, resolve=True), source, out):
             log(f"{LABELS[name or arm]}, seed {seed}: reused {_shown(other)} (identical resolved config)")
             return run_dir

@@ -13,6 +13,11 @@ schema in :data:`SETTING_SCHEMAS` / :data:`MODEL_SCHEMAS` is checked strictly (e
 shared keys of :class:`SettingSchema` / :class:`ModelSchema` only. A new setting or model adds its dataclass there
 (or calls :func:`register_setting` / :func:`register_model` from its own module). Cross-key and filesystem checks
 (bands, data folders, the judge arm) stay in ``config_checks.py``.
+
+Why not the schema as the first entry of ``train.yaml``'s defaults list (Hydra then checks types while composing):
+that makes the whole config a structured one, closed to keys the schema does not name, so every setting, model and
+``+profile`` would need its dataclass before it could compose at all, and Hydra's error names the merge, not the fix.
+The explicit merge keeps the same dataclasses and checks them after composition, each with its own strictness.
 """
 
 from __future__ import annotations
