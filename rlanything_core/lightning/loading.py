@@ -10,7 +10,8 @@ ranks build the same architecture on the ``meta`` device from its ``config.json`
                                                   (``to_empty``); rank 0's full state dict is broadcast into the
                                                   shards (``set_model_state_dict(broadcast_from_rank0=True)``), then
                                                   every buffer (non-persistent ones too: rotary ``inv_freq``)
-        materialize_from_rank0(model, device) -> unsharded (DDP, one process): an error on every rank if any is on meta
+        materialize_from_rank0(model, device) -> unsharded (DDP): ranks on meta allocate (``to_empty``), tie
+                                                  their tied weights again, and receive every tensor by broadcast
 
 Which process reads is decided before the process group exists, from the launcher's variables (``is_loading_rank``);
 a wrong guess costs memory, never correctness (rank 0's weights overwrite every rank's), except that global rank 0
@@ -133,11 +134,31 @@ def shard_from_rank0(model: nn.Module, mesh: Any, config: ShardingConfig, device
 
 
 def materialize_from_rank0(model: nn.Module, device: torch.device) -> nn.Module:
-    """Unsharded runs (DDP, one process): a model built on meta on some rank is an error, raised on every rank.
+    """Unsharded runs (DDP): ranks that built ``model`` on meta allocate it and receive rank 0's tensors. Collective.
 
-    Collective; a no-op when no rank is on meta. (Filling whole models by broadcast hung in the 2-rank gloo test and
-    is not supported yet: meta builds need ``trainer.strategy=fsdp2``, which ``shard_from_rank0`` fills.)
+    A no-op when no rank is on meta. Ranks on meta ``to_empty`` onto ``device``; that gives each tied parameter (a
+    causal LM's embedding and output head) its own storage, so the model's ``tie_weights`` ties them again before
+    anything is sent (otherwise the ranks would list different parameters, and the broadcasts below would pair
+    different tensors or wait forever). Then every parameter and buffer (non-persistent ones too: rotary
+    ``inv_freq``) is broadcast from rank 0 on ``device``, in ``named_parameters`` / ``named_buffers`` order, which is
+    the same on every rank; the names are checked first so that a mismatch is an error, not a hang. (Lightning's DDP
+    wrapper later broadcasts rank 0's states again; that one cannot fill a meta model, which has no storage.)
     """
-    if any_rank_on_meta(model, device):
-        raise ValueError("model: built on the meta device on some rank; use trainer.strategy=fsdp2 (shard_from_rank0)")
+    if not any_rank_on_meta(model, device):
+        return model
+    if is_on_meta(model):
+        model.to_empty(device=device)
+        tie = getattr(model, "tie_weights", None)
+        if callable(tie):
+            tie()
+    else:
+        model.to(device)  # the broadcast's tensors must be on the collective's device (NCCL: the GPU) on every rank
+    names = [n for n, _ in model.named_parameters()] + [n for n, _ in model.named_buffers()]
+    every = [None] * dist.get_world_size()
+    dist.all_gather_object(every, names)
+    if any(other != names for other in every):
+        raise ValueError("model: the ranks built different parameters or buffers; they cannot receive rank 0's")
+    with torch.no_grad():
+        for tensor in (*model.parameters(), *model.buffers()):
+            dist.broadcast(tensor.data, src=0)
     return model

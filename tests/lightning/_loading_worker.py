@@ -49,7 +49,8 @@ def main(rank: int, port: int, model_dir: Path, out: Path, mode: str) -> None:
     logits = model(torch.tensor([[1, 2, 3, 4]])).logits.detach()  # the sharded forward works on every rank
     torch.save({"state": {k: v.detach().clone() for k, v in state.items()}, "buffers": buffers, "logits": logits},
                out / f"{mode}_rank{rank}.pt")
-    (out / f"{mode}_rank{rank}.json").write_text(json.dumps({"on_meta_after_build": len(on_meta)}))
+    tied = model.get_output_embeddings().weight is model.get_input_embeddings().weight  # one tensor, trained once
+    (out / f"{mode}_rank{rank}.json").write_text(json.dumps({"on_meta_after_build": len(on_meta), "tied": tied}))
     dist.barrier()
     dist.destroy_process_group()
 

@@ -3,7 +3,8 @@
 Two gloo processes: rank 0 loads a saved tiny model, rank 1 is given a folder with its ``config.json`` and no weights
 file (so it cannot have read the weights) and builds on the meta device. After ``shard_from_rank0`` (FSDP2), both
 ranks hold exactly the saved weights and buffers (rotary ``inv_freq``, which no state dict carries, included) and
-compute the same logits. On main every rank loaded the full model.
+compute the same logits; the same with DDP (``materialize_from_rank0``: whole models by broadcast, the tied embedding
+and output head tied again). On main every rank loaded the full model, and later a meta-built DDP rank was refused.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def _run(model_dir: Path, out: Path, mode: str) -> list[dict[str, object]]:
     ]
 
 
-@pytest.mark.parametrize("mode", ["fsdp"])
+@pytest.mark.parametrize("mode", ["fsdp", "ddp"])
 def test_rank1_builds_on_meta_and_receives_rank0s_weights(model_dir: Path, tmp_path: Path, mode: str) -> None:
     from transformers import AutoModelForCausalLM
 
@@ -74,6 +75,7 @@ def test_rank1_builds_on_meta_and_receives_rank0s_weights(model_dir: Path, tmp_p
         for name, value in reference.named_buffers():
             assert torch.equal(buffers[name], value), name
         assert torch.allclose(r["logits"], ranks[0]["logits"])  # type: ignore[arg-type]
+        assert r["tied"]  # the tiny model ties its output head to its embedding, on every rank
 
 
 def test_meta_build_reads_only_the_config(model_dir: Path) -> None:
