@@ -49,6 +49,7 @@ try:  # for linters and unit tests; inside the sandbox _procs.py is concatenated
         _reap_orphans,
         _Seccomp,
         child_setup,
+        spawn_isolated,
     )
 except ImportError:  # pragma: no cover
     pass
@@ -64,22 +65,16 @@ def _spawn(
     pass_fds: tuple[int, ...] = (),
     stdin: int = subprocess.PIPE,
 ) -> subprocess.Popen[bytes]:
+    """Start one test's program: as ``uid`` when the runner is root, under the test's rlimits and seccomp."""
     drop = uid is not None and os.getuid() == 0
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": cwd, "TMPDIR": cwd, "LANG": "C.UTF-8"}
     limits = spec["limits"]
-    return subprocess.Popen(
+    return spawn_isolated(
         argv,
-        stdin=stdin,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
         cwd=cwd,
-        env=env,
-        close_fds=True,
+        extra_env={"HOME": cwd, "TMPDIR": cwd},
+        stdin=stdin,
         pass_fds=pass_fds,
-        start_new_session=True,
-        user=uid if drop else None,
-        group=uid if drop else None,
-        extra_groups=[] if drop else None,
+        uid=uid if drop else None,
         preexec_fn=lambda: child_setup(limits, max(1, math.ceil(time_limit)), seccomp, limits["nproc"]),
     )
 

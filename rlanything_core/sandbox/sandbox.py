@@ -38,6 +38,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from rlanything_core.sandbox._procs import spawn_isolated
 from rlanything_core.sandbox.bwrap import bwrap_command, bwrap_status
 from rlanything_core.sandbox.classify import classify
 from rlanything_core.sandbox.compare import OutputJudge
@@ -241,20 +242,10 @@ class Sandbox:
         }
         # without -S: the forked functional harness sees the same site-packages as the programs
         cmd = [*self._prefix, self.runner_python, "-I", "-c", _RUNNER_SRC]
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
         deadline = sum(limits) + 0.5 * len(tests) + cfg.runner_slack_s
         error, raw_tests = "", []
         try:
-            proc = subprocess.Popen(
-                cmd,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                env=env,
-                close_fds=True,
-                cwd="/",
-            )
+            proc = spawn_isolated(cmd, cwd="/")
         except OSError as exc:
             proc, error = None, f"could not start the sandbox runner: {exc}"
         if proc is not None:
