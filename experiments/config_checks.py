@@ -75,6 +75,21 @@ def validate(cfg: DictConfig) -> None:
     band(cfg, "policy_band")
     band(cfg, "judge_band")
     band(cfg, "env_band", strict=True)
+    _validate_arm(cfg)
+    _validate_trainer(cfg)
+    _validate_model_files(cfg)
+    if cfg.setting.name == "alfworld":
+        _validate_alfworld(cfg)
+    if cfg.setting.name in ("coding", "livebench"):
+        _validate_coding(cfg)
+    if cfg.setting.name == "miniwob":  # the GUI setting checks its own keys (experiments/miniwob_setting.py)
+        from experiments.miniwob_setting import validate_miniwob
+
+        validate_miniwob(cfg)
+
+
+def _validate_arm(cfg: DictConfig) -> None:
+    """The ablation arm's switches agree with each other and with the losses (judge, votes, KL reference)."""
     arm = cfg.arm
     if arm.use_judge:
         _positive(cfg, "num_votes")
@@ -92,6 +107,10 @@ def validate(cfg: DictConfig) -> None:
         )
     if "StepOnly" in str(arm.integrator._target_) and not arm.use_judge:
         raise ConfigError("arm.integrator", "step-only advantages need judge votes", "set arm.use_judge=true")
+
+
+def _validate_trainer(cfg: DictConfig) -> None:
+    """The accelerator exists here, and the strategy and precision suit the manual two-model updates."""
     accelerator = str(cfg.trainer.accelerator)
     if accelerator in ("gpu", "cuda") and not torch.cuda.is_available():
         raise ConfigError(
@@ -116,8 +135,12 @@ def validate(cfg: DictConfig) -> None:
             "bf16 weight rounds away); FSDP2 computes in fsdp.param_dtype anyway",
             "set trainer.precision=32-true",
         )
+
+
+def _validate_model_files(cfg: DictConfig) -> None:
+    """The models, the warm-start policy and the judge checkpoint can be loaded from local files."""
     _check_model_source(cfg, "policy")
-    if arm.use_judge:
+    if cfg.arm.use_judge:
         _check_model_source(cfg, "judge")
     policy_init = OmegaConf.select(cfg, "model.policy_init")
     if policy_init is not None and not Path(str(policy_init)).is_file():
@@ -132,14 +155,6 @@ def validate(cfg: DictConfig) -> None:
             f"{cfg.arm.judge_checkpoint!r} does not exist",
             "point it at a checkpoint (.ckpt) of a run that trained the judge, or set it to null",
         )
-    if cfg.setting.name == "alfworld":
-        _validate_alfworld(cfg)
-    if cfg.setting.name in ("coding", "livebench"):
-        _validate_coding(cfg)
-    if cfg.setting.name == "miniwob":  # the GUI setting checks its own keys (experiments/miniwob_setting.py)
-        from experiments.miniwob_setting import validate_miniwob
-
-        validate_miniwob(cfg)
 
 
 def coding_dir(cfg: DictConfig) -> Path:

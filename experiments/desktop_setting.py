@@ -48,6 +48,50 @@ def desktop_env_task(spec: Any) -> Any:
     return load_task(spec.data["task_json"]).with_instruction(spec.data["instruction"], task_id=spec.task_id)
 
 
+def _eval_splits(cfg: DictConfig) -> list[Any]:
+    """The evaluation splits, as ``EvalSplit``: ``calc`` and ``calc_hint`` (see the module docstring).
+
+    ``calc`` holds the first ``eval.games`` feasible shipped tasks, ``calc_hint`` the same tasks with their hints.
+    """
+    from rlanything_core.envs.desktop.variants import hint_variant, load_hints, shipped_tasks
+    from rlanything_core.loop.evaluation import EvalSplit
+
+    hints = load_hints()
+    evals = [t for t in shipped_tasks() if not t.infeasible][: int(cfg.eval.games)]
+    return [
+        EvalSplit("calc", tuple(evals), tuple(t.task_id for t in evals)),
+        EvalSplit(
+            "calc_hint",
+            tuple(hint_variant(t, hints[t.task_id]) for t in evals),
+            tuple(f"{t.task_id}__hint" for t in evals),
+        ),
+    ]
+
+
+def _evaluator(cfg: DictConfig, policy_backend: Any, eval_factory: Any, splits: list[Any], judge: Any) -> Any:
+    """The ``AgentEvaluator`` of the desktop loop: ``eval.runs`` episodes per task on ``splits``, no oracle."""
+    from experiments.components import selector
+    from rlanything_core.collect.agent import AgentCollector, SequentialRunner
+    from rlanything_core.loop.evaluation import AgentEvaluator
+
+    st = cfg.setting
+    return AgentEvaluator(
+        AgentCollector(
+            policy_backend,
+            SequentialRunner(eval_factory),
+            selector(cfg, float(cfg.eval.temperature)),
+            group_size=int(cfg.eval.runs),
+            max_steps=int(st.eval_max_steps),
+            max_history_turns=int(st.max_history_turns),
+        ),
+        splits,
+        judge=judge,
+        oracle=None,
+        oracle_episodes=0,
+        seed=int(cfg.seed) + 4242,
+    )
+
+
 def build_desktop(cfg: DictConfig) -> Any:
     """The desktop loop (see the module docstring); returns a ``builders.Run``."""
     from experiments.agent_setting import loop_driver
@@ -59,11 +103,9 @@ def build_desktop(cfg: DictConfig) -> Any:
     from rlanything_core.collect.judge import JudgeCollector
     from rlanything_core.environment.rewriters.desktop_hints import DesktopHintRewriter
     from rlanything_core.envs.desktop.text_env import DesktopTextEnvFactory, DisplayPool
-    from rlanything_core.envs.desktop.variants import hint_variant, load_hints, shipped_tasks
     from rlanything_core.generation.transformers_backend import TransformersBackend
     from rlanything_core.lightning import AgentModule, RolloutDataModule
     from rlanything_core.loop.adaptation import EnvironmentAdaptation
-    from rlanything_core.loop.evaluation import AgentEvaluator, EvalSplit
 
     st = cfg.setting
     if int(st.env_workers) != 1:
@@ -76,16 +118,7 @@ def build_desktop(cfg: DictConfig) -> Any:
     factory = DesktopTextEnvFactory(displays, max_episode_steps=int(st.max_steps))
     eval_factory = DesktopTextEnvFactory(displays, max_episode_steps=int(st.eval_max_steps))
     roots = desktop_roots(cfg)
-    hints = load_hints()
-    evals = [t for t in shipped_tasks() if not t.infeasible][: int(cfg.eval.games)]
-    splits = [
-        EvalSplit("calc", tuple(evals), tuple(t.task_id for t in evals)),
-        EvalSplit(
-            "calc_hint",
-            tuple(hint_variant(t, hints[t.task_id]) for t in evals),
-            tuple(f"{t.task_id}__hint" for t in evals),
-        ),
-    ]
+    splits = _eval_splits(cfg)
     collector = AgentCollector(
         policy_backend,
         SequentialRunner(factory),
@@ -106,20 +139,6 @@ def build_desktop(cfg: DictConfig) -> Any:
         adaptation = EnvironmentAdaptation(DesktopHintRewriter(), max_requests=int(cfg.max_rewrites_per_iteration))
     pool = task_pool(cfg, run_dir, roots)
     driver = loop_driver(cfg, collector, judge_collector, judge_loss, pool, desktop_env_task, adaptation, pad_id)
-    evaluator = AgentEvaluator(
-        AgentCollector(
-            policy_backend,
-            SequentialRunner(eval_factory),
-            selector(cfg, float(cfg.eval.temperature)),
-            group_size=int(cfg.eval.runs),
-            max_steps=int(st.eval_max_steps),
-            max_history_turns=int(st.max_history_turns),
-        ),
-        splits,
-        judge=judge_collector,
-        oracle=None,
-        oracle_episodes=0,
-        seed=int(cfg.seed) + 4242,
-    )
+    evaluator = _evaluator(cfg, policy_backend, eval_factory, splits, judge_collector)
     module = make_module(cfg, AgentModule, policy, judge, judge_loss, evaluator)
     return make_run(cfg, run_dir, module, RolloutDataModule(driver, iterations=int(cfg.iterations)))

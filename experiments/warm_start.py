@@ -136,8 +136,8 @@ def dagger_round(model: Any, tokenizer: Any, round_index: int, args: argparse.Na
     return labelled
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Build the demonstrations, train, evaluate, print the figures (``argv``: the command line, default sys.argv)."""
+def _parser() -> argparse.ArgumentParser:
+    """The command line of :func:`main`."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--split", default="valid_train")
     p.add_argument("--games", type=int, default=200, help="training games (the expert wins ~70%%)")
@@ -169,7 +169,49 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--demos", default="", help="demonstration cache file (default: under ~/.cache/rlanything)")
     p.add_argument("--save", default="", help="save the trained policy's state dict to this file (.pt)")
-    args = p.parse_args(argv)
+    return p
+
+
+def _train(model: Any, tokenizer: Any, steps: list[ExpertStep], args: argparse.Namespace) -> None:
+    """The first fit on the demonstrations, then per DAgger round: play, have the expert label, refit on all so far."""
+    n_params = sum(p.numel() for p in model.parameters())
+    for round_index in range(args.dagger_rounds + 1):
+        if round_index:  # aggregate (DAgger): every earlier round's data stays
+            steps = steps + dagger_round(model, tokenizer, round_index - 1, args)
+        epochs = args.epochs if not round_index else args.dagger_epochs
+        tr, cr = time.time(), _cpu()
+        losses = fit(model, tokenizer, steps, epochs, args)
+        print(f"training: {n_params / 1e6:.2f} M params, {len(steps)} examples x {epochs} epochs, loss "
+              f"{losses[0]:.3f} -> {sum(losses[-5:]) / min(5, len(losses)):.3f}; {time.time() - tr:.1f} s wall, "
+              f"{_cpu() - cr:.1f} s CPU", flush=True)
+
+
+def _report_heldout(model: Any, tokenizer: Any, args: argparse.Namespace) -> None:
+    """Print the policy's top-1 agreement with the expert on the games right after the training ones."""
+    held = argparse.Namespace(**{**vars(args), "game_offset": args.game_offset + args.games,
+                                 "games": args.heldout_games})
+    held_steps = build_demonstrations(held)
+    figures = ", ".join(f"{k} {v:.3f}" for k, v in imitation_accuracy(model, tokenizer, held_steps,
+                                                                      args.history).items())
+    print(f"held-out expert steps ({len(held_steps)} from {args.split} games {held.game_offset}-"
+          f"{held.game_offset + held.games - 1}), top-1: {figures}", flush=True)
+
+
+def _report_success(model: Any, tokenizer: Any, args: argparse.Namespace) -> None:
+    """Print the success rates on the evaluation splits."""
+    splits = ["valid_seen"] + (["valid_unseen"] if args.unseen else []) + ([args.split] if args.train_eval else [])
+    for split in splits if args.eval_games > 0 else []:
+        n = args.eval_games
+        te = time.time()
+        result = evaluate(model, tokenizer, split, n, args)
+        figures = ", ".join(f"{k} {v:.3f}" for k, v in result.items())
+        print(f"success {split} ({n} games x {args.group_size}, {args.eval_steps} steps): {figures}; "
+              f"{time.time() - te:.1f} s", flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Build the demonstrations, train, evaluate, print the figures (``argv``: the command line, default sys.argv)."""
+    args = _parser().parse_args(argv)
     torch.set_num_threads(args.threads)
 
     t0, c0 = time.time(), _cpu()
@@ -181,37 +223,15 @@ def main(argv: list[str] | None = None) -> None:
 
     model, tokenizer = tiny_model_and_tokenizer("smollm2", hidden=args.hidden, layers=args.layers, seed=args.seed)
     model.config.max_position_embeddings = max(int(model.config.max_position_embeddings), 4096)  # RoPE: no table
-    n_params = sum(p.numel() for p in model.parameters())
-    for round_index in range(args.dagger_rounds + 1):
-        if round_index:  # aggregate (DAgger): every earlier round's data stays
-            steps = steps + dagger_round(model, tokenizer, round_index - 1, args)
-        epochs = args.epochs if not round_index else args.dagger_epochs
-        tr, cr = time.time(), _cpu()
-        losses = fit(model, tokenizer, steps, epochs, args)
-        print(f"training: {n_params / 1e6:.2f} M params, {len(steps)} examples x {epochs} epochs, loss "
-              f"{losses[0]:.3f} -> {sum(losses[-5:]) / min(5, len(losses)):.3f}; {time.time() - tr:.1f} s wall, "
-              f"{_cpu() - cr:.1f} s CPU", flush=True)
+    _train(model, tokenizer, steps, args)
     t2, c2 = time.time(), _cpu()
     if args.save:  # a state dict, as train.py's model.policy_init loads it; atomic, so a crash leaves no torn file
         buffer = io.BytesIO()
         torch.save(model.state_dict(), buffer)
         atomic_write_bytes(args.save, buffer.getvalue())
     if args.heldout_games > 0:  # the games right after the training ones: same split, never trained on
-        held = argparse.Namespace(**{**vars(args), "game_offset": args.game_offset + args.games,
-                                     "games": args.heldout_games})
-        held_steps = build_demonstrations(held)
-        figures = ", ".join(f"{k} {v:.3f}" for k, v in imitation_accuracy(model, tokenizer, held_steps,
-                                                                          args.history).items())
-        print(f"held-out expert steps ({len(held_steps)} from {args.split} games {held.game_offset}-"
-              f"{held.game_offset + held.games - 1}), top-1: {figures}", flush=True)
-    splits = ["valid_seen"] + (["valid_unseen"] if args.unseen else []) + ([args.split] if args.train_eval else [])
-    for split in splits if args.eval_games > 0 else []:
-        n = args.eval_games
-        te = time.time()
-        result = evaluate(model, tokenizer, split, n, args)
-        figures = ", ".join(f"{k} {v:.3f}" for k, v in result.items())
-        print(f"success {split} ({n} games x {args.group_size}, {args.eval_steps} steps): {figures}; "
-              f"{time.time() - te:.1f} s", flush=True)
+        _report_heldout(model, tokenizer, args)
+    _report_success(model, tokenizer, args)
     print(f"warm start total (demonstrations, DAgger rounds, training): {t2 - t0:.1f} s wall, {c2 - c0:.1f} s CPU")
 
 

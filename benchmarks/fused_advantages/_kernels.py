@@ -77,6 +77,7 @@ def step_feedback(
 
     The body is branch-free (selects, not ``if``; float64 arithmetic): what the vectorizer needs.
     """
+    # Stays one function: a numba kernel, its loops in one body so that LLVM can fuse and vectorize them.
     m = len(slots)
     bad = False
     for p in range(step_mask.size):
@@ -142,6 +143,7 @@ def standardize_cells(
         rel_tol: relative one (``8 * finfo(dtype).eps``).
         raw_singletons: the rule for a cell reached by one rollout.
     """
+    # Stays one function: a numba kernel, its loops in one body so that LLVM can fuse and vectorize them.
     num_rollouts, num_steps = values.shape
     starts = np.zeros(num_groups + 1, dtype=np.int64)  # the rows of group g are order[starts[g]:starts[g + 1]]
     for i in range(num_rollouts):

@@ -146,6 +146,40 @@ def measure(sides: dict[str, Side], rounds: int) -> None:
                 side.run()
 
 
+def measure_size(size: int, args: argparse.Namespace) -> tuple[tuple[float, float, float, float, float], bool]:
+    """Time the four sides on one batch of ``size`` votes and print its row.
+
+    Returns:
+        ``((fused_s, plain_s, plain_gc_off_s, cpu speedup, cpu speedup GC off), whether fused equals plain)``.
+    """
+    batch = make_batch(size, args.seed + size)
+    assert batch.vote_mask is not None
+    pb = plain.from_step_batch(batch)  # nested lists, built outside the timing
+    sides = {
+        "fused": Side(partial(vectorized, batch, args.backend), per_round=args.repeats),
+        "composed": Side(partial(composed, batch)),
+        "plain": Side(partial(reference, pb)),
+        "plain_gc_off": Side(partial(reference, pb), gc_on=False),
+    }
+    vectorized(batch, args.backend), composed(batch)  # warm-up (the first call compiles or loads the kernels)
+    measure(sides, args.rounds)
+    (fused_s, fused_cpu), (composed_s, _) = sides["fused"].median, sides["composed"].median
+    (plain_s, plain_cpu), (nogc_s, nogc_cpu) = sides["plain"].median, sides["plain_gc_off"].median
+    adv, z = sides["fused"].out
+    ref_adv, ref_z = sides["plain"].out
+    diff = max(
+        float((adv.double() - plain.steps_to_grid(ref_adv, batch.max_steps)).abs().max()),
+        float((z.double() - plain.votes_to_grid(ref_z, batch.vote_mask)).abs().max()),
+    )
+    equal = diff <= TOL and bool(torch.isfinite(adv).all() and torch.isfinite(z).all())
+    print(
+        f"{int(batch.vote_mask.sum()):>10} {batch.num_rollouts:>9} {fused_s * 1e3:>9.2f} {composed_s * 1e3:>12.2f} "
+        f"{plain_s:>8.3f} {nogc_s:>7.3f} {plain_s / fused_s:>8.1f} {nogc_s / fused_s:>7.1f} "
+        f"{plain_cpu / fused_cpu:>6.1f} {nogc_cpu / fused_cpu:>7.1f} {diff:>11.2e}"
+    )
+    return (fused_s, plain_s, nogc_s, plain_cpu / fused_cpu, nogc_cpu / fused_cpu), equal
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
@@ -171,33 +205,8 @@ def main() -> None:
     results = {}
     all_equal = True
     for size in args.sizes:
-        batch = make_batch(size, args.seed + size)
-        assert batch.vote_mask is not None
-        pb = plain.from_step_batch(batch)  # nested lists, built outside the timing
-        sides = {
-            "fused": Side(partial(vectorized, batch, args.backend), per_round=args.repeats),
-            "composed": Side(partial(composed, batch)),
-            "plain": Side(partial(reference, pb)),
-            "plain_gc_off": Side(partial(reference, pb), gc_on=False),
-        }
-        vectorized(batch, args.backend), composed(batch)  # warm-up (the first call compiles or loads the kernels)
-        measure(sides, args.rounds)
-        (fused_s, fused_cpu), (composed_s, _) = sides["fused"].median, sides["composed"].median
-        (plain_s, plain_cpu), (nogc_s, nogc_cpu) = sides["plain"].median, sides["plain_gc_off"].median
-        adv, z = sides["fused"].out
-        ref_adv, ref_z = sides["plain"].out
-        diff = max(
-            float((adv.double() - plain.steps_to_grid(ref_adv, batch.max_steps)).abs().max()),
-            float((z.double() - plain.votes_to_grid(ref_z, batch.vote_mask)).abs().max()),
-        )
-        equal = diff <= TOL and bool(torch.isfinite(adv).all() and torch.isfinite(z).all())
+        results[size], equal = measure_size(size, args)
         all_equal &= equal
-        results[size] = (fused_s, plain_s, nogc_s, plain_cpu / fused_cpu, nogc_cpu / fused_cpu)
-        print(
-            f"{int(batch.vote_mask.sum()):>10} {batch.num_rollouts:>9} {fused_s * 1e3:>9.2f} {composed_s * 1e3:>12.2f} "
-            f"{plain_s:>8.3f} {nogc_s:>7.3f} {plain_s / fused_s:>8.1f} {nogc_s / fused_s:>7.1f} "
-            f"{plain_cpu / fused_cpu:>6.1f} {nogc_cpu / fused_cpu:>7.1f} {diff:>11.2e}"
-        )
     big, mid = max(results), sorted(results)[-2] if len(results) > 1 else max(results)
     fused_big, plain_big, nogc_big, cpu_big, cpu_nogc_big = results[big]
     print(

@@ -329,6 +329,7 @@ def integrated_advantages_and_consistency(
                 [[ 1., -1.],
                  [ 0.,  0.]]])
     """
+    # Stays one function: checks, then one of two passes; the length is its doctested docstring of the equations.
     out, mask, groups_in, v, vm, vv = _check_tensors(outcome, step_mask, group_index, votes, vote_mask, vote_valid)
     lam = check_nonnegative_scalar("lam", lam)
     eps = check_nonnegative_scalar("eps", eps)

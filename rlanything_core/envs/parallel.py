@@ -87,6 +87,22 @@ class _Worker:
     conn: Connection
 
 
+@dataclass
+class _Round:
+    """One dispatch of one kind of message: what each worker still owes, by when, and the answers so far.
+
+    A restart in the middle of a round rebuilds the worker's episodes in a nested round of its own (``restore``),
+    then resends this round's remaining items; the state travels as this one object.
+    """
+
+    kind: str  # "clear" | "reset" | "restore" | "step"
+    timeout_s: float  # how long a worker may take for one item
+    actions: Sequence[str | None] | None  # the step's actions (recorded on each episode once answered)
+    pending: dict[int, list[tuple[Any, ...]]]  # worker -> items sent and not answered yet, in order
+    deadline: dict[int, float] = field(default_factory=dict)  # worker -> monotonic time its next answer is due
+    answers: dict[int, tuple[bool, Any]] = field(default_factory=dict)  # episode -> (ok, payload or reason)
+
+
 class EnvPool:
     """A pool of worker processes stepping a batch of episodes.
 
@@ -222,22 +238,20 @@ class EnvPool:
         actions: Sequence[str | None] | None = None,
     ) -> dict[int, tuple[bool, Any]]:
         """Send each worker its items; collect one answer per item, handling crashes and timeouts."""
-        answers: dict[int, tuple[bool, Any]] = {}
-        pending = {w: list(items) for w, items in jobs.items() if items}
-        deadline: dict[int, float] = {}
-        for w in list(pending):
-            self._send(w, kind, pending, deadline, answers, timeout_s, actions)
-        while pending:
+        rnd = _Round(kind, timeout_s, actions, pending={w: list(items) for w, items in jobs.items() if items})
+        for w in list(rnd.pending):
+            self._send(w, rnd)
+        while rnd.pending:
             now = time.monotonic()
             waits: dict[Any, int] = {}
-            for w in pending:
+            for w in rnd.pending:
                 waits[self._workers[w].conn] = w
                 waits[self._workers[w].process.sentinel] = w
-            ready = wait(list(waits), timeout=max(0.0, min(deadline[w] for w in pending) - now))
+            ready = wait(list(waits), timeout=max(0.0, min(rnd.deadline[w] for w in rnd.pending) - now))
             for obj in ready:
                 w = waits[obj]
                 current = self._workers[w]
-                if w not in pending or (obj is not current.conn and obj != current.process.sentinel):
+                if w not in rnd.pending or (obj is not current.conn and obj != current.process.sentinel):
                     continue  # stale: that worker was restarted while handling another ready object
                 conn = current.conn
                 try:
@@ -245,68 +259,49 @@ class EnvPool:
                         raise EOFError  # the sentinel fired: the process is gone
                     status, slot, payload = conn.recv()
                 except (EOFError, OSError):
-                    self._fail_worker(w, WORKER_CRASH, kind, pending, deadline, answers, timeout_s, actions)
+                    self._fail_worker(w, WORKER_CRASH, rnd)
                     continue
-                expected = pending[w].pop(0)
+                expected = rnd.pending[w].pop(0)
                 if slot != expected[0]:  # a protocol error is a crash of that worker
-                    pending[w].insert(0, expected)
-                    self._fail_worker(w, WORKER_CRASH, kind, pending, deadline, answers, timeout_s, actions)
+                    rnd.pending[w].insert(0, expected)
+                    self._fail_worker(w, WORKER_CRASH, rnd)
                     continue
-                answers[slot] = (status == "ok", payload)
+                rnd.answers[slot] = (status == "ok", payload)
                 if kind == "step" and status == "ok" and actions is not None:
                     self._episodes[slot].actions.append(str(actions[slot]))
                 if status != "ok" and slot >= 0:
                     self._episodes[slot].final = StepResult("", (), True, False, failure_reason=payload)
-                deadline[w] = time.monotonic() + timeout_s
-                if not pending[w]:
-                    del pending[w]
+                rnd.deadline[w] = time.monotonic() + timeout_s
+                if not rnd.pending[w]:
+                    del rnd.pending[w]
             now = time.monotonic()
-            for w in [w for w in pending if deadline[w] <= now and not self._workers[w].conn.poll()]:
-                self._fail_worker(w, WORKER_TIMEOUT, kind, pending, deadline, answers, timeout_s, actions)
-        return answers
+            for w in [w for w in rnd.pending if rnd.deadline[w] <= now and not self._workers[w].conn.poll()]:
+                self._fail_worker(w, WORKER_TIMEOUT, rnd)
+        return rnd.answers
 
-    def _send(
-        self,
-        w: int,
-        kind: str,
-        pending: dict[int, list[tuple[Any, ...]]],
-        deadline: dict[int, float],
-        answers: dict[int, tuple[bool, Any]],
-        timeout_s: float,
-        actions: Sequence[str | None] | None,
-    ) -> None:
+    def _send(self, w: int, rnd: _Round) -> None:
         try:
-            self._workers[w].conn.send((kind, pending[w]))
-            deadline[w] = time.monotonic() + timeout_s
+            self._workers[w].conn.send((rnd.kind, rnd.pending[w]))
+            rnd.deadline[w] = time.monotonic() + rnd.timeout_s
         except (BrokenPipeError, OSError):
-            self._fail_worker(w, WORKER_CRASH, kind, pending, deadline, answers, timeout_s, actions)
+            self._fail_worker(w, WORKER_CRASH, rnd)
 
-    def _fail_worker(
-        self,
-        w: int,
-        reason: str,
-        kind: str,
-        pending: dict[int, list[tuple[Any, ...]]],
-        deadline: dict[int, float],
-        answers: dict[int, tuple[bool, Any]],
-        timeout_s: float,
-        actions: Sequence[str | None] | None,
-    ) -> None:
+    def _fail_worker(self, w: int, reason: str, rnd: _Round) -> None:
         """Blame the in-flight item of worker ``w``, restart it, rebuild its other episodes, resend the rest."""
-        items = pending.pop(w, [])
-        deadline.pop(w, None)
+        items = rnd.pending.pop(w, [])
+        rnd.deadline.pop(w, None)
         blamed = items[0][0] if items else None
         if blamed is not None and blamed >= 0:
-            answers[blamed] = (False, reason)
+            rnd.answers[blamed] = (False, reason)
             self._episodes[blamed].final = StepResult("", (), True, False, failure_reason=reason)
         self._stop_worker(w)
         self._workers[w] = self._start_worker()
         self.restarts += 1
-        if kind in ("clear", "restore"):
+        if rnd.kind in ("clear", "restore"):
             return
         rest = [item for item in items[1:]]
         # Rebuild the surviving episodes hosted here: those already started (not waiting for their reset).
-        waiting_reset = {item[0] for item in rest} if kind == "reset" else set()
+        waiting_reset = {item[0] for item in rest} if rnd.kind == "reset" else set()
         survivors = [
             (i, ep.game, list(ep.actions))
             for i, ep in enumerate(self._episodes)
@@ -318,12 +313,12 @@ class EnvPool:
             for slot, _, _ in survivors:  # not rebuilt (its replay failed, or a crash cut the replay short): over
                 ok, payload = restored.get(slot, (False, WORKER_CRASH))
                 if not ok:
-                    answers[slot] = (False, payload)
+                    rnd.answers[slot] = (False, payload)
                     self._episodes[slot].final = StepResult("", (), True, False, failure_reason=payload)
             rest = [item for item in rest if self._episodes[item[0]].final is None]
         if rest:
-            pending[w] = rest
-            self._send(w, kind, pending, deadline, answers, timeout_s, actions)
+            rnd.pending[w] = rest
+            self._send(w, rnd)
 
     def close(self) -> None:
         """Stop the workers."""

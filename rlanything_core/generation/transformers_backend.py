@@ -111,6 +111,20 @@ def _preallocate(cache: Any, capacity: int) -> None:
             layers[i] = _PreallocatedLayer(layer, capacity)
 
 
+def _left_padded(prompts: list[list[int]], pad_id: int, device: Any) -> tuple[Tensor, Tensor]:
+    """``(input_ids, attention_mask)``, both ``(B, P)`` long on ``device``: the prompts left-padded.
+
+    Right-aligned prompts put every row's next token at the same position, as batched decoding needs.
+    """
+    batch, width = len(prompts), max(len(p) for p in prompts)
+    input_ids = torch.full((batch, width), pad_id, dtype=torch.long)
+    mask = torch.zeros((batch, width), dtype=torch.long)
+    for b, ids in enumerate(prompts):
+        input_ids[b, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
+        mask[b, width - len(ids) :] = 1
+    return input_ids.to(device), mask.to(device)
+
+
 class TransformersBackend:
     """A :class:`~rlanything_core.generation.types.GenerationBackend` over a transformers causal LM.
 
@@ -187,13 +201,8 @@ class TransformersBackend:
     @torch.inference_mode()
     def _generate_batch(self, prompts: list[list[int]], rows: list[int], params: SamplingParams) -> list[Generation]:
         batch = len(prompts)
-        width = max(len(p) for p in prompts)
-        input_ids = torch.full((batch, width), self.pad_token_id, dtype=torch.long)
-        mask = torch.zeros((batch, width), dtype=torch.long)
-        for b, ids in enumerate(prompts):
-            input_ids[b, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
-            mask[b, width - len(ids) :] = 1
-        input_ids, mask = input_ids.to(self.device), mask.to(self.device)
+        input_ids, mask = _left_padded(prompts, self.pad_token_id, self.device)
+        width = input_ids.shape[1]
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         generators = row_generators(params.seed, rows)
         budget = [min(params.max_new_tokens, self.max_model_len - len(p)) for p in prompts]
@@ -242,17 +251,19 @@ class TransformersBackend:
             )
             cache, logits = out.past_key_values, out.logits[:, -1, :]
 
-        generations = []
-        for b in range(batch):
-            if finish[b] is FinishReason.EOS:
-                text = self._decode(tokens[b][:-1])
-            else:
-                text = self._decode(tokens[b])
-                cut = stop_at[b]
-                if cut is not None:
-                    text = text[:cut]
-            generations.append(Generation(list(prompts[b]), tokens[b], logprobs[b], text, finish[b]))
-        return generations
+        return [self._generation(prompts[b], tokens[b], logprobs[b], finish[b], stop_at[b]) for b in range(batch)]
+
+    def _generation(
+        self, prompt: list[int], tokens: list[int], logprobs: list[float], finish: FinishReason, stop_at: int | None
+    ) -> Generation:
+        """One row's ``Generation``: its text without the EOS token, or cut where a stop string begins."""
+        if finish is FinishReason.EOS:
+            text = self._decode(tokens[:-1])
+        else:
+            text = self._decode(tokens)
+            if stop_at is not None:
+                text = text[:stop_at]
+        return Generation(list(prompt), tokens, logprobs, text, finish)
 
     def _decode(self, token_ids: list[int]) -> str:
         return str(self.tokenizer.decode(token_ids, skip_special_tokens=False, clean_up_tokenization_spaces=False))

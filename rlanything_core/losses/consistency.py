@@ -31,6 +31,36 @@ from rlanything_core.types import LossOutput, StepBatch
 __all__ = ["ConsistencyRewardLoss"]
 
 
+def _rows_of(adv: Tensor, rows: Tensor | None) -> Tensor:
+    """The advantages of the requested votes ``rows`` (a micro-batch), or all of them without ``rows``.
+
+    Raises:
+        ValueError: ``rows`` is not a 1-D int tensor of indices below ``len(adv)``.
+    """
+    if rows is None:
+        return adv
+    total = int(adv.shape[0])
+    check_tensor("rows", rows)
+    check_index("rows", rows)
+    check_shape("rows", rows, (None,))
+    if rows.numel() and int(rows.max()) >= total:
+        raise ValueError(f"rows: expected indices < {total} (requested votes), got max {int(rows.max())}")
+    return adv[rows.to(torch.int64)]
+
+
+def _check_judge_tokens(logprobs: Tensor, response_mask: Tensor, num_rows: int, *, in_rows: bool) -> None:
+    """Raise a ``ValueError`` unless ``logprobs`` is ``(num_rows, L)`` and ``response_mask`` a bool of its shape."""
+    check_tensor("logprobs", logprobs)
+    if logprobs.dim() != 2 or logprobs.shape[0] != num_rows:
+        raise ValueError(
+            f"logprobs: expected shape ({num_rows}, L) (one row per requested vote"
+            f"{' in rows' if in_rows else ''}), got {tuple(logprobs.shape)}"
+        )
+    check_tensor("response_mask", response_mask)
+    check_bool("response_mask", response_mask)
+    check_shape("response_mask", response_mask, tuple(logprobs.shape))
+
+
 class ConsistencyRewardLoss(nn.Module):
     """Clipped policy-gradient loss of the judge, with advantages from consistency rewards.
 
@@ -142,25 +172,9 @@ class ConsistencyRewardLoss(nn.Module):
         """
         vote_mask = batch_votes(batch)[1]
         raw, standardized = self.targets(batch, step_reward)
-        adv = standardized[vote_mask]
-        total = int(adv.shape[0])
-        if rows is not None:
-            check_tensor("rows", rows)
-            check_index("rows", rows)
-            check_shape("rows", rows, (None,))
-            if rows.numel() and int(rows.max()) >= total:
-                raise ValueError(f"rows: expected indices < {total} (requested votes), got max {int(rows.max())}")
-            adv = adv[rows.to(torch.int64)]
-        check_tensor("logprobs", logprobs)
-        if logprobs.dim() != 2 or logprobs.shape[0] != adv.shape[0]:
-            raise ValueError(
-                f"logprobs: expected shape ({adv.shape[0]}, L) (one row per requested vote"
-                f"{' in rows' if rows is not None else ''}), got {tuple(logprobs.shape)}"
-            )
+        adv = _rows_of(standardized[vote_mask], rows)
+        _check_judge_tokens(logprobs, response_mask, adv.shape[0], in_rows=rows is not None)
         adv = adv.to(logprobs.dtype)
-        check_tensor("response_mask", response_mask)
-        check_bool("response_mask", response_mask)
-        check_shape("response_mask", response_mask, tuple(logprobs.shape))
         zero_rows = adv == 0
         mask = response_mask & ~zero_rows.unsqueeze(1) if self.drop_zero_advantage else response_mask
         out: LossOutput = self.objective(
@@ -175,4 +189,3 @@ class ConsistencyRewardLoss(nn.Module):
         out.metrics.update(self.target_builder.metrics(batch, raw))
         out.metrics["num_zero_advantage_rows"] = zero_rows.sum()
         return out
-

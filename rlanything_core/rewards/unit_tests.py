@@ -153,6 +153,7 @@ def unit_test_rewards(
         >>> unit_test_rewards(gt[1:], gen[1:], torch.tensor([True, True, False]), format_without_reference=True)
         tensor([ 0.,  0., -3.])
     """
+    # Stays one function: the reward rule of the docstring, case by case; the length is its doctested docstring.
     format_penalty = check_number("format_penalty", format_penalty)  # NaN would compare false everywhere
     if abs(format_penalty) > torch.finfo(torch.float32).max:
         raise ValueError(f"format_penalty: expected a value representable in float32, got {format_penalty}")

@@ -58,6 +58,8 @@ def run_harness(  # noqa: C901 - one closure-sharing procedure
     request_fd: int, reply_fd: int, spec: dict[str, Any], report: Callable[[str, str], NoReturn]
 ) -> NoReturn:
     """Run the tests of ``spec`` against the program behind the two pipes; ``report(outcome, detail)`` ends it."""
+    # Stays one function: Remote, rpc and the decoder hooks are closures over this run's namespace, channel and
+    # failure record, and the whole runs forked inside the sandbox with only the standard library.
     gone: list[tuple[str, str]] = []
     ns: dict[str, Any] = {"__name__": _NS_NAME, "__builtins__": builtins}
     try:

@@ -16,7 +16,7 @@ TYPE_CHECKING = False  # typing costs start-up time; mypy treats this name as Tr
 if TYPE_CHECKING:
     from typing import Any  # noqa: F401
 
-__all__ = ["child_setup", "seccomp_filter"]
+__all__ = ["child_setup", "seccomp_filter", "spawn_isolated"]
 
 _CLONE_NEWUSER = 0x10000000
 # (AUDIT_ARCH, unshare, clone, clone3) per machine; other arches run without the filter (reported in the record)
@@ -98,6 +98,48 @@ def child_setup(limits: dict[str, int], cpu_s: int, seccomp: _Seccomp, nproc: in
     resource.setrlimit(resource.RLIMIT_NOFILE, (limits["nofile"], limits["nofile"]))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     seccomp.apply()
+
+
+def spawn_isolated(
+    argv: list[str],
+    *,
+    cwd: str,
+    extra_env: dict[str, str] | None = None,
+    stdin: int = subprocess.PIPE,
+    pass_fds: tuple[int, ...] = (),
+    uid: int | None = None,
+    preexec_fn: Any = None,
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` the one way the sandbox starts any process: the host's runner and the runner's test programs.
+
+    The child gets a minimal environment (no variable of the caller leaks in), no descriptor but the three pipes and
+    ``pass_fds``, and a new session, so that one ``killpg`` of its pid ends everything it starts. stdout and stderr
+    are pipes the caller must drain.
+
+    Args:
+        argv: the command (for the runner: the bubblewrap prefix, then the interpreter).
+        cwd: working directory of the child.
+        extra_env: variables added to ``PATH`` and ``LANG`` (``HOME``, ``TMPDIR``).
+        stdin: ``subprocess.PIPE`` or ``subprocess.DEVNULL``.
+        pass_fds: descriptors the child inherits (a functional test's channel to its harness).
+        uid: run as this uid and gid with no supplementary groups (the caller must be root), or None to stay.
+        preexec_fn: runs in the child after the uid drop and before exec (rlimits, no_new_privs, seccomp).
+    """
+    return subprocess.Popen(
+        argv,
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", **(extra_env or {})},
+        close_fds=True,
+        pass_fds=pass_fds,
+        start_new_session=True,
+        user=uid,
+        group=uid,
+        extra_groups=[] if uid is not None else None,
+        preexec_fn=preexec_fn,
+    )
 
 
 def _kill_group(pgid: int) -> None:

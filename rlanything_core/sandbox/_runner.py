@@ -49,6 +49,7 @@ try:  # for linters and unit tests; inside the sandbox _procs.py is concatenated
         _reap_orphans,
         _Seccomp,
         child_setup,
+        spawn_isolated,
     )
 except ImportError:  # pragma: no cover
     pass
@@ -64,27 +65,77 @@ def _spawn(
     pass_fds: tuple[int, ...] = (),
     stdin: int = subprocess.PIPE,
 ) -> subprocess.Popen[bytes]:
+    """Start one test's program: as ``uid`` when the runner is root, under the test's rlimits and seccomp."""
     drop = uid is not None and os.getuid() == 0
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": cwd, "TMPDIR": cwd, "LANG": "C.UTF-8"}
     limits = spec["limits"]
-    return subprocess.Popen(
+    return spawn_isolated(
         argv,
-        stdin=stdin,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
         cwd=cwd,
-        env=env,
-        close_fds=True,
+        extra_env={"HOME": cwd, "TMPDIR": cwd},
+        stdin=stdin,
         pass_fds=pass_fds,
-        start_new_session=True,
-        user=uid if drop else None,
-        group=uid if drop else None,
-        extra_groups=[] if drop else None,
+        uid=uid if drop else None,
         preexec_fn=lambda: child_setup(limits, max(1, math.ceil(time_limit)), seccomp, limits["nproc"]),
     )
 
 
-def _supervise(  # noqa: C901 - one pump loop
+def _register(
+    sel: selectors.BaseSelector, readers: dict[Any, tuple[bytearray, int, bool]], writers: dict[Any, bytes]
+) -> dict[Any, memoryview]:
+    """Make every stream non-blocking and watch it; return what is left to write per stdin (empty ones are closed)."""
+    stream: Any
+    for stream in readers:
+        os.set_blocking(stream.fileno(), False)
+        sel.register(stream, selectors.EVENT_READ)
+    views: dict[Any, memoryview] = {}
+    for stream, data in writers.items():
+        if data:
+            os.set_blocking(stream.fileno(), False)
+            sel.register(stream, selectors.EVENT_WRITE)
+            views[stream] = memoryview(data)
+        else:
+            stream.close()
+    return views
+
+
+def _feed(sel: selectors.BaseSelector, stream: Any, views: dict[Any, memoryview]) -> None:
+    """Write the next chunk of ``stream``'s input; close it once all is written or the reader has gone."""
+    try:
+        n = os.write(stream.fileno(), views[stream][:65536])
+        views[stream] = views[stream][n:]
+    except (BrokenPipeError, OSError):
+        views[stream] = views[stream][:0]
+    if not views[stream]:
+        sel.unregister(stream)
+        stream.close()
+
+
+def _drain(
+    sel: selectors.BaseSelector, stream: Any, readers: dict[Any, tuple[bytearray, int, bool]], out_limit: int
+) -> bool:
+    """Read the next chunk of ``stream`` into its buffer; return whether the program's output overflowed.
+
+    An output stream keeps ``out_limit`` bytes and overflows past them; any other keeps its own limit, silently.
+    """
+    try:
+        chunk = os.read(stream.fileno(), 65536)
+    except BlockingIOError:
+        return False
+    if not chunk:
+        sel.unregister(stream)
+        return False
+    buf, limit, is_output = readers[stream]
+    if is_output:
+        buf += chunk
+        if len(buf) > out_limit:
+            del buf[out_limit:]
+            return True
+    elif len(buf) < limit:
+        buf += chunk[: limit - len(buf)]
+    return False
+
+
+def _supervise(
     main: Any,
     readers: dict[Any, tuple[bytearray, int, bool]],
     writers: dict[Any, bytes],
@@ -104,20 +155,8 @@ def _supervise(  # noqa: C901 - one pump loop
         ``exited``, ``timeout`` or ``output_limit``.
     """
     sel = selectors.DefaultSelector()
-    stream: Any
-    for stream in readers:
-        os.set_blocking(stream.fileno(), False)
-        sel.register(stream, selectors.EVENT_READ)
-    views: dict[Any, memoryview] = {}
-    for stream, data in writers.items():
-        if data:
-            os.set_blocking(stream.fileno(), False)
-            sel.register(stream, selectors.EVENT_WRITE)
-            views[stream] = memoryview(data)
-        else:
-            stream.close()
+    views = _register(sel, readers, writers)
     status, exited_at = "exited", None
-    now = time.monotonic()
     while sel.get_map() and status == "exited":
         now = time.monotonic()
         if now >= deadline:
@@ -128,32 +167,10 @@ def _supervise(  # noqa: C901 - one pump loop
         if exited_at is not None and now - exited_at > 0.1:  # leftover children hold the pipes open
             break
         for key, _ in sel.select(timeout=min(deadline - now, 0.05)):
-            stream = key.fileobj
-            if stream in views:
-                try:
-                    n = os.write(stream.fileno(), views[stream][:65536])
-                    views[stream] = views[stream][n:]
-                except (BrokenPipeError, OSError):
-                    views[stream] = views[stream][:0]
-                if not views[stream]:
-                    sel.unregister(stream)
-                    stream.close()
-                continue
-            try:
-                chunk = os.read(stream.fileno(), 65536)
-            except BlockingIOError:
-                continue
-            if not chunk:
-                sel.unregister(stream)
-                continue
-            buf, limit, is_output = readers[stream]
-            if is_output:
-                buf += chunk
-                if len(buf) > out_limit:
-                    del buf[out_limit:]
-                    status = "output_limit"
-            elif len(buf) < limit:
-                buf += chunk[: limit - len(buf)]
+            if key.fileobj in views:
+                _feed(sel, key.fileobj, views)
+            elif _drain(sel, key.fileobj, readers, out_limit):
+                status = "output_limit"
     if status == "exited" and exited_at is None:  # pipes closed but the process may still be running
         try:
             main.wait(timeout=max(0.0, deadline - time.monotonic()))
@@ -210,68 +227,99 @@ def _fork_harness(
         os._exit(1)
 
 
-def _run_one(
-    spec: dict[str, Any], test: dict[str, Any], index: int, prog_path: str, seccomp: _Seccomp
-) -> dict[str, Any]:
+def _spawn_error(error: str) -> dict[str, Any]:
+    """The record of a test whose processes could not be started."""
+    return {
+        "status": "spawn_error",
+        "exit_code": None,
+        "stdout_b64": "",
+        "stderr_b64": "",
+        "wall_s": 0.0,
+        "error": error,
+        "report": None,
+    }
+
+
+def _make_workdir(spec: dict[str, Any], index: int) -> str:
+    """The test's private directory, owned by the program uid (or open to all when no uid is dropped)."""
     workdir = os.path.join(spec["workdir"], f"t{index}")
     os.mkdir(workdir, 0o700)
-    uid, harness_uid = spec["uid"], spec["harness_uid"]
-    drop = uid is not None and os.getuid() == 0
-    if drop:
-        os.chown(workdir, uid, uid)
+    if spec["uid"] is not None and os.getuid() == 0:
+        os.chown(workdir, spec["uid"], spec["uid"])
     else:
         os.chmod(workdir, 0o777)
-    time_limit = float(test["time_limit_s"])
-    python = spec["python"]
-    out, err, report = bytearray(), bytearray(), bytearray()
-    start = time.monotonic()
-    procs: list[Any] = []  # Popen or _Forked
-    main: Any
-    extra: list[Any] = []
+    return workdir
+
+
+def _start_functional(
+    spec: dict[str, Any],
+    test: dict[str, Any],
+    cmd: tuple[str, str, _Seccomp],
+    procs: list[Any],
+    extra: list[Any],
+    buffers: tuple[bytearray, bytearray, bytearray],
+) -> tuple[Any, dict[Any, tuple[bytearray, int, bool]], dict[Any, bytes]]:
+    """Start the program with its end of the channel and fork the harness with the other; the harness ends the test.
+
+    Args:
+        spec: the run's spec (see the module docstring).
+        test: this test's entry of ``spec["tests"]``.
+        cmd: ``(prog_path, workdir, seccomp)``.
+        procs: receives each process as soon as it runs (so that a later failure still kills it).
+        extra: receives the harness's report and stderr pipes (closed after the test).
+        buffers: ``(stdout, stderr, report)`` to fill.
+
+    Returns:
+        ``(main, readers, writers)`` for :func:`_supervise`.
+    """
+    prog_path, workdir, seccomp = cmd
+    out, err, report = buffers
+    fds = [*os.pipe(), *os.pipe(), *os.pipe(), *os.pipe()]  # request, reply, report, harness stderr
+    req_r, req_w, rep_r, rep_w, report_r, report_w, herr_r, herr_w = fds
     try:
-        if test["kind"] == "functional":
-            fds = [*os.pipe(), *os.pipe(), *os.pipe(), *os.pipe()]  # request, reply, report, harness stderr
-            req_r, req_w, rep_r, rep_w, report_r, report_w, herr_r, herr_w = fds
-            try:
-                argv = [python, "-I", "-c", spec["program_src"], prog_path, str(req_r), str(rep_w)]
-                prog = _spawn(spec, argv, uid, workdir, time_limit, seccomp, (req_r, rep_w), subprocess.DEVNULL)
-                procs.append(prog)
-                harness = _fork_harness(spec, test, (req_w, rep_r), (report_w, herr_w), seccomp)
-                procs.append(harness)
-            finally:
-                for fd in (req_r, req_w, rep_r, rep_w, report_w, herr_w):
-                    os.close(fd)
-            harness_report, harness_err = open(report_r, "rb", buffering=0), open(herr_r, "rb", buffering=0)
-            extra += [harness_report, harness_err]
-            readers = {
-                prog.stdout: (out, 0, True),
-                prog.stderr: (err, int(spec["stderr_limit"]), False),
-                harness_report: (report, 1 << 20, False),
-                harness_err: (bytearray(), 1 << 16, False),
-            }
-            writers = {}
-            main = harness
-        else:
-            prog = _spawn(spec, [python, "-I", prog_path], uid, workdir, time_limit, seccomp)
-            procs.append(prog)
-            readers = {prog.stdout: (out, 0, True), prog.stderr: (err, int(spec["stderr_limit"]), False)}
-            writers = {prog.stdin: base64.b64decode(test["stdin_b64"])}
-            main = prog
-    except OSError as exc:
-        for p in procs:
-            _kill_group(p.pid)
-            p.wait()
-        return {
-            "status": "spawn_error",
-            "exit_code": None,
-            "stdout_b64": "",
-            "stderr_b64": "",
-            "wall_s": 0.0,
-            "error": f"{type(exc).__name__}: {exc}",
-            "report": None,
-        }
-    status = _supervise(main, readers, writers, start + time_limit, int(spec["output_limit"]))
-    wall = time.monotonic() - start
+        argv = [spec["python"], "-I", "-c", spec["program_src"], prog_path, str(req_r), str(rep_w)]
+        time_limit = float(test["time_limit_s"])
+        prog = _spawn(spec, argv, spec["uid"], workdir, time_limit, seccomp, (req_r, rep_w), subprocess.DEVNULL)
+        procs.append(prog)
+        harness = _fork_harness(spec, test, (req_w, rep_r), (report_w, herr_w), seccomp)
+        procs.append(harness)
+    finally:
+        for fd in (req_r, req_w, rep_r, rep_w, report_w, herr_w):
+            os.close(fd)
+    harness_report, harness_err = open(report_r, "rb", buffering=0), open(herr_r, "rb", buffering=0)
+    extra += [harness_report, harness_err]
+    readers = {
+        prog.stdout: (out, 0, True),
+        prog.stderr: (err, int(spec["stderr_limit"]), False),
+        harness_report: (report, 1 << 20, False),
+        harness_err: (bytearray(), 1 << 16, False),
+    }
+    return harness, readers, {}
+
+
+def _start_stdin(
+    spec: dict[str, Any],
+    test: dict[str, Any],
+    cmd: tuple[str, str, _Seccomp],
+    procs: list[Any],
+    buffers: tuple[bytearray, bytearray],
+) -> tuple[Any, dict[Any, tuple[bytearray, int, bool]], dict[Any, bytes]]:
+    """Start the program alone, to be fed the test's stdin; see :func:`_start_functional` for the arguments."""
+    prog_path, workdir, seccomp = cmd
+    out, err = buffers
+    time_limit = float(test["time_limit_s"])
+    prog = _spawn(spec, [spec["python"], "-I", prog_path], spec["uid"], workdir, time_limit, seccomp)
+    procs.append(prog)
+    readers = {prog.stdout: (out, 0, True), prog.stderr: (err, int(spec["stderr_limit"]), False)}
+    return prog, readers, {prog.stdin: base64.b64decode(test["stdin_b64"])}
+
+
+def _end_test(spec: dict[str, Any], test: dict[str, Any], procs: list[Any], extra: list[Any]) -> list[int]:
+    """Kill the test's process groups, close its pipes, reap it and kill whatever its uids left running.
+
+    Returns:
+        The exit codes of ``procs``, in order.
+    """
     for p in procs:
         _kill_group(p.pid)
     for p in procs:
@@ -282,10 +330,37 @@ def _run_one(
                 except OSError:
                     pass
     codes = [p.wait() for p in procs]
-    if drop:
-        for u in {uid, harness_uid} if test["kind"] == "functional" else {uid}:
+    if spec["uid"] is not None and os.getuid() == 0:
+        uids = {spec["uid"], spec["harness_uid"]} if test["kind"] == "functional" else {spec["uid"]}
+        for u in uids:
             _kill_all_as(u)
     _reap_orphans()
+    return codes
+
+
+def _run_one(
+    spec: dict[str, Any], test: dict[str, Any], index: int, prog_path: str, seccomp: _Seccomp
+) -> dict[str, Any]:
+    """Run one test in its own directory, under its wall-clock limit; return its record for the host."""
+    cmd = (prog_path, _make_workdir(spec, index), seccomp)
+    out, err, report = bytearray(), bytearray(), bytearray()
+    start = time.monotonic()
+    procs: list[Any] = []  # Popen or _Forked; the program first, whose exit code is the test's
+    extra: list[Any] = []
+    try:
+        if test["kind"] == "functional":
+            main, readers, writers = _start_functional(spec, test, cmd, procs, extra, (out, err, report))
+        else:
+            main, readers, writers = _start_stdin(spec, test, cmd, procs, (out, err))
+    except OSError as exc:
+        for p in procs:
+            _kill_group(p.pid)
+            p.wait()
+        return _spawn_error(f"{type(exc).__name__}: {exc}")
+    deadline = start + float(test["time_limit_s"])
+    status = _supervise(main, readers, writers, deadline, int(spec["output_limit"]))
+    wall = time.monotonic() - start
+    codes = _end_test(spec, test, procs, extra)
     return {
         "status": status,
         "exit_code": codes[0],
@@ -315,17 +390,7 @@ def main() -> int:
         try:
             results.append(_run_one(spec, test, i, prog_path, seccomp))
         except Exception as exc:  # noqa: BLE001 - one test's failure must not lose the others' results
-            results.append(
-                {
-                    "status": "spawn_error",
-                    "exit_code": None,
-                    "stdout_b64": "",
-                    "stderr_b64": "",
-                    "wall_s": 0.0,
-                    "error": f"runner: {type(exc).__name__}: {exc}",
-                    "report": None,
-                }
-            )
+            results.append(_spawn_error(f"runner: {type(exc).__name__}: {exc}"))
         finally:
             shutil.rmtree(os.path.join(base, f"t{i}"), ignore_errors=True)
     sys.stdout.write(json.dumps({"tests": results, "seccomp": seccomp.ok}))

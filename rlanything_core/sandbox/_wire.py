@@ -139,6 +139,7 @@ def loads(
         handle: ``(number) -> object`` standing for a remote value.
         module: ``(name) -> object`` for a module name.
     """
+    # Stays one function: a recursive-descent decoder whose nested readers share one read position over ``data``.
     pos = 0
     objects: list[Any] = []
 

@@ -50,6 +50,32 @@ def _python_prefix(python: str | None) -> str | None:
     return prefix
 
 
+def _bind_extra_paths(paths: list[str], bound: list[str]) -> list[str]:
+    """``--ro-bind`` arguments for each existing path of ``paths``, preceded by traversable parents where needed.
+
+    Args:
+        paths: absolute host paths, sorted (a parent before its children).
+        bound: what is mounted already (``/usr``, ``/tmp``, then the interpreter prefixes); each bound path is
+            appended to it, so that the caller can hide paths under it.
+    """
+    args: list[str] = []
+    made: set[str] = set()
+    for path in paths:
+        if not os.path.lexists(path):
+            continue
+        # bubblewrap would create the missing parents as 0700 root, which the unprivileged uid cannot traverse
+        for parent in reversed(Path(path).parents):
+            p = str(parent)
+            if p in made or p in ("/", "/tmp") or any(p == b or p.startswith(b + "/") for b in bound[2:]):
+                continue
+            if p not in ("/usr",) and not p.startswith("/usr/"):
+                args += ["--perms", "0755", "--dir", p]
+                made.add(p)
+        args += ["--ro-bind", path, path]
+        bound.append(path)
+    return args
+
+
 def bwrap_command(
     *,
     tmpfs_mb: int,
@@ -99,20 +125,7 @@ def bwrap_command(
         cmd += ["--ro-bind", prefix, prefix]
     cmd += ["--dev", "/dev", "--proc", "/proc", "--size", str(tmpfs_mb << 20), "--tmpfs", "/tmp"]
     bound = ["/usr", "/tmp", *prefixes]
-    made: set[str] = set()
-    for path in sorted({os.path.abspath(p) for p in (*visible_paths, *binds)}):
-        if not os.path.lexists(path):
-            continue
-        # bubblewrap would create the missing parents as 0700 root, which the unprivileged uid cannot traverse
-        for parent in reversed(Path(path).parents):
-            p = str(parent)
-            if p in made or p in ("/", "/tmp") or any(p == b or p.startswith(b + "/") for b in bound[2:]):
-                continue
-            if p not in ("/usr",) and not p.startswith("/usr/"):
-                cmd += ["--perms", "0755", "--dir", p]
-                made.add(p)
-        cmd += ["--ro-bind", path, path]
-        bound.append(path)
+    cmd += _bind_extra_paths(sorted({os.path.abspath(p) for p in (*visible_paths, *binds)}), bound)
     for path in map(os.path.abspath, hidden_paths):
         if os.path.isdir(path) and any(path == b or path.startswith(b.rstrip("/") + "/") for b in bound):
             cmd += ["--tmpfs", path]

@@ -38,6 +38,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from rlanything_core.sandbox._procs import spawn_isolated
 from rlanything_core.sandbox.bwrap import bwrap_command, bwrap_status
 from rlanything_core.sandbox.classify import classify
 from rlanything_core.sandbox.compare import OutputJudge
@@ -204,16 +205,15 @@ class Sandbox:
             results.append(TestResult(Verdict.SANDBOX_ERROR, None, "", "", 0.0, error or "missing runner record"))
         return ProgramResult(tests=results, bwrap=self._bwrap, wall_s=time.monotonic() - start, error=error)
 
-    def _run_in_slot(
-        self, program: str, tests: Sequence[SandboxTest], slot: UidSlot | None
-    ) -> tuple[list[dict[str, object]], str]:
+    def _spec(
+        self, program: str, tests: Sequence[SandboxTest], limits: list[float], slot: UidSlot | None, workdir: str
+    ) -> dict[str, object]:
+        """The JSON object the runner reads on its stdin (protocol in ``_runner.py``)."""
         cfg = self.config
-        limits = [self._time_limit(t) for t in tests]
         uids = {slot.program_uid, slot.harness_uid} if slot is not None else {os.getuid()}
-        host_dir = None if self._bwrap else tempfile.mkdtemp(prefix="rla_sandbox_")
-        spec = {
+        return {
             "program": program,
-            "workdir": "/tmp/rla" if self._bwrap else host_dir,
+            "workdir": workdir,
             "python": self.python,
             "uid": slot.program_uid if slot is not None else None,
             "harness_uid": slot.harness_uid if slot is not None else None,
@@ -239,22 +239,25 @@ class Sandbox:
                 for t, tl in zip(tests, limits)
             ],
         }
+
+    def _run_in_slot(
+        self, program: str, tests: Sequence[SandboxTest], slot: UidSlot | None
+    ) -> tuple[list[dict[str, object]], str]:
+        """Start the runner on ``program``'s tests and wait for its record, at most until the whole run's deadline.
+
+        Returns:
+            ``(raw test records, error)``; the error is empty when the runner answered.
+        """
+        limits = [self._time_limit(t) for t in tests]
+        raw_tests: list[dict[str, object]]
+        host_dir = None if self._bwrap else tempfile.mkdtemp(prefix="rla_sandbox_")
+        spec = self._spec(program, tests, limits, slot, "/tmp/rla" if host_dir is None else host_dir)
         # without -S: the forked functional harness sees the same site-packages as the programs
         cmd = [*self._prefix, self.runner_python, "-I", "-c", _RUNNER_SRC]
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
-        deadline = sum(limits) + 0.5 * len(tests) + cfg.runner_slack_s
+        deadline = sum(limits) + 0.5 * len(tests) + self.config.runner_slack_s
         error, raw_tests = "", []
         try:
-            proc = subprocess.Popen(
-                cmd,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                env=env,
-                close_fds=True,
-                cwd="/",
-            )
+            proc = spawn_isolated(cmd, cwd="/")
         except OSError as exc:
             proc, error = None, f"could not start the sandbox runner: {exc}"
         if proc is not None:
@@ -267,25 +270,27 @@ class Sandbox:
             finally:
                 self._kill(proc.pid)
             if not error:
-                try:
-                    reply = json.loads(out)
-                    raw_tests = reply["tests"]
-                    if reply.get("seccomp") is False and not self._seccomp_warned:
-                        self._seccomp_warned = True
-                        warnings.warn(
-                            "SANDBOX: the seccomp filter could not be installed on this machine "
-                            f"({os.uname().machine}); programs may create user namespaces",
-                            RuntimeWarning,
-                            stacklevel=3,
-                        )
-                except (ValueError, KeyError, TypeError):
-                    error = (
-                        f"sandbox runner failed (exit {proc.returncode}): "
-                        f"{err.decode('utf-8', errors='replace')[-2000:]}"
-                    )
+                raw_tests, error = self._read_reply(out, err, proc.returncode)
         if host_dir is not None:
             shutil.rmtree(host_dir, ignore_errors=True)
         return raw_tests, error
+
+    def _read_reply(self, out: bytes, err: bytes, returncode: int) -> tuple[list[dict[str, object]], str]:
+        """The runner's test records, or an error quoting its stderr; warns once if seccomp was not in effect."""
+        try:
+            reply = json.loads(out)
+            raw_tests = reply["tests"]
+            if reply.get("seccomp") is False and not self._seccomp_warned:
+                self._seccomp_warned = True
+                warnings.warn(
+                    "SANDBOX: the seccomp filter could not be installed on this machine "
+                    f"({os.uname().machine}); programs may create user namespaces",
+                    RuntimeWarning,
+                    stacklevel=4,  # the caller of Sandbox.run
+                )
+        except (ValueError, KeyError, TypeError):
+            return [], f"sandbox runner failed (exit {returncode}): {err.decode('utf-8', errors='replace')[-2000:]}"
+        return raw_tests, ""
 
     @staticmethod
     def _kill(pgid: int) -> None:

@@ -69,6 +69,74 @@ def _trainable_state(policy: EncoderScorerPolicy) -> dict[str, Tensor]:
     return {k: v.detach().clone() for k, v in policy.state_dict().items() if k in names}
 
 
+def _optimizer(policy: EncoderScorerPolicy, *, encoder_lr: float, head_lr: float) -> torch.optim.AdamW:
+    """AdamW over the trainable weights: ``encoder_lr`` for the encoder's, ``head_lr`` for the head's and the scale."""
+    head = [p for n, p in policy.named_parameters() if p.requires_grad and not n.startswith("encoder.")]
+    body = [p for n, p in policy.named_parameters() if p.requires_grad and n.startswith("encoder.")]
+    return torch.optim.AdamW([{"params": body, "lr": encoder_lr}, {"params": head, "lr": head_lr}],
+                             weight_decay=0.0)  # fmt: skip
+
+
+def _resume(
+    path: Path | None, policy: EncoderScorerPolicy, optimizer: torch.optim.Optimizer, num_examples: int
+) -> tuple[int, int, list[list[int]]]:
+    """Load the checkpoint at ``path`` into ``policy`` and ``optimizer``, if there is one.
+
+    Returns:
+        ``(epoch, batch, orders)`` to continue from: the position and the per-epoch shuffles; ``(0, 0, [])`` when
+        there is no checkpoint.
+
+    Raises:
+        ValueError: the checkpoint was written for another number of examples.
+    """
+    if path is None or not path.is_file():
+        return 0, 0, []
+    saved: dict[str, Any] = torch.load(path, map_location="cpu", weights_only=False)
+    if saved.get("num_examples") != num_examples:
+        raise ValueError(f"checkpoint: {path} was written for {saved.get('num_examples')} examples, "
+                         f"not {num_examples}; delete it to start over")  # fmt: skip
+    policy.load_state_dict(saved["trainable"], strict=False)
+    optimizer.load_state_dict(saved["optimizer"])
+    return saved["epoch"], saved["batch"], saved["orders"]
+
+
+def _save(
+    path: Path,
+    policy: EncoderScorerPolicy,
+    optimizer: torch.optim.Optimizer,
+    *,
+    num_examples: int,
+    position: tuple[int, int],
+    orders: list[list[int]],
+) -> None:
+    """Write the resumable state atomically: the next ``(epoch, batch)`` to train is ``position``."""
+    buffer = io.BytesIO()
+    torch.save({"num_examples": num_examples, "trainable": _trainable_state(policy),
+                "optimizer": optimizer.state_dict(), "epoch": position[0], "batch": position[1], "orders": orders},
+               buffer)  # fmt: skip
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def _epoch_orders(orders: list[list[int]], *, epochs: int, num_examples: int, seed: int) -> list[list[int]]:
+    """``orders`` (a resumed fit's) extended with one seeded shuffle per missing epoch.
+
+    The shuffles are saved with the checkpoint, so that a resumed fit visits the examples in the same order.
+    """
+    rng = random.Random(seed)
+    while len(orders) < epochs:
+        order = list(range(num_examples))
+        rng.shuffle(order)
+        orders.append(order)
+    return orders
+
+
+def _batch_loss(policy: EncoderScorerPolicy, batch: Sequence[ScorerExample]) -> Tensor:
+    """The candidate cross-entropy of ``batch`` under ``policy``."""
+    states = [policy.state_ids(e.state) for e in batch]
+    cands = [[policy.command_ids(c) for c in e.candidates] for e in batch]
+    return candidate_cross_entropy(policy.logits(states, cands), [e.target for e in batch])
+
+
 def fit_scorer(
     policy: EncoderScorerPolicy,
     examples: Sequence[ScorerExample],
@@ -98,39 +166,20 @@ def fit_scorer(
         progress: show a progress bar.
         on_epoch_end: called with the epoch index after each epoch.
     """
+    # Over 60 lines only for its signature and docstring: the body is the loop and its checkpoints.
     if not examples:
         raise ValueError("examples: expected at least one example, got none")
     if epochs < 1 or batch_size < 1:
         raise ValueError(f"epochs, batch_size: expected >= 1, got {epochs}, {batch_size}")
-    head = [p for n, p in policy.named_parameters() if p.requires_grad and not n.startswith("encoder.")]
-    body = [p for n, p in policy.named_parameters() if p.requires_grad and n.startswith("encoder.")]
-    optimizer = torch.optim.AdamW([{"params": body, "lr": encoder_lr}, {"params": head, "lr": head_lr}],
-                                  weight_decay=0.0)
-    rng = random.Random(seed)
-    start_epoch, start_batch = 0, 0
-    orders: list[list[int]] = []
+    optimizer = _optimizer(policy, encoder_lr=encoder_lr, head_lr=head_lr)
     path = Path(checkpoint) if checkpoint is not None else None
-    if path is not None and path.is_file():
-        saved: dict[str, Any] = torch.load(path, map_location="cpu", weights_only=False)
-        if saved.get("num_examples") != len(examples):
-            raise ValueError(f"checkpoint: {path} was written for {saved.get('num_examples')} examples, "
-                             f"not {len(examples)}; delete it to start over")
-        policy.load_state_dict(saved["trainable"], strict=False)
-        optimizer.load_state_dict(saved["optimizer"])
-        start_epoch, start_batch, orders = saved["epoch"], saved["batch"], saved["orders"]
-    while len(orders) < epochs:  # one fixed shuffle per epoch, saved with the checkpoint
-        order = list(range(len(examples)))
-        rng.shuffle(order)
-        orders.append(order)
+    start_epoch, start_batch, orders = _resume(path, policy, optimizer, len(examples))
+    orders = _epoch_orders(orders, epochs=epochs, num_examples=len(examples), seed=seed)
     per_epoch = (len(examples) + batch_size - 1) // batch_size
 
     def save(epoch: int, batch: int) -> None:
-        if path is None:
-            return
-        buffer = io.BytesIO()
-        torch.save({"num_examples": len(examples), "trainable": _trainable_state(policy),
-                    "optimizer": optimizer.state_dict(), "epoch": epoch, "batch": batch, "orders": orders}, buffer)
-        atomic_write_bytes(path, buffer.getvalue())
+        if path is not None:
+            _save(path, policy, optimizer, num_examples=len(examples), position=(epoch, batch), orders=orders)
 
     losses: list[float] = []
     bar = tqdm(total=epochs * per_epoch, initial=start_epoch * per_epoch + start_batch, desc="warm start",
@@ -138,10 +187,7 @@ def fit_scorer(
     policy.train()
     for epoch in range(start_epoch, epochs):
         for b in range(start_batch if epoch == start_epoch else 0, per_epoch):
-            batch = [examples[i] for i in orders[epoch][b * batch_size : (b + 1) * batch_size]]
-            states = [policy.state_ids(e.state) for e in batch]
-            cands = [[policy.command_ids(c) for c in e.candidates] for e in batch]
-            loss = candidate_cross_entropy(policy.logits(states, cands), [e.target for e in batch])
+            loss = _batch_loss(policy, [examples[i] for i in orders[epoch][b * batch_size : (b + 1) * batch_size]])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()

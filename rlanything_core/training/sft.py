@@ -164,6 +164,7 @@ def supervised_warm_start(
     Raises:
         ValueError: bad sizes, an unknown ``loss``, missing ``candidates``, or a response not among its candidates.
     """
+    # Over 60 lines only for its signature and docstring (14 documented options): the body is one short loop.
     kind = _checked_objective(examples, epochs, batch_size, loss, candidates, max_candidates)
     eos = int(tokenizer.eos_token_id)
     pad = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos)
@@ -179,8 +180,7 @@ def supervised_warm_start(
     losses: list[float] = []
     steps = epochs * ((len(order) + batch_size - 1) // batch_size)
     scheduler = _warmup_linear_decay(optimizer, steps)
-    token_scale = 1.0 if kind is not SftLoss.CANDIDATE else 0.0
-    cand_scale = {SftLoss.TOKEN: 0.0, SftLoss.CANDIDATE: 1.0, SftLoss.MIXED: candidate_weight}[kind]
+    scales = _loss_scales(kind, candidate_weight)
     model.train()
     bar = tqdm(total=steps, desc="warm start", disable=not progress, leave=False)
     for _ in range(epochs):
@@ -188,15 +188,10 @@ def supervised_warm_start(
         for start in range(0, len(order), batch_size):
             batch = order[start : start + batch_size]
             optimizer.zero_grad()
-            value = 0.0
-            if token_scale:
-                value += _token_loss(model, prompts, responses, batch, pad, max_tokens, token_scale)
-            if cand_scale and candidates is not None:
-                for i in batch:
-                    value += _candidate_term(
-                        model, prompts[i], responses[i], examples[i][1], candidates[i], encode,
-                        pad=pad, scale=cand_scale, batch_size=len(batch), max_candidates=max_candidates, rng=rng,
-                    )  # fmt: skip
+            value = _batch_loss(
+                model, batch, prompts, responses, examples, candidates, encode,
+                pad=pad, max_tokens=max_tokens, scales=scales, max_candidates=max_candidates, rng=rng,
+            )  # fmt: skip
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             scheduler.step()
@@ -232,6 +227,46 @@ def _checked_objective(
     if max_candidates is not None and max_candidates < 2:
         raise ValueError(f"max_candidates: expected >= 2 or None, got {max_candidates}")
     return kind
+
+
+def _loss_scales(kind: SftLoss, candidate_weight: float) -> tuple[float, float]:
+    """``(token term weight, candidate term weight)`` of the objective ``kind``."""
+    token_scale = 1.0 if kind is not SftLoss.CANDIDATE else 0.0
+    cand_scale = {SftLoss.TOKEN: 0.0, SftLoss.CANDIDATE: 1.0, SftLoss.MIXED: candidate_weight}[kind]
+    return token_scale, cand_scale
+
+
+def _batch_loss(
+    model: Any,
+    batch: list[int],
+    prompts: list[list[int]],
+    responses: list[list[int]],
+    examples: Sequence[tuple[ChatMessages, str]],
+    candidates: Sequence[Sequence[str]] | None,
+    encode: Callable[[str], list[int]],
+    *,
+    pad: int,
+    max_tokens: int,
+    scales: tuple[float, float],
+    max_candidates: int | None,
+    rng: random.Random,
+) -> float:
+    """Back-propagate one optimizer step's objective over ``batch`` (example indices); return its value.
+
+    The token term over the whole batch, then each example's candidate term, weighted by ``scales`` (see
+    :func:`_loss_scales`); a zero weight skips its term.
+    """
+    token_scale, cand_scale = scales
+    value = 0.0
+    if token_scale:
+        value += _token_loss(model, prompts, responses, batch, pad, max_tokens, token_scale)
+    if cand_scale and candidates is not None:
+        for i in batch:
+            value += _candidate_term(
+                model, prompts[i], responses[i], examples[i][1], candidates[i], encode,
+                pad=pad, scale=cand_scale, batch_size=len(batch), max_candidates=max_candidates, rng=rng,
+            )  # fmt: skip
+    return value
 
 
 def _warmup_linear_decay(optimizer: torch.optim.Optimizer, steps: int) -> torch.optim.lr_scheduler.LambdaLR:

@@ -129,6 +129,35 @@ def _held_object_move(action: str, admissible: Sequence[str]) -> str:
     return moves[0] if len(moves) == 1 else action
 
 
+def _checked_game(game_file: str | os.PathLike[str], *, max_steps: int, perturb_prob: float) -> Path:
+    """The game file of ``handcoded_expert_steps``, after checking its arguments (see its ``Raises``)."""
+    if max_steps < 1:
+        raise ValueError(f"max_steps: expected >= 1, got {max_steps}")
+    if not 0.0 <= perturb_prob < 1.0:
+        raise ValueError(f"perturb_prob: expected a probability in [0, 1), got {perturb_prob!r}")
+    path = Path(game_file)
+    if not (path.is_file() and (path.parent / "traj_data.json").is_file()):
+        raise ValueError(f"game_file: expected a game.tw-pddl next to a traj_data.json, got {str(path)!r}")
+    return path
+
+
+def _expert_action(agent: Any, state: Any, last: str, admissible: Sequence[str], path: Path) -> str:
+    """The expert's admissible command in ``state``, re-planned up to ``_REPLANS`` times after inadmissible ones.
+
+    Raises:
+        ValueError: the expert still proposes an inadmissible command (its own failures propagate as they are).
+    """
+    action = _held_object_move(str(agent.act(state, 0, state["won"], last)), admissible)
+    for _ in range(_REPLANS):  # ALFWorld's wrapper would send "look" instead: re-plan, wasting no step
+        if action in admissible:
+            break
+        _forget_target(agent.policy, action)
+        action = str(agent.policy.act(state, "look"))  # "look" changes none of the expert's state
+    if action not in admissible:
+        raise ValueError(f"game_file: the hand-coded expert proposed {action!r}, not admissible, on {path}")
+    return action
+
+
 def handcoded_expert_steps(
     game_file: str | os.PathLike[str],
     *,
@@ -168,13 +197,8 @@ def handcoded_expert_steps(
     """
     from alfworld.agents.expert import HandCodedAgentFailed, HandCodedAgentTimeout, HandCodedTWAgent
 
-    if max_steps < 1:
-        raise ValueError(f"max_steps: expected >= 1, got {max_steps}")
-    if not 0.0 <= perturb_prob < 1.0:
-        raise ValueError(f"perturb_prob: expected a probability in [0, 1), got {perturb_prob!r}")
-    path = Path(game_file)
-    if not (path.is_file() and (path.parent / "traj_data.json").is_file()):
-        raise ValueError(f"game_file: expected a game.tw-pddl next to a traj_data.json, got {str(path)!r}")
+    # Over 60 lines for its docstring (two modes, DART and DAgger); the body is one episode loop.
+    path = _checked_game(game_file, max_steps=max_steps, perturb_prob=perturb_prob)
     rng = random.Random(seed)
     saved_state = random.getstate()  # the expert draws from the global `random`: seed it, then restore the caller's
     random.seed(seed)
@@ -192,14 +216,7 @@ def handcoded_expert_steps(
         for t in range(max_steps if executed is None else len(executed)):
             admissible = tuple(state["admissible_commands"])
             try:
-                action = _held_object_move(str(agent.act(state, 0, state["won"], last)), admissible)
-                for _ in range(_REPLANS):  # ALFWorld's wrapper would send "look" instead: re-plan, wasting no step
-                    if action in admissible:
-                        break
-                    _forget_target(agent.policy, action)
-                    action = str(agent.policy.act(state, "look"))  # "look" changes none of the expert's state
-                if action not in admissible:
-                    raise ValueError(f"game_file: the hand-coded expert proposed {action!r}, not admissible, on {path}")
+                action = _expert_action(agent, state, last, admissible, path)
             except (HandCodedAgentFailed, HandCodedAgentTimeout, IndexError, KeyError, ValueError) as exc:
                 if executed is not None:
                     return out  # DAgger: a state the expert cannot label ends the records, not the batch

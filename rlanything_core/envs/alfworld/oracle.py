@@ -17,6 +17,7 @@ from __future__ import annotations
 import enum
 import os
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -153,6 +154,48 @@ def _compare(before: int | None, after: int | None) -> StepLabel:
     return StepLabel.REGRESS
 
 
+def _plan_after(
+    plan: tuple[str, ...] | None,
+    action: str,
+    facts: tuple[frozenset[str], frozenset[str]],
+    *,
+    won: bool,
+    use_shortcuts: bool,
+    plan_from: Callable[[frozenset[str]], tuple[str, ...] | None],
+) -> tuple[tuple[str, ...] | None, bool]:
+    """``(the plan after action, whether the planner ran)``, from the ``plan`` and the ``facts`` before and after it.
+
+    Won: the empty plan. With the shortcuts, exact: the state did not change, the same plan; the action was the
+    plan's first step, the rest of it. Otherwise the planner's plan from the new facts, ``plan_from(after)``.
+    """
+    before, after = facts
+    if won:
+        return (), False
+    if use_shortcuts and after == before:
+        return plan, False
+    if use_shortcuts and plan and plan[0] == action.strip():
+        return plan[1:], False
+    return plan_from(after), True
+
+
+def _oracle_step(
+    action: str, plan: tuple[str, ...] | None, new_plan: tuple[str, ...] | None, *, won_after: bool, replanned: bool
+) -> OracleStep:
+    """The record of one step from the plans before and after it."""
+    return OracleStep(
+        action=action,
+        plan_before=plan,
+        plan_after=new_plan,
+        length_before=None if plan is None else len(plan),
+        length_after=None if new_plan is None else len(new_plan),
+        cost_before=plan_cost(plan),
+        cost_after=plan_cost(new_plan),
+        label=_compare(plan_cost(plan), plan_cost(new_plan)),
+        won_after=won_after,
+        replanned=replanned,
+    )
+
+
 def label_trajectory(
     game_file: str | os.PathLike[str],
     actions: list[str] | tuple[str, ...],
@@ -194,30 +237,11 @@ def label_trajectory(
         for action in actions:
             state, _, _ = engine.step(action)
             new_facts = _facts(backend)
-            replanned = False
-            if bool(state["won"]):
-                new_plan: tuple[str, ...] | None = ()
-            elif use_shortcuts and new_facts == facts:
-                new_plan = plan
-            elif use_shortcuts and plan and plan[0] == action.strip():
-                new_plan = plan[1:]
-            else:
-                new_plan = plan_here(new_facts)
-                replanned = True
-            out.append(
-                OracleStep(
-                    action=action,
-                    plan_before=plan,
-                    plan_after=new_plan,
-                    length_before=None if plan is None else len(plan),
-                    length_after=None if new_plan is None else len(new_plan),
-                    cost_before=plan_cost(plan),
-                    cost_after=plan_cost(new_plan),
-                    label=_compare(plan_cost(plan), plan_cost(new_plan)),
-                    won_after=bool(state["won"]),
-                    replanned=replanned,
-                )
+            won = bool(state["won"])
+            new_plan, replanned = _plan_after(
+                plan, action, (facts, new_facts), won=won, use_shortcuts=use_shortcuts, plan_from=plan_here
             )
+            out.append(_oracle_step(action, plan, new_plan, won_after=won, replanned=replanned))
             plan, facts = new_plan, new_facts
         return out
     finally:

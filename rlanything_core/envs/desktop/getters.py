@@ -53,17 +53,29 @@ def _give(copies: list[Path], gives: set[int], multi: bool) -> Any:
     return str(chosen[0]) if (len(chosen) == 1 or not multi) else [str(p) for p in chosen]
 
 
-def _vm_file(ctx: Any, cfg: dict[str, Any]) -> Any:
+def _copy_to_cache(ctx: Any, cfg: dict[str, Any], source_of: Callable[[str], Path]) -> Any:
+    """Copy the file of each of ``cfg``'s paths, found by ``source_of``, into the episode's cache.
+
+    Each copy takes its ``dest`` name; the copies are given as ``cfg`` asks (one path or a list).
+    """
     paths, dests, gives, multi = _paths(cfg)
     copies = []
     for path, dest in zip(paths, dests):
-        source = ctx.fs.local(path)
-        if not source.is_file():
-            raise FileNotFoundError(f"vm_file {path!r} does not exist")
+        source = source_of(path)
         target = ctx.fs.cache / Path(dest).name
         shutil.copyfile(source, target)
         copies.append(target)
     return _give(copies, gives, multi)
+
+
+def _vm_file(ctx: Any, cfg: dict[str, Any]) -> Any:
+    def source_of(path: str) -> Path:
+        source: Path = ctx.fs.local(path)
+        if not source.is_file():
+            raise FileNotFoundError(f"vm_file {path!r} does not exist")
+        return source
+
+    return _copy_to_cache(ctx, cfg, source_of)
 
 
 def _check_cloud(cfg: dict[str, Any], task_dir: Path) -> None:
@@ -74,16 +86,13 @@ def _check_cloud(cfg: dict[str, Any], task_dir: Path) -> None:
 
 
 def _cloud_file(ctx: Any, cfg: dict[str, Any]) -> Any:
-    paths, dests, gives, multi = _paths(cfg)
-    copies = []
-    for url, dest in zip(paths, dests):
+    def source_of(url: str) -> Path:
         source = resolve_shipped_file(url, ctx.task_dir)
         if source is None:
             raise FileNotFoundError(f"cloud_file {url!r} is not shipped beside the task")
-        target = ctx.fs.cache / Path(dest).name
-        shutil.copyfile(source, target)
-        copies.append(target)
-    return _give(copies, gives, multi)
+        return source
+
+    return _copy_to_cache(ctx, cfg, source_of)
 
 
 def _check_local(cfg: dict[str, Any], task_dir: Path) -> None:

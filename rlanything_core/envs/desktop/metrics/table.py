@@ -90,89 +90,126 @@ def _normalise(value: str, rule: dict[str, Any]) -> str:
     return value.lower() if rule.get("ignore_case", False) else value
 
 
-def compare_table(result: str | None, expected: str | None = None, **options: Any) -> float:
-    """1.0 when every rule in ``options["rules"]`` holds (module docstring), else 0.0."""
-    import openpyxl
-    import pandas as pd
-    from openpyxl.utils import get_column_letter
-    from openpyxl.worksheet.cell_range import MultiCellRange
+class _Workbooks:
+    """The result (side ``"r"``) and, where given, the expected workbook (``"e"``), addressed by a rule's sheet index.
 
-    if result is None or not Path(result).is_file():
-        return 0.0
-    try:
-        xl = {"r": openpyxl.load_workbook(result)}
-        pdb = {"r": pd.ExcelFile(result)}
-    except Exception:  # an unreadable result is a wrong result
-        return 0.0
-    files = {"r": result, "e": expected}
-    names_r = list(pdb["r"].sheet_names)
-    names_e: list[str] | None = None
-    if expected is not None:
-        xl["e"] = openpyxl.load_workbook(expected)
-        pdb["e"] = pd.ExcelFile(expected)
-        names_e = list(pdb["e"].sheet_names)
+    Each is opened once with openpyxl (values, styles, panes, zoom) and once with pandas (sheet data).
+    """
 
-    def frame(idx: Any) -> Any:
-        side, name = _sheet_index(idx, names_r, names_e)
+    def __init__(self, result: str) -> None:
+        import openpyxl
+        import pandas as pd
+
+        self.files: dict[str, str | None] = {"r": result, "e": None}
+        self.xl = {"r": openpyxl.load_workbook(result)}
+        self.pdb = {"r": pd.ExcelFile(result)}
+        self.names_r = list(self.pdb["r"].sheet_names)
+        self.names_e: list[str] | None = None
+
+    def add_expected(self, expected: str) -> None:
+        import openpyxl
+        import pandas as pd
+
+        self.files["e"] = expected
+        self.xl["e"] = openpyxl.load_workbook(expected)
+        self.pdb["e"] = pd.ExcelFile(expected)
+        self.names_e = list(self.pdb["e"].sheet_names)
+
+    def index(self, idx: Any) -> tuple[str, str]:
+        """``(side, sheet name)`` of a rule's sheet index (see :func:`_sheet_index`)."""
+        return _sheet_index(idx, self.names_r, self.names_e)
+
+    def path(self, side: str) -> str:
+        return self.files[side] or ""
+
+    def frame(self, idx: Any) -> Any:
+        """The sheet as a pandas ``DataFrame``, or None when it does not read."""
+        import pandas as pd
+
+        side, name = self.index(idx)
         try:
-            return pd.read_excel(pdb[side], name)
+            return pd.read_excel(self.pdb[side], name)
         except Exception:
             return None
 
-    def sheet(idx: Any) -> Any:
-        side, name = _sheet_index(idx, names_r, names_e)
-        return xl[side][name] if side in xl and name in xl[side].sheetnames else None
+    def sheet(self, idx: Any) -> Any:
+        """The openpyxl worksheet, or None when there is no such sheet."""
+        side, name = self.index(idx)
+        return self.xl[side][name] if side in self.xl and name in self.xl[side].sheetnames else None
 
-    for rule in options["rules"]:
-        kind = rule["type"]
-        if kind == "sheet_name":
-            ok = names_r == names_e
-        elif kind == "sheet_data":
-            one, two = frame(rule["sheet_idx0"]), frame(rule["sheet_idx1"])
-            if one is None:
-                return 0.0
-            digits = int(rule.get("precision", 4))
-            ok = two is not None and bool(one.round(digits).equals(two.round(digits)))
-        elif kind == "sheet_fuzzy":
-            sides = [_sheet_index(rule[k], names_r, names_e) for k in ("sheet_idx0", "sheet_idx1")]
-            ok = True
-            for sub in rule["rules"]:
-                for cell_range in MultiCellRange(sub["range"]):
-                    for row, col in cell_range.cells:
-                        coord = f"{get_column_letter(col)}{row}"
-                        one_s, two_s = (
-                            _normalise(str(read_cell_value(files[s] or "", n, coord)), sub) for s, n in sides
-                        )
-                        if sub["type"] == "includes":
-                            ok = ok and two_s in one_s
-                        elif sub["type"] == "included_by":
-                            ok = ok and one_s in two_s
-                        else:
-                            ok = ok and one_s == two_s
-        elif kind == "freeze":
-            one, two = sheet(rule["sheet_idx0"]), sheet(rule["sheet_idx1"])
-            if one is None:
-                return 0.0
-            ok = two is not None and one.freeze_panes == two.freeze_panes
-        elif kind == "zoom":
-            one = sheet(rule["sheet_idx"])
-            if one is None:
-                return 0.0
-            ok = match_value_to_rule(one.sheet_view.zoomScale or 100.0, rule)
-        else:  # check_cell
-            one = sheet(rule["sheet_idx"])
-            if one is None:
-                return 0.0
-            side, name = _sheet_index(rule["sheet_idx"], names_r, names_e)
-            cell = one[rule["coordinate"]]
-            ok = True
-            for prop, value_rule in rule["props"].items():
-                if prop == "value":
-                    value = read_cell_value(files[side] or "", name, rule["coordinate"])
+
+def _fuzzy_holds(books: _Workbooks, rule: dict[str, Any]) -> bool:
+    """``sheet_fuzzy``: every cell of every sub-rule's ranges compares as the sub-rule says, after normalising."""
+    from openpyxl.utils import get_column_letter
+    from openpyxl.worksheet.cell_range import MultiCellRange
+
+    sides = [books.index(rule[k]) for k in ("sheet_idx0", "sheet_idx1")]
+    ok = True
+    for sub in rule["rules"]:
+        for cell_range in MultiCellRange(sub["range"]):
+            for row, col in cell_range.cells:
+                coord = f"{get_column_letter(col)}{row}"
+                one_s, two_s = (_normalise(str(read_cell_value(books.path(s), n, coord)), sub) for s, n in sides)
+                if sub["type"] == "includes":
+                    ok = ok and two_s in one_s
+                elif sub["type"] == "included_by":
+                    ok = ok and one_s in two_s
                 else:
-                    value = read_cell_style(prop, cell)
-                ok = ok and match_value_to_rule(value, value_rule)
-        if not ok:
+                    ok = ok and one_s == two_s
+    return ok
+
+
+def _cell_holds(books: _Workbooks, rule: dict[str, Any]) -> bool:
+    """``check_cell``: the cell's value and style properties match their value rules."""
+    one = books.sheet(rule["sheet_idx"])
+    if one is None:
+        return False
+    side, name = books.index(rule["sheet_idx"])
+    cell = one[rule["coordinate"]]
+    ok = True
+    for prop, value_rule in rule["props"].items():
+        if prop == "value":
+            value = read_cell_value(books.path(side), name, rule["coordinate"])
+        else:
+            value = read_cell_style(prop, cell)
+        ok = ok and match_value_to_rule(value, value_rule)
+    return ok
+
+
+def _rule_holds(books: _Workbooks, rule: dict[str, Any]) -> bool:
+    """Whether one rule of ``compare_table`` holds (a sheet the rule needs and cannot find: it does not)."""
+    kind = rule["type"]
+    if kind == "sheet_name":
+        return books.names_r == books.names_e
+    if kind == "sheet_data":
+        one, two = books.frame(rule["sheet_idx0"]), books.frame(rule["sheet_idx1"])
+        digits = int(rule.get("precision", 4))
+        return one is not None and two is not None and bool(one.round(digits).equals(two.round(digits)))
+    if kind == "sheet_fuzzy":
+        return _fuzzy_holds(books, rule)
+    if kind == "freeze":
+        one, two = books.sheet(rule["sheet_idx0"]), books.sheet(rule["sheet_idx1"])
+        return one is not None and two is not None and one.freeze_panes == two.freeze_panes
+    if kind == "zoom":
+        one = books.sheet(rule["sheet_idx"])
+        return one is not None and bool(match_value_to_rule(one.sheet_view.zoomScale or 100.0, rule))
+    return _cell_holds(books, rule)  # check_cell
+
+
+def compare_table(result: str | None, expected: str | None = None, **options: Any) -> float:
+    """1.0 when every rule in ``options["rules"]`` holds (module docstring), else 0.0."""
+    if result is None or not Path(result).is_file():
+        return 0.0
+    try:
+        books = _Workbooks(result)
+    except ImportError:  # a missing spreadsheet library is an error of the installation, not a wrong result
+        raise
+    except Exception:  # an unreadable result is a wrong result
+        return 0.0
+    if expected is not None:
+        books.add_expected(expected)
+    for rule in options["rules"]:
+        if not _rule_holds(books, rule):
             return 0.0
     return 1.0
 
