@@ -133,4 +133,5 @@ def _evaluator(cfg: DictConfig, evals: list[Any], policy_backend: Any, judge_bac
         test_writer=_test_writer(cfg, judge_backend, int(st.eval_tests_per_task)),
         seed=int(cfg.seed) + 4242,
         max_workers=int(st.sandbox_workers),
+        sharded=True,  # every rank evaluates a share of the problems (a pass-through in one process)
     )

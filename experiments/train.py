@@ -37,13 +37,18 @@ def summary_line(run) -> str:  # type: ignore[no-untyped-def]
     )
 
 
-def move_to_eval_device(run):  # type: ignore[no-untyped-def]
-    """Put the run's models on the device the trainer would train on (``trainer.accelerator``/``devices``) and return
-    it. ``trainer.fit`` moves them itself; an ``eval_only`` run never calls it, so without this it evaluated on the
-    CPU whatever the accelerator. The rollout backends follow their model's device."""
-    device = run.trainer.strategy.root_device
-    run.module.to(device)
-    return device
+def evaluate_only(run) -> dict[str, float] | None:  # type: ignore[no-untyped-def]
+    """Evaluate the run's models as they are (no update) and return the metrics (``None`` on ranks that did not
+    evaluate: rank 0 evaluates alone unless the evaluator is sharded).
+
+    Through ``trainer.test`` (``AgentModule.test_step``), so that Lightning sets the module up exactly as a fit does:
+    it launches the other ranks, runs ``configure_model`` (FSDP2 shards; ranks that built the models on the meta
+    device receive rank 0's weights) and puts the module on the strategy's device. Calling the evaluator directly
+    skipped all of that: rank 0 alone on the CPU models, other ranks evaluating meta tensors.
+    """
+    # one batch: test_step evaluates once
+    run.trainer.test(run.module, dataloaders=range(1), verbose=False)
+    return run.module.test_metrics  # type: ignore[no-any-return]
 
 
 def run_training(cfg: DictConfig):  # type: ignore[no-untyped-def]
@@ -51,10 +56,10 @@ def run_training(cfg: DictConfig):  # type: ignore[no-untyped-def]
     they are and write ``<run_dir>/eval.json``. Returns the run. Raises :class:`ConfigError` before any work."""
     run = build(cfg)
     if cfg.get("eval_only", False):  # the models as they are, no update ("before optimization")
-        move_to_eval_device(run)
-        metrics = run.module.evaluator() if run.module.evaluator is not None else {}
-        atomic_write_json(run.run_dir / "eval.json", metrics)
-        write_eval_outcomes(run.run_dir, run.module.evaluator, 0)
+        metrics = evaluate_only(run)
+        if run.trainer.is_global_zero:
+            atomic_write_json(run.run_dir / "eval.json", metrics or {})
+            write_eval_outcomes(run.run_dir, run.module.evaluator, 0)
         return run
     run.trainer.fit(run.module, datamodule=run.datamodule, ckpt_path=str(run.resume_from) if run.resume_from else None)
     completed = int(run.datamodule.completed)
@@ -78,9 +83,11 @@ def main(cfg: DictConfig) -> None:
     except ConfigError as err:
         print(f"ERROR: {err}", file=sys.stderr)
         raise SystemExit(2) from None
+    if not run.trainer.is_global_zero:
+        return
     if cfg.get("eval_only", False):
         print((run.run_dir / "eval.json").read_text(), flush=True)
-    elif run.trainer.is_global_zero:
+    else:
         print(summary_line(run), flush=True)
 
 

@@ -29,10 +29,18 @@ from rlanything_core.envs.coding.extract import extract_code, parse_unit_test
 from rlanything_core.envs.coding.problem import TestType
 from rlanything_core.envs.coding.task import CodingTask
 from rlanything_core.generation.prompts import render_prefilled_prompt, sanitize_untrusted
+from rlanything_core.generation.sampling import row_seed
 from rlanything_core.generation.types import FinishReason, Prompt, SamplingParams
 from rlanything_core.sandbox.config import StdinTest
 
-__all__ = ["CodeCollector", "CodeSample", "GeneratedTest", "UnitTestCollector", "generated_test_pass_matrix"]
+__all__ = [
+    "CodeCollector",
+    "CodeSample",
+    "GeneratedTest",
+    "UnitTestCollector",
+    "generated_test_pass_matrix",
+    "sample_seeds",
+]
 
 
 @dataclass
@@ -77,6 +85,24 @@ def _prefilled(backend: Any, messages: Messages, prefill: str) -> Prompt:
     return render_prefilled_prompt(backend.tokenizer, messages, prefill) if prefill else messages
 
 
+def _group_ids(count: int, group_ids: Sequence[int] | None) -> list[int]:
+    groups = list(range(count)) if group_ids is None else [int(g) for g in group_ids]
+    if len(groups) != count:
+        raise ValueError(f"group_ids: expected {count} ids, got {len(groups)}")
+    if any(g < 0 for g in groups):
+        raise ValueError(f"group_ids: expected ids >= 0, got {groups}")
+    return groups
+
+
+def sample_seeds(seed: int, group_ids: Sequence[int], per_group: int) -> list[int]:
+    """The sampling seed of sample ``j`` of group ``g``: that of row ``g * per_group + j`` of a call with ``seed``.
+
+    A sample's draws then depend on ``(seed, g, j)`` alone, not on which other tasks share the batch (tasks split over
+    ranks sample as in one process), and a batch of groups ``0..n-1`` samples exactly as a plain call with ``seed``.
+    """
+    return [row_seed(seed, g * per_group + j) for g in group_ids for j in range(per_group)]
+
+
 def _check_tokenizer(backend: Any, what: str) -> None:
     if getattr(backend, "tokenizer", None) is None:
         raise ValueError(f"backend: a {what} prefill renders prompts with the backend's tokenizer, and it has none")
@@ -115,8 +141,15 @@ class CodeCollector:
         self.sampling = sampling or SamplingParams(max_new_tokens=512, temperature=1.0)
         self.max_workers = max_workers
 
-    def collect(self, tasks: Sequence[CodingTask], *, seed: int) -> list[CodeSample]:
-        """Programs of ``tasks[k]`` get ``group_id = k``; unparseable responses fail every test."""
+    def collect(
+        self, tasks: Sequence[CodingTask], *, seed: int, group_ids: Sequence[int] | None = None
+    ) -> list[CodeSample]:
+        """Sample and check programs; those of ``tasks[k]`` get ``group_id = group_ids[k]`` (default ``k``).
+
+        Unparseable responses fail every test. Sample ``j`` of group ``g`` is seeded by :func:`sample_seeds`
+        (``seed``, ``g``, ``j``): it does not depend on the other tasks of the call.
+        """
+        groups = _group_ids(len(tasks), group_ids)
         think = self.prefill is CodePrefill.NONE
         prefills = [code_prefill(self.prefill, starter_code=t.problem.starter_code) for t in tasks]
         chats = [
@@ -136,7 +169,9 @@ class CodeCollector:
         sampling = replace(self.sampling, seed=seed)
         if not think:
             sampling = replace(sampling, stop=(*sampling.stop, FENCE_CLOSE))
-        generations = self.backend.generate(prompts, sampling)
+        generations = self.backend.generate(
+            prompts, sampling, seeds=sample_seeds(seed, groups, self.samples_per_task)
+        )
         samples = []
         for n, gen in enumerate(generations):
             k = n // self.samples_per_task
@@ -145,7 +180,7 @@ class CodeCollector:
             samples.append(
                 CodeSample(
                     tasks[k].problem.id,
-                    k,
+                    groups[k],
                     gen.prompt_token_ids,
                     gen.token_ids,
                     gen.logprobs,
@@ -154,7 +189,7 @@ class CodeCollector:
                 )
             )
         for k, task in enumerate(tasks):
-            group = [s for s in samples if s.group_id == k]
+            group = samples[k * self.samples_per_task : (k + 1) * self.samples_per_task]
             runnable = [s for s in group if s.program is not None]
             results = task.evaluate_many(
                 [s.program for s in runnable if s.program is not None], max_workers=self.max_workers
@@ -197,8 +232,15 @@ class UnitTestCollector:
         self.tests_per_task = tests_per_task
         self.sampling = sampling or SamplingParams(max_new_tokens=512, temperature=0.8)
 
-    def collect(self, tasks: Sequence[CodingTask], *, seed: int) -> list[GeneratedTest]:
-        """Tests of ``tasks[k]`` get ``group_id = k``; an unparseable output has ``test = None``."""
+    def collect(
+        self, tasks: Sequence[CodingTask], *, seed: int, group_ids: Sequence[int] | None = None
+    ) -> list[GeneratedTest]:
+        """Sample unit tests; those of ``tasks[k]`` get ``group_id = group_ids[k]`` (default ``k``).
+
+        An unparseable output has ``test = None``. Test ``j`` of group ``g`` is seeded by :func:`sample_seeds`
+        (``seed``, ``g``, ``j``): it does not depend on the other tasks of the call.
+        """
+        groups = _group_ids(len(tasks), group_ids)
         tokenizer = getattr(self.backend, "tokenizer", None)
 
         def sanitize(text: str) -> str:
@@ -208,11 +250,13 @@ class UnitTestCollector:
         parse = parse_scaffolded_test if self.scaffold else parse_unit_test
         chats = [unit_test_messages(t.problem.prompt, sanitize=sanitize, scaffold=self.scaffold) for t in tasks]
         prompts = [_prefilled(self.backend, chat, prefill) for chat in chats for _ in range(self.tests_per_task)]
-        generations = self.backend.generate(prompts, replace(self.sampling, seed=seed))
+        generations = self.backend.generate(
+            prompts, replace(self.sampling, seed=seed), seeds=sample_seeds(seed, groups, self.tests_per_task)
+        )
         return [
             GeneratedTest(
                 tasks[n // self.tests_per_task].problem.id,
-                n // self.tests_per_task,
+                groups[n // self.tests_per_task],
                 g.prompt_token_ids,
                 g.token_ids,
                 g.logprobs,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-__all__ = ["find_stop", "inverse_cdf", "row_generators", "row_seed", "sample_next", "sampling_probs"]
+__all__ = ["find_stop", "inverse_cdf", "prompt_seeds", "row_generators", "row_seed", "sample_next", "sampling_probs"]
 
 _GOLDEN = 0x9E3779B97F4A7C15
 
@@ -41,6 +41,26 @@ def sampling_probs(logits: Tensor, *, temperature: float, top_p: float = 1.0) ->
 def row_seed(seed: int, row: int) -> int:
     """The seed of prompt ``row`` of a call with ``seed``: a 31-bit mix, so every backend accepts it."""
     return (((seed + 1) * _GOLDEN) ^ ((row + 1) * 0x2545F4914F6CDD1D)) & 0x7FFFFFFF
+
+
+def prompt_seeds(seed: int, count: int, seeds: Sequence[int] | None = None) -> list[int]:
+    """The sampling seed of each of a call's ``count`` prompts: ``seeds`` when given, else ``row_seed(seed, i)``.
+
+    Explicit seeds let a caller make a prompt's draws depend on what the prompt is (a task's group id and sample
+    index), not on where it sits in the batch: the same prompt then samples the same in any batch, on any rank.
+
+    Raises:
+        ValueError: ``seeds`` does not hold one integer in ``[0, 2**31)`` per prompt (31 bits, as :func:`row_seed`).
+    """
+    if seeds is None:
+        return [row_seed(seed, i) for i in range(count)]
+    out = list(seeds)
+    if len(out) != count:
+        raise ValueError(f"seeds: expected one per prompt ({count}), got {len(out)}")
+    for s in out:
+        if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < 2**31:
+            raise ValueError(f"seeds: expected integers in [0, 2**31), got {s!r}")
+    return out
 
 
 def row_generators(seed: int, rows: Sequence[int]) -> list[torch.Generator]:

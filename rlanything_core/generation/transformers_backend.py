@@ -18,7 +18,7 @@ from transformers.cache_utils import DynamicLayer
 
 from rlanything_core._validation import check_positive_int
 from rlanything_core.generation.prompts import render_prompt
-from rlanything_core.generation.sampling import find_stop, row_generators, sample_next
+from rlanything_core.generation.sampling import find_stop, prompt_seeds, sample_next
 from rlanything_core.generation.types import FinishReason, Generation, Prompt, SamplingParams
 
 __all__ = ["TransformersBackend"]
@@ -171,18 +171,23 @@ class TransformersBackend:
         return next(self.model.parameters()).device
 
     # ------------------------------------------------------------------ generation
-    def generate(self, prompts: Sequence[Prompt], params: SamplingParams) -> list[Generation]:
+    def generate(
+        self, prompts: Sequence[Prompt], params: SamplingParams, *, seeds: Sequence[int] | None = None
+    ) -> list[Generation]:
         """Generate one completion per prompt (see :class:`~rlanything_core.generation.types.Generation`).
 
         Args:
             prompts: chats (rendered with the chat template) or prompt token ids.
             params: sampling parameters.
+            seeds: each prompt's sampling seed (default: derived from ``(params.seed, index)``, see
+                :func:`~rlanything_core.generation.sampling.prompt_seeds`).
 
         Returns:
             One record per prompt, in input order.
         """
         if not isinstance(params, SamplingParams):
             raise ValueError(f"params: expected SamplingParams, got {type(params).__name__}")
+        row_seeds = prompt_seeds(params.seed, len(prompts), seeds)
         prompt_ids = [render_prompt(self.tokenizer, p) for p in prompts]
         results: list[Generation | None] = [None] * len(prompt_ids)
         runnable = []
@@ -194,17 +199,18 @@ class TransformersBackend:
         runnable.sort(key=lambda i: -len(prompt_ids[i]))
         for start in range(0, len(runnable), self.batch_size):
             rows = runnable[start : start + self.batch_size]
-            for i, gen in zip(rows, self._generate_batch([prompt_ids[i] for i in rows], rows, params)):
+            batch = self._generate_batch([prompt_ids[i] for i in rows], [row_seeds[i] for i in rows], params)
+            for i, gen in zip(rows, batch):
                 results[i] = gen
         return [r for r in results if r is not None]
 
     @torch.inference_mode()
-    def _generate_batch(self, prompts: list[list[int]], rows: list[int], params: SamplingParams) -> list[Generation]:
+    def _generate_batch(self, prompts: list[list[int]], seeds: list[int], params: SamplingParams) -> list[Generation]:
         batch = len(prompts)
         input_ids, mask = _left_padded(prompts, self.pad_token_id, self.device)
         width = input_ids.shape[1]
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
-        generators = row_generators(params.seed, rows)
+        generators = [torch.Generator().manual_seed(s) for s in seeds]
         budget = [min(params.max_new_tokens, self.max_model_len - len(p)) for p in prompts]
         tokens: list[list[int]] = [[] for _ in range(batch)]
         logprobs: list[list[float]] = [[] for _ in range(batch)]

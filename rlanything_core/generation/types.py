@@ -57,7 +57,8 @@ class SamplingParams:
         temperature: softmax temperature; ``0`` means greedy (argmax), which ignores ``top_p`` and ``seed``.
         top_p: nucleus sampling mass in ``(0, 1]``; the smallest set of most likely tokens whose mass reaches it.
         seed: sampling seed. Prompt ``i`` of a call uses its own generator seeded from ``(seed, i)``, so the
-            result for a prompt does not depend on batch size or on the other prompts (up to float rounding).
+            result for a prompt does not depend on batch size or on the other prompts (up to float rounding);
+            ``generate(..., seeds=...)`` gives each prompt an explicit seed instead (not tied to its position).
         stop: stop strings; generation of a prompt ends when its text contains one (not included in ``text``).
         ignore_eos: keep generating past EOS (benchmarks with a fixed number of tokens).
     """
@@ -135,8 +136,10 @@ def is_token_ids(prompt: Prompt) -> bool:
 class GenerationBackend(Protocol):
     """Anything that turns prompts into :class:`Generation` records (transformers, vLLM, ...)."""
 
-    def generate(self, prompts: Sequence[Prompt], params: SamplingParams) -> list[Generation]:
-        """Generate one completion per prompt, in input order."""
+    def generate(
+        self, prompts: Sequence[Prompt], params: SamplingParams, *, seeds: Sequence[int] | None = None
+    ) -> list[Generation]:
+        """Generate one completion per prompt, in input order (``seeds``: each prompt's own sampling seed)."""
         ...
 
     def update_weights(self, named_tensors: Mapping[str, object]) -> None:

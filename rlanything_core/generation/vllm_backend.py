@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rlanything_core.generation.prompts import render_prompt
-from rlanything_core.generation.sampling import find_stop, row_seed
+from rlanything_core.generation.sampling import find_stop, prompt_seeds
 from rlanything_core.generation.types import FinishReason, Generation, Prompt, SamplingParams
 
 __all__ = ["VLLMBackend", "vllm_available"]
@@ -84,12 +84,15 @@ class VLLMBackend:
         )
         self.tokenizer = self.llm.get_tokenizer()
 
-    def generate(self, prompts: Sequence[Prompt], params: SamplingParams) -> list[Generation]:
+    def generate(
+        self, prompts: Sequence[Prompt], params: SamplingParams, *, seeds: Sequence[int] | None = None
+    ) -> list[Generation]:
         """Generate one completion per prompt, in input order (see the HF backend for the record's contract).
 
-        Each prompt gets its own request seed derived from ``(params.seed, index)``; vLLM's sampler differs from the
-        HF backend's, so the same seed does not give the same tokens across backends.
+        Each prompt gets its own request seed: ``seeds[i]``, or by default one derived from ``(params.seed, i)``.
+        vLLM's sampler differs from the HF backend's, so the same seed does not give the same tokens across backends.
         """
+        row_seeds = prompt_seeds(params.seed, len(prompts), seeds)
         from vllm.inputs import TokensPrompt
 
         prompt_ids = [render_prompt(self.tokenizer, p) for p in prompts]
@@ -106,7 +109,7 @@ class VLLMBackend:
                     max_tokens=min(params.max_new_tokens, self.max_model_len - len(ids)),
                     temperature=params.temperature,
                     top_p=1.0 if params.greedy else params.top_p,
-                    seed=None if params.greedy else row_seed(params.seed, i),
+                    seed=None if params.greedy else row_seeds[i],
                     stop=list(params.stop) or None,
                     ignore_eos=params.ignore_eos,
                     logprobs=0,

@@ -48,21 +48,16 @@ class AgentModule(RLAnythingModule):
         self.eval_every = eval_every
         self.eval_at_start = eval_at_start
         self.evaluations: list[dict[str, float]] = []
+        self.test_metrics: dict[str, float] | None = None  # set by test_step (eval_only)
 
     def evaluate(self, completed: int, *, judge_only: bool = False) -> None:
         """Evaluate (or only score the judge) after ``completed`` iterations and log the metrics (rank 0)."""
         if self.evaluator is None:
             return
-        # a sharded evaluator (loop.sharded_evaluation) splits the episodes over the ranks and gathers them: every
-        # rank calls it and gets the whole result; any other evaluator runs on rank 0 alone
-        sharded = bool(getattr(self.evaluator, "sharded", False))
-        with self.gathered_models():  # every rank gathers (collective); evaluation runs on the full weights
-            if not sharded and not self.trainer.is_global_zero:
-                return
-            scores = self.evaluator.judge_accuracy() if judge_only else self.evaluator()  # type: ignore[attr-defined]
-            if judge_only and not scores:
-                return
-            metrics = {f"eval/{k}": v for k, v in scores.items()}
+        scores = self._scores(judge_only=judge_only)
+        if scores is None:
+            return
+        metrics = {f"eval/{k}": v for k, v in scores.items()}
         metrics["eval/iteration"] = float(completed)
         if not judge_only:
             self.evaluations.append(metrics)
@@ -70,6 +65,31 @@ class AgentModule(RLAnythingModule):
             return
         for logger in self.loggers:
             logger.log_metrics(metrics, step=completed)
+
+    def _scores(self, *, judge_only: bool = False) -> dict[str, float] | None:
+        """The evaluator's metrics (or the judge's accuracy) on the full weights; ``None`` where nothing was scored.
+
+        Collective: every rank must call it. A sharded evaluator (loop.sharded_evaluation, the coding evaluator)
+        splits the work over the ranks and gathers it: every rank calls it and gets the whole result; any other
+        evaluator runs on rank 0 alone (``None`` elsewhere).
+        """
+        sharded = bool(getattr(self.evaluator, "sharded", False))
+        with self.gathered_models():  # every rank gathers (collective); evaluation runs on the full weights
+            if not sharded and not self.trainer.is_global_zero:
+                return None
+            evaluator: Any = self.evaluator
+            scores = evaluator.judge_accuracy() if judge_only else evaluator()
+            return scores if scores or not judge_only else None
+
+    def test_step(self, batch: Any, batch_idx: int) -> None:
+        """``trainer.test`` (``eval_only``): evaluate the models as they are once, with no update.
+
+        Lightning sets the module up as for a fit (launches the ranks, ``configure_model``: FSDP2 shards, ranks that
+        built the models on the meta device receive rank 0's weights; the module on the strategy's device), so the
+        evaluation sees the models a fit's first evaluation would. The raw metrics land in ``test_metrics`` on the
+        ranks that evaluated (every rank for a sharded evaluator, else rank 0; ``{}`` without an evaluator).
+        """
+        self.test_metrics = {} if self.evaluator is None else self._scores()
 
     def on_train_start(self) -> None:
         """Optionally evaluate the models as they are before any update."""

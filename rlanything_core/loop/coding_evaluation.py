@@ -21,6 +21,7 @@ from torch import Tensor
 from rlanything_core.collect.coding import CodeCollector, GeneratedTest, UnitTestCollector, generated_test_pass_matrix
 from rlanything_core.envs.coding.problem import TestType
 from rlanything_core.envs.coding.task import CodingTask
+from rlanything_core.loop.sharded_evaluation import _gather, _rank_world
 from rlanything_core.rewards.unit_tests import UnitTestCounts, unit_test_counts
 from rlanything_core.sandbox import FunctionalTest
 from rlanything_core.seeding import derive_seed
@@ -69,6 +70,17 @@ def functional_test_pass_matrix(
     return matrix
 
 
+@dataclass(frozen=True)
+class _TaskResult:
+    """What one problem contributes to its split's metrics (gathered from the rank that evaluated it)."""
+
+    correct: tuple[bool, ...]  # per sampled program: passes every ground-truth test
+    pass_fractions: tuple[float, ...]  # per sampled program: fraction of ground-truth tests passed
+    counts: UnitTestCounts | None = None  # the judge's UT / Detect counts (``None``: no test writer)
+    tests: int = 0  # unit tests written
+    unparsed: int = 0  # of which did not parse (format failures)
+
+
 class CodingEvaluator:
     """Pass@1 of the policy and UT / Detect of the judge on each split.
 
@@ -78,6 +90,11 @@ class CodingEvaluator:
         test_writer: the judge's unit-test writer (``None``: policy metrics only).
         seed: evaluation seed (the same samples at every evaluation when the weights are the same).
         max_workers: concurrent sandbox processes.
+        sharded: in a process group, every rank evaluates the problems ``k % world == rank`` of each split and the
+            per-problem results are gathered (``all_gather_object``), so every rank must call the evaluator and each
+            gets the metrics of a one-process evaluation: problem ``k``'s programs and tests are seeded by
+            ``(seed, split, k)`` and their sample index, whatever else is in the batch. Outside a process group (or
+            with one rank) it makes no difference.
     """
 
     def __init__(
@@ -88,51 +105,87 @@ class CodingEvaluator:
         test_writer: UnitTestCollector | None = None,
         seed: int = 1234,
         max_workers: int = 2,
+        sharded: bool = False,
     ) -> None:
         self.coder = coder
         self.splits = list(splits)
         self.test_writer = test_writer
         self.seed = seed
         self.max_workers = max_workers
+        self.sharded = sharded  # read by AgentModule.evaluate: call on every rank, not on rank 0 alone
 
     @torch.no_grad()
     def __call__(self) -> dict[str, float]:
         """``<split>/pass@1``, ``<split>/ut`` (+ ``ut_total``), ``<split>/detect`` (+ ``detect_total``), ...."""
+        rank, world = _rank_world() if self.sharded else (0, 1)
         metrics: dict[str, float] = {}
         for split in self.splits:
             tasks = list(split.tasks)
             if not tasks:
                 continue
-            samples = self.coder.collect(tasks, seed=derive_seed(self.seed, split.name))
-            per_task = [[s for s in samples if s.group_id == k] for k in range(len(tasks))]
-            metrics[f"{split.name}/pass@1"] = sum(
-                sum(s.correct for s in group) / max(1, len(group)) for group in per_task
-            ) / len(tasks)
-            metrics[f"{split.name}/gt_pass_fraction"] = sum(s.pass_fraction for s in samples) / max(1, len(samples))
-            if self.test_writer is None:
-                continue
-            prompts = [
-                CodingTask(replace(t.problem, prompt=t.problem.prompt + FUNCTIONAL_TEST_FORMAT), t.sandbox)
-                if t.problem.test_type is TestType.FUNCTIONAL
-                else t
-                for t in tasks
-            ]
-            tests = self.test_writer.collect(prompts, seed=derive_seed(self.seed, split.name, "judge"))
-            counts = UnitTestCounts()
-            for k, task in enumerate(tasks):
-                group = per_task[k]
-                unit = [t for t in tests if t.group_id == k]
-                programs = [s.program for s in group]
-                if task.problem.test_type is TestType.FUNCTIONAL:
-                    gen = functional_test_pass_matrix(task, programs, unit, max_workers=self.max_workers)
-                else:
-                    gen = generated_test_pass_matrix(task, programs, unit, max_workers=self.max_workers)
-                gt = torch.tensor([s.gt_passed for s in group], dtype=torch.bool).reshape(len(group), -1)
-                parsed = torch.tensor([t.test is not None for t in unit], dtype=torch.bool)
-                counts = counts + unit_test_counts(gt, gen, parsed)
-            metrics[f"{split.name}/ut"] = counts.ut_accuracy
-            metrics[f"{split.name}/ut_total"] = float(counts.ut_total)
-            metrics[f"{split.name}/detect"] = counts.detect_rate
-            metrics[f"{split.name}/detect_total"] = float(counts.detect_total)
-            metrics[f"{split.name}/test_format_failure_rate"] = sum(t.test is None for t in tests) / max(1, len(tests))
+            mine = list(range(rank, len(tasks), world))
+            local = dict(zip(mine, self._evaluate(split.name, [tasks[k] for k in mine], mine))) if mine else {}
+            results: dict[int, _TaskResult] = {}
+            for part in _gather(local, world) if world > 1 else [local]:
+                results.update(part)
+            metrics.update(self._metrics(split.name, [results[k] for k in range(len(tasks))]))
         return metrics
+
+    def _evaluate(self, name: str, tasks: list[CodingTask], group_ids: list[int]) -> list[_TaskResult]:
+        """Sample and check the programs (and the judge's tests) of ``tasks``, the problems ``group_ids`` of a split."""
+        samples = self.coder.collect(tasks, seed=derive_seed(self.seed, name), group_ids=group_ids)
+        per_task = [[s for s in samples if s.group_id == g] for g in group_ids]
+        if self.test_writer is None:
+            return [
+                _TaskResult(tuple(s.correct for s in group), tuple(s.pass_fraction for s in group))
+                for group in per_task
+            ]
+        prompts = [
+            CodingTask(replace(t.problem, prompt=t.problem.prompt + FUNCTIONAL_TEST_FORMAT), t.sandbox)
+            if t.problem.test_type is TestType.FUNCTIONAL
+            else t
+            for t in tasks
+        ]
+        tests = self.test_writer.collect(prompts, seed=derive_seed(self.seed, name, "judge"), group_ids=group_ids)
+        out = []
+        for task, g, group in zip(tasks, group_ids, per_task):
+            unit = [t for t in tests if t.group_id == g]
+            programs = [s.program for s in group]
+            if task.problem.test_type is TestType.FUNCTIONAL:
+                gen = functional_test_pass_matrix(task, programs, unit, max_workers=self.max_workers)
+            else:
+                gen = generated_test_pass_matrix(task, programs, unit, max_workers=self.max_workers)
+            gt = torch.tensor([s.gt_passed for s in group], dtype=torch.bool).reshape(len(group), -1)
+            parsed = torch.tensor([t.test is not None for t in unit], dtype=torch.bool)
+            out.append(
+                _TaskResult(
+                    tuple(s.correct for s in group),
+                    tuple(s.pass_fraction for s in group),
+                    unit_test_counts(gt, gen, parsed),
+                    tests=len(unit),
+                    unparsed=sum(t.test is None for t in unit),
+                )
+            )
+        return out
+
+    def _metrics(self, name: str, results: list[_TaskResult]) -> dict[str, float]:
+        """A split's metrics from its problems' results, in problem order (the sums' order is a one-process run's)."""
+        metrics = {
+            f"{name}/pass@1": sum(sum(r.correct) / max(1, len(r.correct)) for r in results) / len(results),
+            f"{name}/gt_pass_fraction": sum(f for r in results for f in r.pass_fractions)
+            / max(1, sum(len(r.pass_fractions) for r in results)),
+        }
+        if self.test_writer is None:
+            return metrics
+        counts = UnitTestCounts()
+        for r in results:
+            counts = counts + r.counts  # type: ignore[operator]
+        tests = sum(r.tests for r in results)
+        return {
+            **metrics,
+            f"{name}/ut": counts.ut_accuracy,
+            f"{name}/ut_total": float(counts.ut_total),
+            f"{name}/detect": counts.detect_rate,
+            f"{name}/detect_total": float(counts.detect_total),
+            f"{name}/test_format_failure_rate": sum(r.unparsed for r in results) / max(1, tests),
+        }

@@ -114,7 +114,7 @@ class ContinuationBackend:
         self.prompts: list[Any] = []
         self.params: list[SamplingParams] = []
 
-    def generate(self, prompts: Sequence[Any], params: SamplingParams) -> list[Generation]:
+    def generate(self, prompts: Sequence[Any], params: SamplingParams, *, seeds: Any = None) -> list[Generation]:
         self.prompts.extend(prompts)
         self.params.append(params)
         out = []

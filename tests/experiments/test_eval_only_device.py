@@ -1,42 +1,53 @@
-"""Issue 19: ``eval_only`` evaluates on the trainer's device, not on the CPU the models were built on.
+"""Issue 19: ``eval_only`` evaluates the module as ``trainer.fit`` would set it up, on the trainer's device.
 
-``trainer.fit`` moves the module to the strategy's root device; an ``eval_only`` run never calls it. The run here is a
-stand-in whose strategy's root device is ``meta`` (a device other than the CPU that needs no accelerator): the
-evaluator must find the models there when it runs.
+``eval_only`` used to call the evaluator directly: the module stayed where it was built (the CPU, whatever the
+accelerator), ``configure_model`` never ran (FSDP2 sharding, ranks built on meta never filled: the two-process case
+is tests/experiments/test_eval_only_distributed.py). It now goes through ``trainer.test``: a real trainer and module
+here, whose evaluator records where it ran.
 """
 
+import json
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
+import lightning as L
 import pytest
 import torch
 from omegaconf import OmegaConf
 from torch import nn
 
 import experiments.train as train
+from experiments.trainer_setup import Run
+from rlanything_core.lightning.settings import AgentModule
 
 
-class _Module(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.policy = nn.Linear(2, 2)
-        self.judge = nn.Linear(2, 2)
-        self.seen: list[torch.device] = []
-        self.evaluator = self._evaluate
+class _Recording(AgentModule):
+    configured = 0
 
-    def _evaluate(self) -> dict[str, float]:
-        self.seen = [p.device for p in self.parameters()]
-        return {"success": 0.0}
+    def configure_model(self) -> None:
+        self.configured += 1
+        super().configure_model()
 
 
-def test_eval_only_runs_on_the_trainers_root_device(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    module = _Module()
-    run: Any = SimpleNamespace(
-        module=module, trainer=SimpleNamespace(strategy=SimpleNamespace(root_device=torch.device("meta"))),
-        run_dir=tmp_path,
-    )
-    monkeypatch.setattr(train, "build", lambda cfg: run)
+def test_eval_only_goes_through_the_trainers_setup(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    seen: list[dict[str, Any]] = []
+
+    def evaluator() -> dict[str, float]:
+        seen.append({
+            "devices": {p.device for p in module.parameters()},
+            "root": module.trainer.strategy.root_device,
+            "configured": module.configured,
+            "grad": torch.is_grad_enabled(),
+        })  # fmt: skip
+        return {"split/success_rate": 0.25}
+
+    module = _Recording(nn.Linear(2, 2), nn.Linear(2, 2), evaluator=evaluator)
+    trainer = L.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False)  # fmt: skip
+    before = {k: v.clone() for k, v in module.state_dict().items()}
+    monkeypatch.setattr(train, "build", lambda cfg: Run(module, None, trainer, tmp_path, None, None))
     train.run_training(OmegaConf.create({"eval_only": True}))
-    assert module.seen and all(d.type == "meta" for d in module.seen)  # main: every parameter still on the CPU
-    assert (tmp_path / "eval.json").is_file()
+    assert len(seen) == 1  # one evaluation
+    assert seen[0]["configured"] == 1 and seen[0]["devices"] == {seen[0]["root"]} and not seen[0]["grad"]
+    assert json.loads((tmp_path / "eval.json").read_text()) == {"split/success_rate": 0.25}
+    assert all(torch.equal(before[k], v) for k, v in module.state_dict().items())  # no update

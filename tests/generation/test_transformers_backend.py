@@ -2,6 +2,7 @@ import pytest
 import torch
 
 from rlanything_core.generation.prompts import render_chat, render_prompt
+from rlanything_core.generation.sampling import prompt_seeds
 from rlanything_core.generation.transformers_backend import TransformersBackend
 from rlanything_core.generation.types import FinishReason, Generation, GenerationBackend, SamplingParams
 from rlanything_core.models.tiny import tiny_model_and_tokenizer
@@ -59,6 +60,25 @@ def test_seeded_sampling_is_deterministic_and_independent_of_batching(tiny) -> N
     d = TransformersBackend(model, tok, batch_size=4).generate(PROMPTS, SamplingParams(max_new_tokens=16, seed=6))
     assert [g.token_ids for g in a] == [g.token_ids for g in b] == [g.token_ids for g in c]
     assert [g.token_ids for g in a] != [g.token_ids for g in d]
+
+
+def test_explicit_seeds_follow_the_prompt_not_its_position(tiny) -> None:
+    model, tok = tiny
+    params = SamplingParams(max_new_tokens=16, temperature=1.0, seed=5)
+    backend = TransformersBackend(model, tok, batch_size=4)
+    default = backend.generate(PROMPTS, params)
+    same = backend.generate(PROMPTS, params, seeds=prompt_seeds(5, len(PROMPTS)))
+    assert [g.token_ids for g in same] == [g.token_ids for g in default]  # the default seeds, spelled out
+    seeds = [101, 202, 303, 404]
+    together = backend.generate(PROMPTS, params, seeds=seeds)
+    reversed_ = backend.generate(PROMPTS[::-1], params, seeds=seeds[::-1])
+    alone = backend.generate(PROMPTS[1:2], params, seeds=seeds[1:2])
+    assert [g.token_ids for g in together] == [g.token_ids for g in reversed_[::-1]]
+    assert together[1].token_ids == alone[0].token_ids
+    assert [g.token_ids for g in together] != [g.token_ids for g in default]
+    for bad in ([1, 2], [-1, 2, 3, 4], [2**31, 2, 3, 4], [True, 2, 3, 4]):
+        with pytest.raises(ValueError, match="seeds"):
+            backend.generate(PROMPTS, params, seeds=bad)
 
 
 def test_greedy_follows_the_argmax(tiny) -> None:

@@ -46,7 +46,7 @@ class ScriptedBackend:
         self.tokenizer = tokenizer
         self.responses = list(responses)
 
-    def generate(self, prompts: Sequence[Any], params: SamplingParams) -> list[Generation]:
+    def generate(self, prompts: Sequence[Any], params: SamplingParams, *, seeds: Any = None) -> list[Generation]:
         out = []
         for n, prompt in enumerate(prompts):
             text = self.responses[n % len(self.responses)]
