@@ -110,7 +110,7 @@ class AgentLoopDriver(PoolSnapshots):
         metrics.update({f"policy_model/{k}": v for k, v in stats.model.items()})  # e.g. truncated state texts
         if self.judge is not None and episodes:
             started = time.perf_counter()
-            jstats = self.judge.judge(episodes, seed=derive_seed(self.seed, iteration, "judge"))
+            episodes, jstats = self.judge.judge(episodes, seed=derive_seed(self.seed, iteration, "judge"))
             metrics["judge_votes"] = float(jstats.votes)
             metrics["time/judge_s"] = time.perf_counter() - started
         data = build_iteration(
