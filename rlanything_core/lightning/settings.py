@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rlanything_core.lightning.module import RLAnythingModule
+from rlanything_core.loop.protocol import Evaluator, JudgeAccuracyEvaluator
 
 __all__ = ["ALFWorldModule", "AgentModule", "CodingModule", "TextWorldModule"]
 
@@ -21,18 +22,19 @@ class AgentModule(RLAnythingModule):
     """``RLAnythingModule`` with evaluation every ``eval_every`` iterations and at the end of training.
 
     Args:
-        evaluator: ``() -> dict of metrics`` (e.g. ``AgentEvaluator``); ``None`` disables evaluation.
+        evaluator: an ``Evaluator`` (``AgentEvaluator``, ``CodingEvaluator``); ``None`` disables evaluation.
         eval_every: evaluate after every this many iterations (0: only at the end).
         eval_at_start: also evaluate before the first update (the "before optimization" row).
         judge_eval_every: between full evaluations, every this many iterations score only the judge's process
-            accuracy (the evaluator's ``judge_accuracy()``, far cheaper than a full evaluation; 0: never).
+            accuracy (a ``JudgeAccuracyEvaluator``'s ``judge_accuracy()``, far cheaper than a full evaluation;
+            0: never; other evaluators skip these).
         *args, **kwargs: see ``RLAnythingModule``.
     """
 
     def __init__(
         self,
         *args: Any,
-        evaluator: Callable[[], dict[str, float]] | None = None,
+        evaluator: Evaluator | None = None,
         eval_every: int = 0,
         eval_at_start: bool = False,
         judge_eval_every: int = 0,
@@ -51,15 +53,20 @@ class AgentModule(RLAnythingModule):
 
     def evaluate(self, completed: int, *, judge_only: bool = False) -> None:
         """Evaluate (or only score the judge) after ``completed`` iterations and log the metrics (rank 0)."""
-        if self.evaluator is None:
+        evaluator = self.evaluator
+        if evaluator is None:
             return
+        score: Callable[[], dict[str, float]] = evaluator
+        if judge_only:
+            if not isinstance(evaluator, JudgeAccuracyEvaluator):
+                return  # it cannot score the judge alone: the full evaluations are its only ones
+            score = evaluator.judge_accuracy
         # a sharded evaluator (loop.sharded_evaluation) splits the episodes over the ranks and gathers them: every
         # rank calls it and gets the whole result; any other evaluator runs on rank 0 alone
-        sharded = bool(getattr(self.evaluator, "sharded", False))
         with self.gathered_models():  # every rank gathers (collective); evaluation runs on the full weights
-            if not sharded and not self.trainer.is_global_zero:
+            if not evaluator.sharded and not self.trainer.is_global_zero:
                 return
-            scores = self.evaluator.judge_accuracy() if judge_only else self.evaluator()  # type: ignore[attr-defined]
+            scores = score()
             if judge_only and not scores:
                 return
             metrics = {f"eval/{k}": v for k, v in scores.items()}
@@ -86,7 +93,7 @@ class AgentModule(RLAnythingModule):
             self.judge_eval_every
             and completed % self.judge_eval_every == 0
             and completed < int(self.trainer.max_epochs or 0)  # the last iteration gets the full evaluation
-            and hasattr(self.evaluator, "judge_accuracy")
+            and isinstance(self.evaluator, JudgeAccuracyEvaluator)
         ):
             self.evaluate(completed, judge_only=True)
 

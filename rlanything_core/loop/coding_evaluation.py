@@ -80,6 +80,8 @@ class CodingEvaluator:
         max_workers: concurrent sandbox processes.
     """
 
+    sharded: bool = False  # the loop.protocol.Evaluator contract: rank 0 alone calls it
+
     def __init__(
         self,
         coder: CodeCollector,

@@ -105,7 +105,7 @@ class EpisodeOutcome:
 
 
 class AgentEvaluator:
-    """Roll out the policy on each split and score the judge.
+    """Roll out the policy on each split and score the judge (a ``loop.protocol.JudgeAccuracyEvaluator``).
 
     Args:
         collector: plays the evaluation episodes (its own sampling settings and step limit).
@@ -127,6 +127,8 @@ class AgentEvaluator:
     Raises:
         ValueError: ``oracle_episodes < 0`` or ``judge_episodes < 1``.
     """
+
+    sharded: bool = False  # sharded_evaluator's copy says True: every rank calls it (see loop.sharded_evaluation)
 
     def __init__(
         self,

@@ -23,11 +23,12 @@ from typing import Any, TypeVar
 import torch.distributed as dist
 
 from rlanything_core.collect.judge import with_votes
+from rlanything_core.loop.protocol import Evaluator
 from rlanything_core.records import Episode, JudgeSample
 
 __all__ = ["ShardedCollector", "ShardedJudge", "sharded_evaluator"]
 
-E = TypeVar("E")
+E = TypeVar("E", bound=Evaluator)
 
 
 def _rank_world() -> tuple[int, int]:
@@ -155,5 +156,5 @@ def sharded_evaluator(evaluator: E) -> E:
     judge = getattr(out, "judge", None)
     if judge is not None and not isinstance(judge, ShardedJudge):
         out.judge = ShardedJudge(judge)  # type: ignore[attr-defined]
-    out.sharded = True  # type: ignore[attr-defined]
+    out.sharded = True
     return out
