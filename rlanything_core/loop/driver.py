@@ -123,6 +123,7 @@ class AgentLoopDriver(PoolSnapshots):
             num_votes=None if self.judge is None else self.judge.num_votes,
             policy_band=self.policy_band,
             judge_band=self.judge_band,
+            drop_zero_judge_rows=True if self.judge_loss is None else self.judge_loss.drop_zero_advantage,
         )
         data.metrics.update(metrics)
         started = time.perf_counter()
