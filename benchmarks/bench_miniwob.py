@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> None:
             episodes, _ = collector.collect(specs, seed=0, task_ids=[name] * len(specs))
             steps = sum(len(e.steps) for e in episodes)
             start = time.perf_counter()
-            judges.judge(episodes, seed=0)
+            episodes, _ = judges.judge(episodes, seed=0)
             judge_s.append((time.perf_counter() - start) / max(1, steps))
             by_family[task.family].extend(episodes)
             print(f"{name:24s} won {sum(e.won for e in episodes)}/{len(episodes)}", flush=True)

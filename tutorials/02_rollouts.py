@@ -72,7 +72,8 @@ print("won:", episode.won, "| parse failures:", stats.action_parse_failures, "of
 
 # %%
 judge = JudgeCollector(backend, num_votes=2, votes=GenerativeVotes(SamplingParams(max_new_tokens=40, temperature=0.8)))
-jstats = judge.judge(episodes, seed=0)
+episodes, jstats = judge.judge(episodes, seed=0)  # judged copies; the collected episodes stay as they were
+episode = episodes[0]
 for t, step in enumerate(episode.steps):
     print(f"step {t}: votes {[s.vote for s in step.judge]}")
 print("format failure rate:", round(jstats.format_failure_rate, 2))

@@ -113,7 +113,7 @@ specs = [MiniwobTaskSpec("click-button", seed=2), MiniwobTaskSpec("click-link", 
 episodes, stats = collector.collect(specs, seed=0, task_ids=[s.name for s in specs])
 judge_collector = JudgeCollector(TransformersBackend(judge, tok), num_votes=3, votes=ScoredVotes(temperature=1.0),
                                  prompt_builder=gui_judge_messages)
-jstats = judge_collector.judge(episodes, seed=0)
+episodes, jstats = judge_collector.judge(episodes, seed=0)  # judged copies of the episodes, and counters
 print(stats, jstats, sep="\n")
 print(GUI_JUDGE_RUBRIC[:160], "...")
 for e in episodes:

@@ -22,7 +22,26 @@ from rlanything_core.generation.types import SamplingParams
 from rlanything_core.records import AgentStep, Episode, JudgeSample
 from rlanything_core.seeding import derive_seed
 
-__all__ = ["GenerativeVotes", "JudgeCollector", "JudgeStats", "ScoredVotes", "VoteSampler", "step_context"]
+__all__ = [
+    "GenerativeVotes",
+    "JudgeCollector",
+    "JudgeStats",
+    "ScoredVotes",
+    "VoteSampler",
+    "step_context",
+    "with_votes",
+]
+
+
+def with_votes(episode: Episode, votes: Sequence[Sequence[JudgeSample]]) -> Episode:
+    """A copy of ``episode`` whose step ``t`` has ``votes[t]`` as its judge samples; ``episode`` is not changed.
+
+    Only the episode and its step records are new (the token lists are shared, never written): judging returns
+    data instead of writing into the caller's episodes, so an episode means the same thing wherever it is held.
+    """
+    if len(votes) != len(episode.steps):
+        raise ValueError(f"votes: expected one list per step ({len(episode.steps)}), got {len(votes)}")
+    return replace(episode, steps=[replace(st, judge=list(v)) for st, v in zip(episode.steps, votes)])
 
 
 def step_context(step: AgentStep) -> str:
@@ -165,8 +184,12 @@ class JudgeCollector:
             episode.goal, step_context(step), step.response, step.next_observation, sanitize=sanitize
         )
 
-    def judge(self, episodes: Sequence[Episode], *, seed: int) -> JudgeStats:
-        """Fill ``step.judge`` with ``num_votes`` samples for every step (replacing earlier ones).
+    def judge(self, episodes: Sequence[Episode], *, seed: int) -> tuple[list[Episode], JudgeStats]:
+        """Vote ``num_votes`` times on every step; return judged copies of ``episodes`` and the pass's counters.
+
+        The returned episodes are ``episodes`` in the same order, each step's ``judge`` holding its ``num_votes``
+        samples (earlier ones replaced); the inputs are left as they were (see :func:`with_votes`), like
+        ``AgentCollector.collect``'s ``(episodes, stats)``.
 
         Vote ``k`` on step ``t`` of rollout ``j`` in group ``g`` is seeded by ``derive_seed(seed, g, j, t, k)``
         (``j`` counts the group's rollouts in the order given), independent of the rest of the batch.
@@ -183,7 +206,6 @@ class JudgeCollector:
             msg = self.messages(e, st)
             prompts.extend([msg] * self.num_votes)
             seeds.extend(derive_seed(seed, *key, k) for k in range(self.num_votes))
-        stats = JudgeStats(steps=len(cells), votes=len(prompts))
         samples: list[JudgeSample] = []
         bar = tqdm(total=len(prompts), desc="judge votes", disable=not self.progress, leave=False)
         for start in range(0, len(prompts), self.chunk_size):
@@ -191,7 +213,7 @@ class JudgeCollector:
             samples.extend(self.votes.sample(self.backend, prompts[start:stop], seeds[start:stop]))
             bar.update(len(prompts[start:stop]))
         bar.close()
-        for n, (_, step, _) in enumerate(cells):
-            step.judge = samples[n * self.num_votes : (n + 1) * self.num_votes]
-        stats.format_failures = sum(s.vote == 0 for s in samples)
-        return stats
+        per_step = iter([samples[n * self.num_votes : (n + 1) * self.num_votes] for n in range(len(cells))])
+        judged = [with_votes(e, [next(per_step) for _ in e.steps]) for e in episodes]
+        stats = JudgeStats(steps=len(cells), votes=len(prompts), format_failures=sum(s.vote == 0 for s in samples))
+        return judged, stats

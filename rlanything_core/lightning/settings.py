@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rlanything_core.lightning.module import RLAnythingModule
+from rlanything_core.loop.protocol import Evaluator, JudgeAccuracyEvaluator
 
 __all__ = ["ALFWorldModule", "AgentModule", "CodingModule", "TextWorldModule"]
 
@@ -21,18 +22,19 @@ class AgentModule(RLAnythingModule):
     """``RLAnythingModule`` with evaluation every ``eval_every`` iterations and at the end of training.
 
     Args:
-        evaluator: ``() -> dict of metrics`` (e.g. ``AgentEvaluator``); ``None`` disables evaluation.
+        evaluator: an ``Evaluator`` (``AgentEvaluator``, ``CodingEvaluator``); ``None`` disables evaluation.
         eval_every: evaluate after every this many iterations (0: only at the end).
         eval_at_start: also evaluate before the first update (the "before optimization" row).
         judge_eval_every: between full evaluations, every this many iterations score only the judge's process
-            accuracy (the evaluator's ``judge_accuracy()``, far cheaper than a full evaluation; 0: never).
+            accuracy (a ``JudgeAccuracyEvaluator``'s ``judge_accuracy()``, far cheaper than a full evaluation;
+            0: never; other evaluators skip these).
         *args, **kwargs: see ``RLAnythingModule``.
     """
 
     def __init__(
         self,
         *args: Any,
-        evaluator: Callable[[], dict[str, float]] | None = None,
+        evaluator: Evaluator | None = None,
         eval_every: int = 0,
         eval_at_start: bool = False,
         judge_eval_every: int = 0,
@@ -52,9 +54,10 @@ class AgentModule(RLAnythingModule):
 
     def evaluate(self, completed: int, *, judge_only: bool = False) -> None:
         """Evaluate (or only score the judge) after ``completed`` iterations and log the metrics (rank 0)."""
-        if self.evaluator is None:
+        evaluator = self.evaluator
+        if evaluator is None:
             return
-        scores = self._scores(judge_only=judge_only)
+        scores = self._scores(evaluator, judge_only=judge_only)
         if scores is None:
             return
         metrics = {f"eval/{k}": v for k, v in scores.items()}
@@ -66,19 +69,23 @@ class AgentModule(RLAnythingModule):
         for logger in self.loggers:
             logger.log_metrics(metrics, step=completed)
 
-    def _scores(self, *, judge_only: bool = False) -> dict[str, float] | None:
+    def _scores(self, evaluator: Evaluator, *, judge_only: bool = False) -> dict[str, float] | None:
         """The evaluator's metrics (or the judge's accuracy) on the full weights; ``None`` where nothing was scored.
 
         Collective: every rank must call it. A sharded evaluator (loop.sharded_evaluation, the coding evaluator)
         splits the work over the ranks and gathers it: every rank calls it and gets the whole result; any other
-        evaluator runs on rank 0 alone (``None`` elsewhere).
+        evaluator runs on rank 0 alone (``None`` elsewhere). An evaluator that cannot score the judge alone
+        (no ``judge_accuracy``) scores nothing for ``judge_only``: its full evaluations are its only ones.
         """
-        sharded = bool(getattr(self.evaluator, "sharded", False))
-        with self.gathered_models():  # every rank gathers (collective); evaluation runs on the full weights
-            if not sharded and not self.trainer.is_global_zero:
+        score: Callable[[], dict[str, float]] = evaluator
+        if judge_only:
+            if not isinstance(evaluator, JudgeAccuracyEvaluator):
                 return None
-            evaluator: Any = self.evaluator
-            scores = evaluator.judge_accuracy() if judge_only else evaluator()
+            score = evaluator.judge_accuracy
+        with self.gathered_models():  # every rank gathers (collective); evaluation runs on the full weights
+            if not evaluator.sharded and not self.trainer.is_global_zero:
+                return None
+            scores = score()
             return scores if scores or not judge_only else None
 
     def test_step(self, batch: Any, batch_idx: int) -> None:
@@ -89,7 +96,7 @@ class AgentModule(RLAnythingModule):
         evaluation sees the models a fit's first evaluation would. The raw metrics land in ``test_metrics`` on the
         ranks that evaluated (every rank for a sharded evaluator, else rank 0; ``{}`` without an evaluator).
         """
-        self.test_metrics = {} if self.evaluator is None else self._scores()
+        self.test_metrics = {} if self.evaluator is None else self._scores(self.evaluator)
 
     def on_train_start(self) -> None:
         """Optionally evaluate the models as they are before any update."""
@@ -106,7 +113,7 @@ class AgentModule(RLAnythingModule):
             self.judge_eval_every
             and completed % self.judge_eval_every == 0
             and completed < int(self.trainer.max_epochs or 0)  # the last iteration gets the full evaluation
-            and hasattr(self.evaluator, "judge_accuracy")
+            and isinstance(self.evaluator, JudgeAccuracyEvaluator)
         ):
             self.evaluate(completed, judge_only=True)
 

@@ -6,8 +6,8 @@
       tasks with >= 1 correct program; optionally every task, for the tests' format alone) -> IterationData ->
       coding critic feedback -> EnvironmentAdaptation on the writer rank -> pool snapshot for this iteration
 
-``IterationData.batch`` holds one single-step rollout per program (outcome ``+1`` if it passes every GT test, else
-``-1``; ``group_index`` = the task's global index). Judge rows carry their own advantages and no ``vote_rows``.
+A program's outcome is ``+1`` if it passes every GT test, else ``-1`` (the ``pass_rate`` metric); its rows' ``group``
+is the task's global index. Judge rows carry their own advantages (standardized unit-test rewards).
 """
 
 from __future__ import annotations
@@ -46,7 +46,6 @@ from rlanything_core.rewards.unit_tests import (
 )
 from rlanything_core.sandbox import Sandbox
 from rlanything_core.seeding import derive_seed
-from rlanything_core.types import StepBatch
 
 __all__ = ["CodingLoopDriver", "TaskResult", "coding_spec", "coding_task_from_spec", "score_task"]
 
@@ -178,7 +177,6 @@ class _Scored:
     policy: list[_Row] = field(default_factory=list)
     judge: list[_Row] = field(default_factory=list)
     outcome: list[float] = field(default_factory=list)
-    group_index: list[int] = field(default_factory=list)
     counts: UnitTestCounts = field(default_factory=UnitTestCounts)
     rates: dict[str, float] = field(default_factory=dict)
     feedback: list[TaskFeedback] = field(default_factory=list)
@@ -186,9 +184,9 @@ class _Scored:
     judged: int = 0
 
 
-def _training_rows(rows: Sequence[_Row], pad_id: int) -> TrainingRows | None:
-    """Rows with a non-zero advantage (the authors drop zero-advantage samples: no signal, all cost)."""
-    keep = [r for r in rows if r.advantage != 0.0]
+def _training_rows(rows: Sequence[_Row], pad_id: int, *, drop_zero: bool = True) -> TrainingRows | None:
+    """The rows; by default only those with a non-zero advantage (the authors drop them: no signal, all cost)."""
+    keep = [r for r in rows if r.advantage != 0.0 or not drop_zero]
     if not keep:
         return None
     return TrainingRows(
@@ -215,6 +213,9 @@ class CodingLoopDriver(PoolSnapshots):
         max_workers: concurrent sandbox processes.
         format_without_reference: tasks without a correct program still reward the format of their unit tests
             (parsed 0, unparseable the format penalty); ``False``: the authors' rule, such tasks train nothing.
+        drop_zero_judge_rows: leave out unit tests whose standardized reward is exactly 0 (the judge loss's
+            ``drop_zero_advantage``); ``False`` trains on them too (they add KL and tokens to the denominators).
+            Programs with a zero advantage are always left out.
     """
 
     def __init__(
@@ -232,6 +233,7 @@ class CodingLoopDriver(PoolSnapshots):
         sandbox: Sandbox | None = None,
         max_workers: int = 2,
         format_without_reference: bool = False,
+        drop_zero_judge_rows: bool = True,
     ) -> None:
         if tasks_per_iteration < 1:
             raise ValueError(f"tasks_per_iteration: expected >= 1, got {tasks_per_iteration}")
@@ -250,6 +252,7 @@ class CodingLoopDriver(PoolSnapshots):
         self.sandbox = sandbox or Sandbox()
         self.max_workers = max_workers
         self.format_without_reference = format_without_reference
+        self.drop_zero_judge_rows = drop_zero_judge_rows
 
     def __call__(self, iteration: int) -> IterationData:
         """Sample programs and tests, score them, build the policy and judge rows; update the pool."""
@@ -268,23 +271,10 @@ class CodingLoopDriver(PoolSnapshots):
         )
         scored = self._score([specs[g] for g in mine], mine, tasks, samples, tests)
         policy = _training_rows(scored.policy, self.pad_id)
-        judge = _training_rows(scored.judge, self.pad_id)
-        outcome = scored.outcome
-        batch = StepBatch(
-            outcome=torch.tensor(outcome, dtype=torch.float32),
-            step_mask=torch.ones(len(outcome), 1, dtype=torch.bool),
-            group_index=torch.tensor(scored.group_index, dtype=torch.int64),
-        )
+        judge = _training_rows(scored.judge, self.pad_id, drop_zero=self.drop_zero_judge_rows)
         metrics = _metrics(scored, samples, tests, policy, judge)
         metrics.update(self._adapt(scored.rates, scored.feedback, iteration))
-        return IterationData(
-            iteration=iteration,
-            batch=batch,
-            step_reward=torch.zeros(len(outcome), 1),
-            policy=policy,
-            judge=judge,
-            metrics=metrics,
-        )
+        return IterationData(iteration=iteration, policy=policy, judge=judge, metrics=metrics)
 
     def _score(
         self,
@@ -312,7 +302,6 @@ class CodingLoopDriver(PoolSnapshots):
                 )
             )
             out.outcome.extend(1.0 if bool(row.all()) else -1.0 for row in res.gt_pass)
-            out.group_index.extend([g] * len(progs))
             if self.policy_band[0] <= res.pass_all_rate <= self.policy_band[1]:
                 out.in_band += 1
                 out.policy.extend(

@@ -110,7 +110,7 @@ class AgentLoopDriver(PoolSnapshots):
         metrics.update({f"policy_model/{k}": v for k, v in stats.model.items()})  # e.g. truncated state texts
         if self.judge is not None and episodes:
             started = time.perf_counter()
-            jstats = self.judge.judge(episodes, seed=derive_seed(self.seed, iteration, "judge"))
+            episodes, jstats = self.judge.judge(episodes, seed=derive_seed(self.seed, iteration, "judge"))
             metrics["judge_votes"] = float(jstats.votes)
             metrics["time/judge_s"] = time.perf_counter() - started
         data = build_iteration(
@@ -123,6 +123,7 @@ class AgentLoopDriver(PoolSnapshots):
             num_votes=None if self.judge is None else self.judge.num_votes,
             policy_band=self.policy_band,
             judge_band=self.judge_band,
+            drop_zero_judge_rows=True if self.judge_loss is None else self.judge_loss.drop_zero_advantage,
         )
         data.metrics.update(metrics)
         started = time.perf_counter()

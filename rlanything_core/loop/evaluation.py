@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +105,7 @@ class EpisodeOutcome:
 
 
 class AgentEvaluator:
-    """Roll out the policy on each split and score the judge.
+    """Roll out the policy on each split and score the judge (a ``loop.protocol.JudgeAccuracyEvaluator``).
 
     Args:
         collector: plays the evaluation episodes (its own sampling settings and step limit).
@@ -127,6 +127,8 @@ class AgentEvaluator:
     Raises:
         ValueError: ``oracle_episodes < 0`` or ``judge_episodes < 1``.
     """
+
+    sharded: bool = False  # sharded_evaluator's copy says True: every rank calls it (see loop.sharded_evaluation)
 
     def __init__(
         self,
@@ -192,8 +194,8 @@ class AgentEvaluator:
         """The judge's votes on the probe's steps against the planner's labels (the same vote seeds every call)."""
         if probe is None or self.judge is None:
             return {}
-        self.judge.judge(probe.episodes, seed=derive_seed(self.seed, probe.split, "probe"))
-        return probe_accuracy(probe)
+        judged, _ = self.judge.judge(probe.episodes, seed=derive_seed(self.seed, probe.split, "probe"))
+        return probe_accuracy(replace(probe, episodes=judged))  # the probe itself keeps its episodes unjudged
 
     @torch.no_grad()
     def judge_accuracy(self) -> dict[str, float]:
@@ -232,8 +234,10 @@ class AgentEvaluator:
             )
             if self.judge is None:
                 continue
-            judged = episodes[: self.judge_episodes]  # a prefix: the same episodes and vote seeds at every call
-            self.judge.judge(judged, seed=derive_seed(self.episode_seed, split.name, "judge"))
+            # a prefix: the same episodes and vote seeds at every call
+            judged, _ = self.judge.judge(
+                episodes[: self.judge_episodes], seed=derive_seed(self.episode_seed, split.name, "judge")
+            )
             predicted, actual = judge_outcome_predictions(judged)
             if predicted.numel():
                 metrics[f"{split.name}/judge_outcome_acc"] = float(BinaryAccuracy()(predicted.long(), actual.long()))

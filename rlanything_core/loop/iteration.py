@@ -35,14 +35,11 @@ class TrainingRows:
         rows: the token rows.
         advantages: ``(N,)`` float32, one per row: final (the loss takes them as they are).
         group: ``(N,)`` int64, the task group of each row (keeps groups whole when splitting across updates/ranks).
-        vote_rows: ``(N,)`` int64 for agent judge rows: the position of each row in ``vote_mask.nonzero()`` order
-            (provenance: which vote cell a row is; what ``ConsistencyRewardLoss(rows=...)`` takes); empty otherwise.
     """
 
     rows: TokenRows
     advantages: Tensor
     group: Tensor
-    vote_rows: Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.int64))
 
     @property
     def num_rows(self) -> int:
@@ -55,33 +52,29 @@ class TrainingRows:
             rows=self.rows.select(index),
             advantages=self.advantages[index],
             group=self.group[index],
-            vote_rows=self.vote_rows[index] if self.vote_rows.numel() else self.vote_rows,
         )
 
 
 @dataclass
 class IterationData:
-    """Everything one training step needs, produced by the data side of the loop.
+    """Everything one training step needs, produced by the data side of the loop, and nothing it does not.
+
+    The step grid, the integrated reward and the episode records stay with the driver: the rows already carry every
+    advantage, and the pool was updated from the records before this leaves the driver.
 
     Attributes:
         iteration: the iteration number (0-based).
-        batch: the step grid of every rollout of the iteration.
-        step_reward: ``(B, S)`` integrated step reward ``O + lam * mean(votes)`` (zeros without votes).
         policy: policy rows (tasks in the policy band, non-zero advantage), or ``None`` when none survive.
         judge: judge rows (tasks in the judge band, non-zero standardized target), or ``None``. Their advantages are
             final: for agent settings the consistency targets (``rewards.ConsistencyTargets``), for coding the
             standardized unit-test rewards.
         metrics: scalars to log (success rate, band survival, judge statistics, ...).
-        episodes: the records, for critic feedback and evaluation (not sent to the model).
     """
 
     iteration: int
-    batch: StepBatch
-    step_reward: Tensor
     policy: TrainingRows | None
     judge: TrainingRows | None
     metrics: dict[str, float] = field(default_factory=dict)
-    episodes: list[Episode] = field(default_factory=list)
 
 
 def build_iteration(
@@ -95,6 +88,7 @@ def build_iteration(
     num_votes: int | None = None,
     policy_band: tuple[float, float] = POLICY_BAND,
     judge_band: tuple[float, float] = JUDGE_BAND,
+    drop_zero_judge_rows: bool = True,
 ) -> IterationData:
     """Build the policy and judge training rows of one iteration, with their final advantages.
 
@@ -109,6 +103,9 @@ def build_iteration(
         num_votes: ``m`` (default: as many as the episodes carry).
         policy_band: inclusive success-rate band of tasks whose steps train the policy (1/8, 7/8 by default).
         judge_band: inclusive success-rate band of tasks whose votes train the judge (0.2, 0.8 by default).
+        drop_zero_judge_rows: leave out judge rows whose standardized target is exactly 0 (the authors' choice: no
+            signal, all cost); ``False`` keeps them, so they add KL and tokens to the judge loss's denominators. The
+            judge loss's ``drop_zero_advantage`` (the loop trains on rows built here, so it is decided here).
     """
     batch = collate(episodes, num_votes=num_votes)
     step_reward = _integrated_reward(batch, lam)
@@ -127,34 +124,15 @@ def build_iteration(
     if judge_targets is not None and batch.has_votes:
         judge = _judge_rows(
             episodes, batch, step_reward, judge_targets, pad_id=pad_id, num_votes=num_votes, band=judge_band,
-            metrics=metrics,
+            drop_zero=drop_zero_judge_rows, metrics=metrics,
         )
     metrics["mean_task_success"] = float(success.mean()) if success.numel() else 0.0
-    return IterationData(
-        iteration=iteration,
-        batch=batch,
-        step_reward=step_reward,
-        policy=policy,
-        judge=judge,
-        metrics=metrics,
-        episodes=list(episodes),
-    )
+    return IterationData(iteration=iteration, policy=policy, judge=judge, metrics=metrics)
 
 
 def empty_iteration(iteration: int) -> IterationData:
     """The iteration of a rank that rolled out nothing (more ranks than task groups): no rollout, no row."""
-    return IterationData(
-        iteration=iteration,
-        batch=StepBatch(
-            outcome=torch.zeros(0),
-            step_mask=torch.zeros(0, 1, dtype=torch.bool),
-            group_index=torch.zeros(0, dtype=torch.int64),
-        ),
-        step_reward=torch.zeros(0, 1),
-        policy=None,
-        judge=None,
-        metrics={"rollouts": 0.0, "steps": 0.0},
-    )
+    return IterationData(iteration=iteration, policy=None, judge=None, metrics={"rollouts": 0.0, "steps": 0.0})
 
 
 def _integrated_reward(batch: StepBatch, lam: float) -> Tensor:
@@ -199,16 +177,17 @@ def _judge_rows(
     pad_id: int,
     num_votes: int | None,
     band: tuple[float, float],
+    drop_zero: bool,
     metrics: dict[str, float],
 ) -> TrainingRows | None:
-    """One row per requested vote of a task in ``band`` whose standardized consistency target is non-zero."""
+    """One row per requested vote of a task in ``band`` (whose standardized consistency target is non-zero)."""
     assert batch.vote_mask is not None and batch.vote_valid is not None
     raw, standardized = targets(batch, step_reward)
     vote_adv = standardized[batch.vote_mask].float()
     jrows = judge_rows(episodes, pad_id=pad_id, num_votes=num_votes)
     keep = TaskBandFilter(band=band)(batch)
     j_b = jrows.index[:, 0]
-    selected = keep[j_b] & (vote_adv != 0)
+    selected = keep[j_b] & (vote_adv != 0) if drop_zero else keep[j_b]
     metrics["judge_rows"] = float(selected.sum())
     vm, vv = batch.vote_mask, batch.vote_valid
     metrics["judge_format_failure_rate"] = float((vm & ~vv).sum()) / max(1, int(vm.sum()))
@@ -218,4 +197,4 @@ def _judge_rows(
     if not bool(selected.any()):
         return None
     index = selected.nonzero().squeeze(1)
-    return TrainingRows(jrows.select(index), vote_adv[index], batch.group_index[j_b[index]], index)
+    return TrainingRows(jrows.select(index), vote_adv[index], batch.group_index[j_b[index]])

@@ -67,7 +67,7 @@ class JudgeProbe:
 
     Attributes:
         split: the split's name (metric prefix).
-        episodes: the episodes, their judge votes empty (a judge fills them when it is scored).
+        episodes: the episodes, their judge votes empty (a judge is scored on judged copies of them).
         labels: per episode, per step, ``+1`` (the planner's ``PROGRESS``) or ``-1``.
     """
 
@@ -101,7 +101,7 @@ def label_probe(
 
 
 def probe_accuracy(probe: JudgeProbe) -> dict[str, float]:
-    """``<split>/judge_process_acc``, ``..._bacc`` and ``oracle_progress_rate`` from the votes now in ``probe``.
+    """``<split>/judge_process_acc``, ``..._bacc`` and ``oracle_progress_rate`` from the votes in ``probe``'s episodes.
 
     Plain accuracy flatters a judge that always votes ``-1`` (most steps are not progress); the balanced accuracy is
     the mean recall of the two classes (0.5 for such a judge).

@@ -1,4 +1,4 @@
-"""``IterationSource``: the one contract every setting's driver implements (agent, coding, GUI).
+"""``IterationSource`` and ``Evaluator``: the contracts every setting's driver and evaluator implement.
 
     iteration index --source(iteration)--> IterationData (policy rows and judge rows with final advantages,
                                            metrics, pool events as ``env/*`` metrics)
@@ -6,6 +6,11 @@
 The Lightning data module turns each iteration index of the run into ``IterationData`` with it, right before the
 training step (so rollouts use the weights after the previous update); the module only consumes the rows. The pool
 methods keep the task pool in step with the checkpoints (a resume rolls it back to the checkpoint's iteration).
+
+    evaluator() --> {metric name: value}   (held-out tasks, the current weights; ``sharded``: every rank calls it)
+
+The Lightning module calls its evaluator between updates, and only through this contract; an evaluator that can also
+score the judge alone, cheaply, is a ``JudgeAccuracyEvaluator``.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from typing import Protocol, runtime_checkable
 
 from rlanything_core.loop.iteration import IterationData
 
-__all__ = ["IterationSource"]
+__all__ = ["Evaluator", "IterationSource", "JudgeAccuracyEvaluator"]
 
 
 @runtime_checkable
@@ -34,4 +39,31 @@ class IterationSource(Protocol):
 
     def restore_pool(self, completed: int, /) -> None:
         """Roll the pool back to its state after ``completed`` iterations."""
+        ...
+
+
+@runtime_checkable
+class Evaluator(Protocol):
+    """Scores the current models on held-out tasks.
+
+    Implemented by ``AgentEvaluator`` (ALFWorld, TextWorld and the GUI settings) and ``CodingEvaluator``.
+
+    Attributes:
+        sharded: the evaluation is collective (``loop.sharded_evaluation``): every rank must call it, and each gets
+            the whole result. ``False``: rank 0 alone calls it while the others wait.
+    """
+
+    sharded: bool
+
+    def __call__(self) -> dict[str, float]:
+        """Evaluate the models as they are now; metric names without the ``eval/`` prefix."""
+        ...
+
+
+@runtime_checkable
+class JudgeAccuracyEvaluator(Evaluator, Protocol):
+    """An ``Evaluator`` that can also score only the judge, far cheaper than a full evaluation (``AgentEvaluator``)."""
+
+    def judge_accuracy(self) -> dict[str, float]:
+        """The judge's metrics alone (no policy rollouts); empty when there is nothing to score it on."""
         ...

@@ -60,12 +60,8 @@ def concat_rows(parts: list[TrainingRows]) -> TrainingRows | None:
         old_logprobs=_pad_cat([p.rows.old_logprobs for p in parts], float("nan")),
         index=torch.cat([p.rows.index for p in parts], dim=0),
     )
-    with_votes = all(p.vote_rows.numel() == p.num_rows for p in parts)
     return TrainingRows(
-        rows=rows,
-        advantages=torch.cat([p.advantages for p in parts]),
-        group=torch.cat([p.group for p in parts]),
-        vote_rows=torch.cat([p.vote_rows for p in parts]) if with_votes else torch.zeros(0, dtype=torch.int64),
+        rows=rows, advantages=torch.cat([p.advantages for p in parts]), group=torch.cat([p.group for p in parts])
     )
 
 

@@ -22,11 +22,13 @@ from typing import Any, TypeVar
 
 import torch.distributed as dist
 
-from rlanything_core.records import Episode
+from rlanything_core.collect.judge import with_votes
+from rlanything_core.loop.protocol import Evaluator
+from rlanything_core.records import Episode, JudgeSample
 
 __all__ = ["ShardedCollector", "ShardedJudge", "sharded_evaluator"]
 
-E = TypeVar("E")
+E = TypeVar("E", bound=Evaluator)
 
 
 def _rank_world() -> tuple[int, int]:
@@ -108,8 +110,9 @@ class ShardedJudge:
     """A ``JudgeCollector`` whose ``judge`` votes on this rank's task groups and gives every rank all the votes.
 
     Groups go to ranks round-robin in order of first appearance; a group's episodes stay together and in order (the
-    vote seeds count a group's rollouts in the order given). ``step.judge`` is filled on every episode, on every rank;
-    the stats are summed over ranks. Other attributes are the wrapped judge's.
+    vote seeds count a group's rollouts in the order given). Every rank gets judged copies of all the episodes, in
+    the order given (the inputs are left unjudged, as with ``JudgeCollector.judge``); the stats are summed over
+    ranks. Other attributes are the wrapped judge's.
     """
 
     def __init__(self, judge: Any) -> None:
@@ -118,23 +121,26 @@ class ShardedJudge:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.judge_collector, name)
 
-    def judge(self, episodes: Sequence[Episode], *, seed: int) -> Any:
-        """Vote on this rank's groups (see ``JudgeCollector.judge``); every episode's steps get their votes."""
+    def judge(self, episodes: Sequence[Episode], *, seed: int) -> tuple[list[Episode], Any]:
+        """Vote on this rank's groups (see ``JudgeCollector.judge``); return every episode judged, and the stats."""
         rank, world = _rank_world()
         if world == 1:
-            return self.judge_collector.judge(episodes, seed=seed)
+            return self.judge_collector.judge(episodes, seed=seed)  # type: ignore[no-any-return]
         order: dict[int, int] = {}
         for e in episodes:
             order.setdefault(e.group_id, len(order))
         mine = [i for i, e in enumerate(episodes) if order[e.group_id] % world == rank]
-        stats = self.judge_collector.judge([episodes[i] for i in mine], seed=seed) if mine else None
-        votes = {i: [step.judge for step in episodes[i].steps] for i in mine}
+        judged: list[Episode] = []
+        stats: Any = None
+        if mine:  # fewer groups than ranks: this rank only takes part in the gather
+            judged, stats = self.judge_collector.judge([episodes[i] for i in mine], seed=seed)
+        # only the votes travel: every rank already holds the episodes, and their prompts dwarf the votes
+        votes = {i: [step.judge for step in e.steps] for i, e in zip(mine, judged)}
         parts = _gather((votes, stats), world)
+        by_index: dict[int, list[list[JudgeSample]]] = {}
         for part, _ in parts:
-            for i, per_step in part.items():
-                for step, samples in zip(episodes[i].steps, per_step):
-                    step.judge = samples
-        return _sum_stats([s for _, s in parts])
+            by_index.update(part)
+        return [with_votes(e, by_index[i]) for i, e in enumerate(episodes)], _sum_stats([s for _, s in parts])
 
 
 def sharded_evaluator(evaluator: E) -> E:
@@ -150,5 +156,5 @@ def sharded_evaluator(evaluator: E) -> E:
     judge = getattr(out, "judge", None)
     if judge is not None and not isinstance(judge, ShardedJudge):
         out.judge = ShardedJudge(judge)  # type: ignore[attr-defined]
-    out.sharded = True  # type: ignore[attr-defined]
+    out.sharded = True
     return out

@@ -75,7 +75,9 @@ class ConsistencyRewardLoss(nn.Module):
         drop_zero_advantage: mask out rows whose advantage is exactly 0 (the authors drop them from the training set),
             so they add neither KL nor tokens to the denominators. With micro-batching, count ``num_tokens_global`` /
             ``num_seqs_global`` over the kept rows only (``row_advantages(...) != 0``), or better, do not generate
-            log-probabilities for those rows at all and pass the kept indices as ``rows``.
+            log-probabilities for those rows at all and pass the kept indices as ``rows``. The training loop does the
+            latter: its drivers read this flag when they build the judge's rows (``build_iteration``'s
+            ``drop_zero_judge_rows``).
         clip_eps_low: see ``PolicyLoss``.
         clip_eps_high: see ``PolicyLoss``.
         log_ratio_clamp: see ``PolicyLoss``.

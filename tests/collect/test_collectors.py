@@ -61,12 +61,12 @@ def test_judge_votes_scored_and_generative(backend: TransformersBackend, games: 
     collector = AgentCollector(backend, SequentialRunner(AlfworldEnvFactory(max_episode_steps=2)),
                                LikelihoodSelector(), group_size=2, max_steps=2, max_history_turns=0)
     episodes, _ = collector.collect(games[:1], seed=1)
-    scored = JudgeCollector(backend, num_votes=3, votes=ScoredVotes(temperature=5.0)).judge(episodes, seed=2)
+    episodes, scored = JudgeCollector(backend, num_votes=3, votes=ScoredVotes(temperature=5.0)).judge(episodes, seed=2)
     assert scored.votes == 3 * scored.steps and scored.format_failures == 0
     batch = collate(episodes)
     assert batch.vote_valid is not None and bool(batch.vote_valid[batch.step_mask].all())
     generative = JudgeCollector(backend, num_votes=2, votes=GenerativeVotes(SamplingParams(max_new_tokens=6)))
-    stats = generative.judge(episodes, seed=3)
+    episodes, stats = generative.judge(episodes, seed=3)
     assert stats.votes == 2 * stats.steps
     assert stats.format_failures == sum(s.vote == 0 for e in episodes for st in e.steps for s in st.judge)
     assert stats.format_failures > 0  # garbage text: kept as format failures, never dropped
@@ -81,7 +81,7 @@ def test_scored_verdicts_differ_only_in_the_sign(backend: TransformersBackend, g
     collector = AgentCollector(backend, SequentialRunner(AlfworldEnvFactory(max_episode_steps=3)),
                                LikelihoodSelector(), group_size=2, max_steps=3, max_history_turns=0)
     episodes, _ = collector.collect(games[:1], seed=1)
-    JudgeCollector(backend, num_votes=4, votes=ScoredVotes(temperature=1.0)).judge(episodes, seed=2)
+    episodes, _ = JudgeCollector(backend, num_votes=4, votes=ScoredVotes(temperature=1.0)).judge(episodes, seed=2)
     votes = [v.vote for e in episodes for st in e.steps for v in st.judge]
     assert set(votes) == {1, -1}, votes
 
@@ -134,7 +134,7 @@ def test_smollm2_plays_and_judges_a_real_game(games: list[str]) -> None:
     assert stats.steps == len(episodes[0].steps) >= 1
     step = episodes[0].steps[0]
     assert len(step.token_ids) == len(step.logprobs) > 0 and all(lp <= 0 for lp in step.logprobs)
-    jstats = JudgeCollector(smol, num_votes=2, votes=GenerativeVotes(SamplingParams(max_new_tokens=32))).judge(
-        episodes, seed=0)
+    judge = JudgeCollector(smol, num_votes=2, votes=GenerativeVotes(SamplingParams(max_new_tokens=32)))
+    episodes, jstats = judge.judge(episodes, seed=0)
     assert jstats.votes == 2 * jstats.steps
     assert all(s.vote in (-1, 0, 1) for st in episodes[0].steps for s in st.judge)

@@ -85,15 +85,14 @@ def test_driver_on_two_real_problems_with_the_tiny_model(tmp_path: Path, tiny: A
     )
     driver.save_initial_pool()
     data = driver(0)
-    assert data.batch.num_rollouts == 6 and data.batch.max_steps == 1
-    assert sorted(set(data.batch.group_index.tolist())) == [0, 1]
+    assert data.metrics["rollouts"] == 6.0
     assert data.metrics["unit_tests"] == 4.0
     # garbage programs: nothing passes, so neither the policy (out of band) nor the judge (no correct code) trains
     assert data.metrics["pass_rate"] == 0.0 and data.policy is None and data.judge is None
     assert data.metrics["ut_total"] == 0.0 and 0.0 <= data.metrics["test_format_failure_rate"] <= 1.0
     assert (tmp_path / "pool" / "snapshots" / "iter_000000.json").is_file()
     again = driver(0)
-    assert torch.equal(again.batch.outcome, data.batch.outcome)  # seeded: the same iteration gives the same data
+    assert again.metrics == data.metrics  # seeded: the same iteration gives the same data
 
 
 ADD = "Read two integers a and b on one line and print a + b."
@@ -115,21 +114,42 @@ def test_driver_rewards_with_scripted_programs_and_tests(tmp_path: Path, tiny: A
     driver = CodingLoopDriver(coder=coder, test_writer=writer, pool=pool, adaptation=None, tasks_per_iteration=1,
                               seed=0, pad_id=0, sandbox=sandbox)
     data = driver(0)
-    assert data.batch.outcome.tolist() == [1.0, -1.0, 1.0, -1.0]
-    assert data.metrics["pass_rate"] == 0.5
+    assert data.metrics["pass_rate"] == 0.5  # GOOD, BAD, GOOD, BAD
     # policy: GT pass fractions [1, 0, 1, 0] (a - b fails both GT tests) z-scored -> +-1
     assert data.policy is not None
     assert torch.allclose(data.policy.advantages, torch.tensor([1.0, -1.0, 1.0, -1.0]))
     assert data.policy.rows.response_mask.any(dim=1).all()
     # tests: OK is correct and fails both wrong codes (+2); WEAK correct but fails none (0, dropped);
     # WRONG fails the correct codes and the wrong codes pass it (-2); JUNK is a format failure (-3)
-    assert data.judge is not None and data.judge.vote_rows.numel() == 0
+    assert data.judge is not None
     raw = torch.tensor([2.0, 0.0, -2.0, -3.0])
     z = (raw - raw.mean()) / raw.std(unbiased=False)
     assert torch.allclose(data.judge.advantages, z)  # no test has a zero z-score here, so all four are kept
     assert data.metrics["ut_correct"] == 2 and data.metrics["ut_total"] == 4
     assert data.metrics["detect_correct"] == 1 and data.metrics["detect_total"] == 4
     assert data.metrics["test_format_failure_rate"] == 0.25
+
+
+@pytest.mark.parametrize("drop", [True, False])
+def test_unit_tests_with_a_zero_reward_train_only_when_asked(tmp_path: Path, tiny: Any, sandbox: Sandbox,
+                                                             drop: bool) -> None:
+    """``drop_zero_judge_rows`` (the judge loss's ``drop_zero_advantage``) decides whether zero-reward tests train."""
+    _, tok = tiny
+    spec = TaskSpec("add", "coding", "add", data={"question": ADD, "test_input": ["1 2\n", "3 4\n"],
+                                                   "test_output": ["3", "7"], "test_time_limit": 4})
+    coder = CodeCollector(ScriptedBackend(tok, [GOOD, BAD]), samples_per_task=2)
+    # four identical tests: the same raw reward, so every standardized reward is 0
+    writer = UnitTestCollector(ScriptedBackend(tok, [TEST_OK] * 4), tests_per_task=4)
+    driver = CodingLoopDriver(coder=coder, test_writer=writer, pool=TaskPool.create(tmp_path, [spec]),
+                              adaptation=None, tasks_per_iteration=1, seed=0, pad_id=0, sandbox=sandbox,
+                              drop_zero_judge_rows=drop)
+    data = driver(0)
+    assert data.metrics["ut_total"] == 4  # the tests were scored either way
+    if drop:
+        assert data.judge is None and data.metrics["judge_rows"] == 0
+    else:
+        assert data.judge is not None and data.judge.num_rows == 4 and data.metrics["judge_rows"] == 4
+        assert torch.equal(data.judge.advantages, torch.zeros(4))
 
 
 class ScriptedChat:
@@ -170,7 +190,7 @@ def test_driver_adapts_the_pool_with_coding_feedback_and_snapshots(tmp_path: Pat
     assert len(pending) == 1 and pending[0].data["question"] == easier["question"]
     # iteration 1 rolls out the root and the pending rewrite (a - b on one integer crashes: still 0) -> rejected
     second = driver(1)
-    assert second.batch.num_rollouts == 4 and second.metrics["env/rejected"] == 1
+    assert second.metrics["rollouts"] == 4.0 and second.metrics["env/rejected"] == 1
     assert (tmp_path / "pool" / "snapshots" / "iter_000001.json").is_file()
     driver.restore_pool(1)  # back to the state after iteration 0: the rewrite is pending again
     assert [t.task_id for t in driver.pool.pending_tasks()] == [pending[0].task_id]

@@ -1,8 +1,12 @@
+from dataclasses import fields
+
 import torch
 
+from rlanything_core.advantages.filters import JUDGE_BAND, TaskBandFilter
+from rlanything_core.advantages.functional import integrated_step_reward
 from rlanything_core.advantages.integrators import IntegratedIntegrator, OutcomeOnlyIntegrator
 from rlanything_core.collect.batching import collate
-from rlanything_core.loop.iteration import build_iteration
+from rlanything_core.loop.iteration import IterationData, build_iteration, empty_iteration
 from rlanything_core.losses.consistency import ConsistencyRewardLoss
 from rlanything_core.records import AgentStep, Episode, JudgeSample
 
@@ -53,9 +57,41 @@ def test_judge_rows_index_the_consistency_loss_row_order() -> None:
     )
     assert data.judge is not None
     batch = collate(episodes)
-    full = loss.row_advantages(batch, data.step_reward)
-    # every judge row's advantage equals the loss's own advantage for that vote cell
-    assert torch.allclose(data.judge.advantages, full[data.judge.vote_rows])
+    assert batch.votes is not None and batch.vote_mask is not None and batch.vote_valid is not None
+    reward = integrated_step_reward(batch.outcome, batch.step_mask, batch.votes, batch.vote_mask, batch.vote_valid,
+                                    lam=1.0)  # fmt: skip
+    full = loss.row_advantages(batch, reward)  # one per requested vote, in vote_mask.nonzero() order
+    in_band = TaskBandFilter(band=JUDGE_BAND)(batch)[batch.vote_mask.nonzero()[:, 0]]
+    # the judge rows are the vote cells of tasks in band with a non-zero target, in that order, with the loss's own
+    # advantage for their cell
+    assert torch.allclose(data.judge.advantages, full[in_band & (full != 0)])
     # only task 0 (success 0.5) feeds the judge: task 1 (1.0) is outside the judge band
     assert set(data.judge.group.tolist()) == {0}
     assert bool((data.judge.advantages != 0).all())
+
+
+def test_iteration_data_carries_only_what_the_update_reads() -> None:
+    """The module reads the rows, the metrics and the index; the step grid, R and the records stay with the driver."""
+    assert [f.name for f in fields(IterationData)] == ["iteration", "policy", "judge", "metrics"]
+    episodes = _group(0, [True, False])
+    data = build_iteration(episodes, iteration=2, integrator=OutcomeOnlyIntegrator(), pad_id=0)
+    assert data.iteration == 2 and data.policy is not None and data.metrics["rollouts"] == 2.0
+    empty = empty_iteration(5)
+    assert empty.iteration == 5 and empty.policy is None and empty.judge is None and empty.metrics["rollouts"] == 0
+
+
+def test_zero_target_judge_rows_are_dropped_unless_asked_to_keep_them() -> None:
+    # task 0 (success 0.5, in the judge band): on step 1 every vote is +1, so its three targets are equal and
+    # standardize to 0; on step 0 the votes disagree
+    episodes = [
+        Episode("t0", 0, "g", [_step([1, -1, 1]), _step([1, 1, 1])], won=True),
+        Episode("t0", 0, "g", [_step([-1, 1, 1]), _step([1, 1, 1])], won=False),
+    ]
+    loss = ConsistencyRewardLoss()
+    kwargs = dict(iteration=0, integrator=IntegratedIntegrator(), pad_id=0, judge_targets=loss.target_builder)
+    dropped = build_iteration(episodes, **kwargs)  # type: ignore[arg-type]
+    kept = build_iteration(episodes, drop_zero_judge_rows=False, **kwargs)  # type: ignore[arg-type]
+    assert dropped.judge is not None and kept.judge is not None
+    assert dropped.judge.num_rows == 6 and bool((dropped.judge.advantages != 0).all())  # step 0's votes only
+    assert kept.judge.num_rows == 12 and int((kept.judge.advantages == 0).sum()) == 6  # every vote of the task
+    assert kept.metrics["judge_rows"] == 12 and dropped.metrics["judge_rows"] == 6

@@ -53,9 +53,8 @@ def test_an_untrained_head_starts_near_a_coin_flip_and_depends_on_its_seed(minil
 
 
 def test_vote_rows_recompute_the_votes_log_probs(minilm_judge_model: Any) -> None:
-    e = _episode()
-    JudgeCollector(minilm_judge_model, num_votes=3, votes=EncoderVotes()).judge([e], seed=5)
-    rows = judge_rows([e], pad_id=0)
+    judged, _ = JudgeCollector(minilm_judge_model, num_votes=3, votes=EncoderVotes()).judge([_episode()], seed=5)
+    rows = judge_rows(judged, pad_id=0)
     assert rows.num_rows == 6
     lp = sequence_token_logprobs(minilm_judge_model, rows.input_ids, rows.attention_mask,
                                  score_mask=rows.response_mask)
