@@ -97,8 +97,6 @@ class CodingEvaluator:
             with one rank) it makes no difference.
     """
 
-    sharded: bool = False  # the loop.protocol.Evaluator contract: rank 0 alone calls it
-
     def __init__(
         self,
         coder: CodeCollector,
