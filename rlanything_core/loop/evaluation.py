@@ -161,23 +161,26 @@ class AgentEvaluator:
         if self.probe_file is not None and self.probe_file.is_file():
             self.probes = load_probes(self.probe_file, self._probe_settings())
 
+    def _probe_games(self, split: EvalSplit) -> int:
+        """How many of the split's first games the probe plays: enough for ``oracle_episodes`` episodes."""
+        return min(len(split.tasks), math.ceil(self.oracle_episodes / max(1, int(self.collector.group_size))))
+
     def _probe_settings(self) -> dict[str, Any]:
         """What decides the probe's episodes: recorded in the probe file, which is refused under other settings."""
-        games = math.ceil(self.oracle_episodes / max(1, int(self.collector.group_size)))
         return {
             "seed": self.seed,
             "oracle_episodes": self.oracle_episodes,
             "group_size": int(self.collector.group_size),
             "max_steps": int(self.collector.max_steps),
             "max_history_turns": self.collector.max_history_turns,
-            "games": {s.name: list(s.task_ids[:games]) for s in self.splits},
+            "games": {s.name: list(s.task_ids[: self._probe_games(s)]) for s in self.splits},
         }
 
     def _probe(self, split: EvalSplit) -> JudgeProbe | None:
         """The split's probe set: loaded, or played (the first games, ``seed``) and labelled now by the planner."""
         if split.name in self.probes:
             return self.probes[split.name]
-        games = min(len(split.tasks), math.ceil(self.oracle_episodes / max(1, int(self.collector.group_size))))
+        games = self._probe_games(split)
         if self.oracle is None or games == 0:
             return None
         episodes, _ = self.collector.collect(
