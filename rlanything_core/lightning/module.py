@@ -35,6 +35,7 @@ from rlanything_core.losses.consistency import ConsistencyRewardLoss
 from rlanything_core.losses.policy import PolicyLoss
 from rlanything_core.training.logprobs import sequence_token_logprobs
 from rlanything_core.training.microbatch import pack_by_length
+from rlanything_core.types import LossOutput
 
 __all__ = ["RLAnythingModule"]
 
@@ -313,23 +314,7 @@ class RLAnythingModule(L.LightningModule):
                 for micro in micros:
                     midx = torch.tensor(micro)
                     part = part_rows.subset(midx)
-                    logp = sequence_token_logprobs(
-                        model,
-                        part.rows.input_ids.to(self.device),
-                        part.rows.attention_mask.to(self.device),
-                        score_mask=part.rows.response_mask.to(self.device),
-                    )
-                    old = old_part[midx, : logp.shape[1]].to(self.device)
-                    out = loss_fn(
-                        logp,
-                        old,
-                        part.advantages.to(logp.dtype),
-                        part.rows.response_mask.to(logp.device),
-                        num_tokens_global=n_tok,
-                        num_seqs_global=n_seq,
-                    )
-                    # each rank's loss is normalized by the global count; the all-reduce below sums the ranks.
-                    self.manual_backward(out.loss)
+                    out = self._micro_batch_backward(model, part, old_part[midx], loss_fn, n_tok, n_seq)
                     for key, value in out.metrics.items():
                         if value.numel() == 1:
                             logs.setdefault(f"{name}/{key}", []).append(float(value))
@@ -341,6 +326,31 @@ class RLAnythingModule(L.LightningModule):
         summary[f"{name}/updates"] = float(len(logs.get(f"{name}/updates", [])))
         summary[f"{name}/aggregation_is_token_mean"] = float(loss_fn.aggregation is Aggregation.TOKEN_MEAN)
         return summary
+
+    def _micro_batch_backward(
+        self, model: nn.Module, part: TrainingRows, old_logprobs: Tensor, loss_fn: PolicyLoss, n_tok: int, n_seq: int
+    ) -> LossOutput:
+        """The loss of one micro-batch of rows, backpropagated; returns the loss's output (loss and metrics).
+
+        Each rank's loss is normalized by the minibatch's global token/sequence counts (``n_tok``, ``n_seq``), so the
+        gradient sum over micro-batches and ranks is the whole minibatch's gradient.
+        """
+        logp = sequence_token_logprobs(
+            model,
+            part.rows.input_ids.to(self.device),
+            part.rows.attention_mask.to(self.device),
+            score_mask=part.rows.response_mask.to(self.device),
+        )
+        out = loss_fn(
+            logp,
+            old_logprobs[:, : logp.shape[1]].to(self.device),
+            part.advantages.to(logp.dtype),
+            part.rows.response_mask.to(logp.device),
+            num_tokens_global=n_tok,
+            num_seqs_global=n_seq,
+        )
+        self.manual_backward(out.loss)
+        return out
 
     def _sync_and_step(self, model: nn.Module, optimizer: Any) -> None:
         params = [p for p in model.parameters() if p.requires_grad]
