@@ -4,7 +4,8 @@ A test that starts a process and fails (an assertion, a timeout, Ctrl-C) must no
 spinning on a shared machine slows every later test and benchmark. :func:`reaped` starts the command in its own
 session (process group) and, on leaving the ``with`` block for any reason, SIGKILLs the whole group (the command and
 everything it forked) and waits for it. :func:`run_reaped` is ``subprocess.run`` with that guarantee (plain
-``subprocess.run(timeout=...)`` kills only the direct child). :func:`die_with_parent` makes a process die with its
+``subprocess.run(timeout=...)`` kills only the direct child); :func:`run_ranks` runs the ranks of a distributed test
+side by side with it. :func:`die_with_parent` makes a process die with its
 parent even when the parent is SIGKILLed (no ``finally`` runs then).
 """
 
@@ -16,10 +17,10 @@ import signal
 import socket
 import subprocess
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
-__all__ = ["die_with_parent", "free_port", "kill_group", "reaped", "run_reaped"]
+__all__ = ["die_with_parent", "free_port", "kill_group", "reaped", "run_ranks", "run_reaped"]
 
 _PR_SET_PDEATHSIG = 1
 
@@ -69,6 +70,25 @@ def run_reaped(cmd: Sequence[str], *, timeout: float, **popen_kwargs: Any) -> su
     with reaped(cmd, **popen_kwargs) as proc:
         out, err = proc.communicate(timeout=timeout)  # TimeoutExpired propagates; the finally kills the group
         return subprocess.CompletedProcess(list(cmd), proc.returncode, out, err)
+
+
+def run_ranks(commands: Sequence[Sequence[str]], *, timeout: float, **popen_kwargs: Any) -> None:
+    """Start every command at once (the ranks of one process group) and wait for all of them, each reaped.
+
+    Raises ``AssertionError`` naming each rank that exited non-zero with the end of its stderr. A collective that some
+    rank never joins hangs the others: ``subprocess.TimeoutExpired`` after ``timeout`` seconds per rank turns that into
+    a failure, and every rank's process group is killed whatever happens. stdout is discarded unless given.
+    """
+    popen_kwargs.setdefault("stdout", subprocess.DEVNULL)
+    popen_kwargs.setdefault("stderr", subprocess.PIPE)
+    popen_kwargs.setdefault("text", True)
+    with ExitStack() as stack:
+        procs = [stack.enter_context(reaped(cmd, **popen_kwargs)) for cmd in commands]
+        errors = [p.communicate(timeout=timeout)[1] or "" for p in procs]
+    failed = {rank: err[-3000:] for rank, (p, err) in enumerate(zip(procs, errors)) if p.returncode != 0}
+    if failed:
+        tails = "\n".join(f"[rank {rank}] {err}" for rank, err in failed.items())
+        raise AssertionError(f"ranks {sorted(failed)} failed:\n{tails}")
 
 
 def die_with_parent(sig: int = signal.SIGKILL) -> None:

@@ -11,16 +11,14 @@ are those of a one-process ``eval_only`` run.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _runs import REPO, env
 
-from rlanything_core.testing.processes import free_port, reaped
+from rlanything_core.testing.processes import free_port, run_ranks
 
 pytestmark = pytest.mark.slow
 
@@ -32,16 +30,11 @@ def _launch(world: int, model_dir: Path, run_dir: Path, out: Path) -> None:
     base = env()
     for var in ("RANK", "LOCAL_RANK", "NODE_RANK", "WORLD_SIZE"):
         base.pop(var, None)
-    with ExitStack() as stack:
-        procs = [
-            stack.enter_context(reaped(
-                [sys.executable, str(WORKER), str(r), str(world), str(port), str(model_dir), str(run_dir), str(out)],
-                cwd=REPO, env=base, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-            ))  # fmt: skip
-            for r in range(world)
-        ]
-        errors = [p.communicate(timeout=600)[1][-3000:] for p in procs]  # a collective mismatch hangs: timeout fails
-    assert all(p.returncode == 0 for p in procs), errors
+    run_ranks(
+        [[sys.executable, str(WORKER), str(r), str(world), str(port), str(model_dir), str(run_dir), str(out)]
+         for r in range(world)],
+        timeout=600, cwd=REPO, env=base,
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from typing import Any
 import pytest
 import torch
 
-from rlanything_core.testing.processes import free_port
+from rlanything_core.testing.processes import free_port, run_ranks
 
 WORKER = Path(__file__).with_name("_ddp_worker.py")
 REPO = Path(__file__).resolve().parents[2]
@@ -29,21 +28,8 @@ REPO = Path(__file__).resolve().parents[2]
 def _run(mode: str, out: Path) -> list[dict[str, Any]]:
     port = free_port()
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
-    procs = [
-        subprocess.Popen([sys.executable, str(WORKER), str(r), str(port), str(out), mode], env=env,
-                         stderr=subprocess.PIPE)
-        for r in range(2)
-    ]
-    errors = []
-    for p in procs:
-        try:
-            _, err = p.communicate(timeout=120)
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            raise
-        errors.append(err.decode()[-2000:])
-    assert all(p.returncode == 0 for p in procs), errors
+    commands = [[sys.executable, str(WORKER), str(r), str(port), str(out), mode] for r in range(2)]
+    run_ranks(commands, timeout=120, env=env)
     return [json.loads((out / f"{mode}_rank{r}.json").read_text()) for r in range(2)]
 
 

@@ -12,9 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
-from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -22,7 +20,7 @@ import torch
 
 from rlanything_core.lightning.loading import is_loading_rank, meta_causal_lm
 from rlanything_core.models.tiny import tiny_causal_lm
-from rlanything_core.testing.processes import free_port, reaped
+from rlanything_core.testing.processes import free_port, run_ranks
 
 WORKER = Path(__file__).with_name("_loading_worker.py")
 REPO = Path(__file__).resolve().parents[2]
@@ -41,16 +39,8 @@ def _run(model_dir: Path, out: Path, mode: str) -> list[dict[str, object]]:
     port = free_port()
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
     env.pop("RANK", None)
-    procs, errors = [], []
-    with ExitStack() as stack:
-        for r in range(2):
-            procs.append(stack.enter_context(reaped(
-                [sys.executable, str(WORKER), str(r), str(port), str(model_dir), str(out), mode], cwd=REPO, env=env,
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)))
-        for p in procs:  # a collective mismatch would hang: the timeout fails it
-            _, err = p.communicate(timeout=600)
-            errors.append(err[-3000:])
-    assert all(p.returncode == 0 for p in procs), errors
+    run_ranks([[sys.executable, str(WORKER), str(r), str(port), str(model_dir), str(out), mode] for r in range(2)],
+              timeout=600, cwd=REPO, env=env)
     return [
         {**json.loads((out / f"{mode}_rank{r}.json").read_text()), **torch.load(out / f"{mode}_rank{r}.pt")}
         for r in range(2)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ import torch
 from rlanything_core.lightning.module import RLAnythingModule
 from rlanything_core.lightning.sharding import decoder_layers
 from rlanything_core.models.tiny import tiny_causal_lm
-from rlanything_core.testing.processes import free_port
+from rlanything_core.testing.processes import free_port, run_ranks
 
 WORKER = Path(__file__).with_name("_sharding_worker.py")
 REPO = Path(__file__).resolve().parents[2]
@@ -32,20 +31,7 @@ def ranks(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     out = tmp_path_factory.mktemp("fsdp2")
     port = free_port()
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
-    procs = [
-        subprocess.Popen([sys.executable, str(WORKER), str(r), str(port), str(out)], env=env, stderr=subprocess.PIPE)
-        for r in range(2)
-    ]
-    errors = []
-    for p in procs:
-        try:
-            _, err = p.communicate(timeout=300)  # a collective mismatch would hang: the timeout turns it into a failure
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            raise
-        errors.append(err.decode()[-3000:])
-    assert all(p.returncode == 0 for p in procs), errors
+    run_ranks([[sys.executable, str(WORKER), str(r), str(port), str(out)] for r in range(2)], timeout=300, env=env)
     return [json.loads((out / f"rank{r}.json").read_text()) for r in range(2)]
 
 

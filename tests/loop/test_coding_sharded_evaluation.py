@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rlanything_core.testing.processes import free_port, reaped
+from rlanything_core.testing.processes import free_port, run_ranks
 
 pytestmark = pytest.mark.slow
 
@@ -36,16 +35,8 @@ def ranks(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     out = tmp_path_factory.mktemp("coding_sharded_eval")
     port = free_port()
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
-    cmd = [sys.executable, str(WORKER)]
-    errors = []
-    with reaped([*cmd, "0", str(port), str(out)], cwd=REPO, env=env, stderr=subprocess.PIPE,
-                stdout=subprocess.DEVNULL, text=True) as p0, \
-         reaped([*cmd, "1", str(port), str(out)], cwd=REPO, env=env, stderr=subprocess.PIPE,
-                stdout=subprocess.DEVNULL, text=True) as p1:
-        for p in (p0, p1):  # a collective mismatch would hang: the timeout fails it
-            _, err = p.communicate(timeout=300)
-            errors.append(err[-3000:])
-        assert p0.returncode == 0 and p1.returncode == 0, errors
+    run_ranks([[sys.executable, str(WORKER), str(r), str(port), str(out)] for r in range(2)], timeout=300, cwd=REPO,
+              env=env)
     return [json.loads((out / f"rank{r}.json").read_text()) for r in range(2)]
 
 

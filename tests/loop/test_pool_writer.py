@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rlanything_core.testing.processes import free_port, reaped
+from rlanything_core.testing.processes import free_port, run_ranks
 
 WORKER = Path(__file__).with_name("_pool_worker.py")
 REPO = Path(__file__).resolve().parents[2]
@@ -31,15 +30,9 @@ def ranks(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
         d.mkdir()
     port = free_port()
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
-    errors = []
-    with reaped([sys.executable, str(WORKER), "0", str(port), str(shared), str(stale), str(out)], env=env,
-                stderr=subprocess.PIPE, text=True) as p0, \
-         reaped([sys.executable, str(WORKER), "1", str(port), str(shared), str(stale), str(out)], env=env,
-                stderr=subprocess.PIPE, text=True) as p1:
-        for p in (p0, p1):  # a rank waiting for a writer that never answers would hang: the timeout fails it
-            _, err = p.communicate(timeout=600)
-            errors.append(err[-3000:])
-        assert p0.returncode == 0 and p1.returncode == 0, errors
+    # a rank waiting for a writer that never answers would hang: the timeout fails it
+    run_ranks([[sys.executable, str(WORKER), str(r), str(port), str(shared), str(stale), str(out)] for r in range(2)],
+              timeout=600, env=env)
     return [json.loads((out / f"rank{r}.json").read_text()) for r in range(2)]
 
 

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -19,7 +17,7 @@ import torch
 from _row_sharding_worker import global_rows
 
 from rlanything_core.loop.row_sharding import balance_rows, concat_rows, deal_rows
-from rlanything_core.testing.processes import free_port, reaped
+from rlanything_core.testing.processes import free_port, run_ranks
 
 WORKER = Path(__file__).with_name("_row_sharding_worker.py")
 REPO = Path(__file__).resolve().parents[2]
@@ -61,16 +59,8 @@ def test_one_process_passes_rows_through() -> None:
 def test_three_ranks_one_without_task_group_each_train_a_share(tmp_path: Path) -> None:
     world, port = 3, free_port()
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
-    procs, errors = [], []
-    with ExitStack() as stack:
-        for r in range(world):
-            procs.append(stack.enter_context(reaped(
-                [sys.executable, str(WORKER), str(r), str(world), str(port), str(tmp_path)], cwd=REPO, env=env,
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)))
-        for p in procs:  # a collective mismatch would hang: the timeout fails it
-            _, err = p.communicate(timeout=600)
-            errors.append(err[-2000:])
-    assert all(p.returncode == 0 for p in procs), errors
+    run_ranks([[sys.executable, str(WORKER), str(r), str(world), str(port), str(tmp_path)] for r in range(world)],
+              timeout=600, cwd=REPO, env=env)
     results = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(world)]
     assert results[world - 1]["held"] == 0 and results[world - 1]["received"]  # no task group, still trains
     rows = global_rows()

@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rlanything_core.testing.processes import free_port, reaped
+from rlanything_core.testing.processes import free_port, run_ranks
 
 WORKER = Path(__file__).with_name("_sharded_judge_worker.py")
 REPO = Path(__file__).resolve().parents[2]
@@ -26,16 +24,8 @@ REPO = Path(__file__).resolve().parents[2]
 def ranks(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     out, world, port = tmp_path_factory.mktemp("sharded_judge"), 3, free_port()
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
-    procs, errors = [], []
-    with ExitStack() as stack:
-        for r in range(world):
-            procs.append(stack.enter_context(reaped(
-                [sys.executable, str(WORKER), str(r), str(world), str(port), str(out)], cwd=REPO, env=env,
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)))
-        for p in procs:  # a collective mismatch would hang: the timeout fails it
-            _, err = p.communicate(timeout=600)
-            errors.append(err[-2000:])
-    assert all(p.returncode == 0 for p in procs), errors
+    run_ranks([[sys.executable, str(WORKER), str(r), str(world), str(port), str(out)] for r in range(world)],
+              timeout=600, cwd=REPO, env=env)
     return [json.loads((out / f"rank{r}.json").read_text()) for r in range(world)]
 
 
