@@ -45,6 +45,11 @@ class AgentModule(RLAnythingModule):
             raise ValueError(f"eval_every: expected >= 0, got {eval_every}")
         if judge_eval_every < 0:
             raise ValueError(f"judge_eval_every: expected >= 0, got {judge_eval_every}")
+        if evaluator is not None and not isinstance(evaluator, Evaluator):  # now, not at the first evaluation
+            raise TypeError(
+                f"evaluator: expected a loop.protocol.Evaluator (callable, with a bool attribute `sharded`), got "
+                f"{type(evaluator).__name__}"
+            )
         self.judge_eval_every = judge_eval_every
         self.evaluator = evaluator
         self.eval_every = eval_every

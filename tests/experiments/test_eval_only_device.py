@@ -32,16 +32,19 @@ class _Recording(AgentModule):
 def test_eval_only_goes_through_the_trainers_setup(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     seen: list[dict[str, Any]] = []
 
-    def evaluator() -> dict[str, float]:
-        seen.append({
-            "devices": {p.device for p in module.parameters()},
-            "root": module.trainer.strategy.root_device,
-            "configured": module.configured,
-            "grad": torch.is_grad_enabled(),
-        })  # fmt: skip
-        return {"split/success_rate": 0.25}
+    class Evaluator:  # the loop.protocol.Evaluator contract, recording where it ran
+        sharded = False
 
-    module = _Recording(nn.Linear(2, 2), nn.Linear(2, 2), evaluator=evaluator)
+        def __call__(self) -> dict[str, float]:
+            seen.append({
+                "devices": {p.device for p in module.parameters()},
+                "root": module.trainer.strategy.root_device,
+                "configured": module.configured,
+                "grad": torch.is_grad_enabled(),
+            })  # fmt: skip
+            return {"split/success_rate": 0.25}
+
+    module = _Recording(nn.Linear(2, 2), nn.Linear(2, 2), evaluator=Evaluator())
     trainer = L.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False)  # fmt: skip
     before = {k: v.clone() for k, v in module.state_dict().items()}

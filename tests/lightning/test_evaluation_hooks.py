@@ -59,3 +59,11 @@ def test_judge_only_scoring_needs_a_judge_accuracy_evaluator() -> None:
     module = _module(with_judge, rank_zero=True)
     module.evaluate(2, judge_only=True)
     assert with_judge.calls == ["judge"] and module.evaluations == []  # judge-only scores are logged, not kept
+
+
+def test_an_evaluator_outside_the_protocol_is_refused_when_the_module_is_built() -> None:
+    def plain() -> dict[str, float]:  # callable, but no `sharded`: evaluate() could not tell who calls it
+        return {}
+
+    with pytest.raises(TypeError, match="sharded"):
+        AgentModule(tiny_causal_lm(64, hidden=16, layers=1), evaluator=plain)  # type: ignore[arg-type]
