@@ -49,7 +49,7 @@ def saves_sharded(trainer: L.Trainer) -> bool:
 
 def _atomic_save_file(trainer: L.Trainer, target: Path) -> None:
     tmp = target.with_name(target.name + ".tmp")
-    trainer.save_checkpoint(str(tmp))
+    trainer.save_checkpoint(str(tmp), weights_only=False)  # the whole state (optimizers, loops): resume needs it
     if trainer.is_global_zero:
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
@@ -104,7 +104,8 @@ def _atomic_save_sharded(trainer: L.Trainer, target: Path) -> None:
     # a fresh directory per save (named by rank 0: every rank must write into the same one)
     name = trainer.strategy.broadcast(f"{target.stem}-{uuid.uuid4().hex[:12]}")
     shards = target.parent / SHARDS / name
-    trainer.save_checkpoint(str(shards))  # collective: every rank writes its shards, rank 0 the metadata
+    # collective: every rank writes its shards, rank 0 the metadata; the whole state, as in _atomic_save_file
+    trainer.save_checkpoint(str(shards), weights_only=False)
     trainer.strategy.barrier("sharded_checkpoint_written")
     if trainer.is_global_zero:
         fsync_dir(shards)
