@@ -157,10 +157,11 @@ class SplitEncoder(nn.Module):
         self.frozen_cache = _LruCache(command_cache_size)
 
     def _mask4d(self, hidden: Tensor, mask: Tensor) -> Any:
-        return self.bert._create_attention_masks(
-            attention_mask=mask.long(), encoder_attention_mask=None, embedding_output=hidden,
-            encoder_hidden_states=None, past_key_values=None,
-        )[0]
+        # the encoder's own mask for its attention implementation, through transformers' public helper (BertModel's
+        # private _create_attention_masks changed its signature in transformers 5.24)
+        from transformers.masking_utils import create_bidirectional_mask
+
+        return create_bidirectional_mask(config=self.bert.config, inputs_embeds=hidden, attention_mask=mask.long())
 
     def _wrap(self, ids: TokenIds) -> list[int]:
         return [self.cls_id, *ids, self.sep_id]
