@@ -57,7 +57,9 @@ def check_index(name: str, value: Tensor) -> None:
 
 
 def check_finite_where(name: str, value: Tensor, mask: Tensor) -> None:
-    """Padding may hold NaN; positions the mask selects may not."""
+    """Padding may hold NaN; positions the mask selects may not (a tensor without data, on ``meta``, has none)."""
+    if value.is_meta:
+        return
     bad = mask & ~torch.isfinite(value)
     if bool(bad.any()):
         where = tuple(int(i) for i in bad.nonzero()[0])

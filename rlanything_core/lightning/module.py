@@ -27,6 +27,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
+from rlanything_core.collect.batching import TokenRows
 from rlanything_core.lightning.loading import materialize_from_rank0, shard_from_rank0
 from rlanything_core.lightning.sharding import ShardingConfig, clip_grad_norm, gathered, is_sharded
 from rlanything_core.loop.iteration import IterationData, TrainingRows
@@ -40,6 +41,11 @@ from rlanything_core.types import LossOutput
 __all__ = ["RLAnythingModule"]
 
 OptimizerFactory = Callable[[Iterator[nn.Parameter]], torch.optim.Optimizer]
+
+
+def _logged(value: Tensor) -> float:
+    """A one-element metric as a float; NaN for a tensor without data (a model on ``meta``, as in the device test)."""
+    return float("nan") if value.is_meta else float(value.detach())
 
 
 def _default_optimizer(params: Iterator[nn.Parameter]) -> torch.optim.Optimizer:
@@ -208,10 +214,11 @@ class RLAnythingModule(L.LightningModule):
         return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
 
     def _all_reduce_sum(self, values: list[float], op: Any = None) -> list[float]:
+        if self._world() == 1:  # nothing to reduce: no device round trip
+            return [float(x) for x in values]
         # on the module's device: NCCL reduces CUDA tensors only
         t = torch.tensor(values, dtype=torch.float64, device=self.device)
-        if self._world() > 1:
-            dist.all_reduce(t, op=dist.ReduceOp.SUM if op is None else op)
+        dist.all_reduce(t, op=dist.ReduceOp.SUM if op is None else op)
         return [float(x) for x in t.cpu()]
 
     def _micro_batches_everywhere(self, model: nn.Module, local: int) -> int:
@@ -229,7 +236,7 @@ class RLAnythingModule(L.LightningModule):
         This rank's share of the collectives when it has fewer micro-batches than the busiest rank.
         """
         ids = torch.zeros((1, 2), dtype=torch.int64, device=self.device)
-        mask = torch.ones((1, 2), dtype=torch.bool, device=self.device)
+        mask = torch.ones((1, 2), dtype=torch.bool)  # masks stay on the host: positions are chosen there
         logp = sequence_token_logprobs(model, ids, mask, score_mask=mask)
         if backward:
             self.manual_backward(logp.sum() * 0.0)
@@ -256,7 +263,9 @@ class RLAnythingModule(L.LightningModule):
     def _old_logprobs(self, model: nn.Module, rows: TrainingRows | None) -> Tensor:
         """Log-probs of every row under the current (pre-update) weights, micro-batched, no grad."""
         lengths = rows.rows.attention_mask.sum(dim=1).tolist() if rows is not None else []
-        out = torch.zeros(rows.rows.input_ids.shape if rows is not None else (0, 0), dtype=torch.float32)
+        # on the module's device, like the log-probs the update compares them with (no host round trip)
+        shape = rows.rows.input_ids.shape if rows is not None else (0, 0)
+        out = torch.zeros(shape, dtype=torch.float32, device=self.device)
         micros = pack_by_length(lengths, max_tokens=self.micro_batch_tokens)
         model.eval()
         with torch.no_grad():
@@ -265,15 +274,19 @@ class RLAnythingModule(L.LightningModule):
             for micro in micros:
                 assert rows is not None
                 idx = torch.tensor(micro)
-                part = rows.rows.select(idx)
-                lp = sequence_token_logprobs(
-                    model,
-                    part.input_ids.to(self.device),
-                    part.attention_mask.to(self.device),
-                    score_mask=part.response_mask.to(self.device),
-                )
-                out[idx, : lp.shape[1]] = lp.cpu()
+                lp = self._row_logprobs(model, rows.rows.select(idx))
+                out[idx.to(self.device), : lp.shape[1]] = lp
         return out
+
+    def _row_logprobs(self, model: nn.Module, rows: TokenRows) -> Tensor:
+        """Per-token log-probs of ``rows`` on the module's device.
+
+        Only the token ids travel to the device: the masks stay on the host, where the scored positions are chosen
+        (no device synchronization, and a model on a device without data, ``meta``, runs the same path).
+        """
+        return sequence_token_logprobs(
+            model, rows.input_ids.to(self.device), rows.attention_mask, score_mask=rows.response_mask
+        )
 
     def _update(
         self,
@@ -310,15 +323,17 @@ class RLAnythingModule(L.LightningModule):
                 self._padding_pass(model, backward=True)
             if part_rows is not None:
                 assert old_all is not None
-                old_part = old_all[index]
+                old_part = old_all[index.to(old_all.device)]
                 for micro in micros:
                     midx = torch.tensor(micro)
                     part = part_rows.subset(midx)
-                    out = self._micro_batch_backward(model, part, old_part[midx], loss_fn, n_tok, n_seq)
+                    out = self._micro_batch_backward(
+                        model, part, old_part[midx.to(old_part.device)], loss_fn, n_tok, n_seq
+                    )
                     for key, value in out.metrics.items():
                         if value.numel() == 1:
-                            logs.setdefault(f"{name}/{key}", []).append(float(value))
-                    logs.setdefault(f"{name}/loss", []).append(float(out.loss.detach()))
+                            logs.setdefault(f"{name}/{key}", []).append(_logged(value))
+                    logs.setdefault(f"{name}/loss", []).append(_logged(out.loss))
             model.eval()
             self._sync_and_step(model, optimizer)
             logs.setdefault(f"{name}/updates", []).append(1.0)
@@ -335,16 +350,12 @@ class RLAnythingModule(L.LightningModule):
         Each rank's loss is normalized by the minibatch's global token/sequence counts (``n_tok``, ``n_seq``), so the
         gradient sum over micro-batches and ranks is the whole minibatch's gradient.
         """
-        logp = sequence_token_logprobs(
-            model,
-            part.rows.input_ids.to(self.device),
-            part.rows.attention_mask.to(self.device),
-            score_mask=part.rows.response_mask.to(self.device),
-        )
+        logp = self._row_logprobs(model, part.rows)
+        # every tensor the loss receives follows the log-probs' device (the rows arrive on the host)
         out = loss_fn(
             logp,
-            old_logprobs[:, : logp.shape[1]].to(self.device),
-            part.advantages.to(logp.dtype),
+            old_logprobs[:, : logp.shape[1]].to(logp.device),
+            part.advantages.to(device=logp.device, dtype=logp.dtype),
             part.rows.response_mask.to(logp.device),
             num_tokens_global=n_tok,
             num_seqs_global=n_seq,

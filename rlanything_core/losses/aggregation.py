@@ -84,11 +84,9 @@ def aggregate(
     if not isinstance(mode, Aggregation):
         raise ValueError(f"mode: expected an Aggregation, got {mode!r}")
     if mode is Aggregation.TOKEN_MEAN:
-        local = count_normalizer(mask, mode)
-        denom = _global_count("num_tokens_global", num_tokens_global, local)
+        denom = _global_count("num_tokens_global", num_tokens_global, mask, mode)
         return masked_sum(values, mask) / max(denom, 1)
-    local = count_normalizer(mask, mode)
-    denom = _global_count("num_seqs_global", num_seqs_global, local)
+    denom = _global_count("num_seqs_global", num_seqs_global, mask, mode)
     if mode is Aggregation.SEQ_MEAN_TOKEN_MEAN:
         per_seq = masked_mean(values, mask, dim=1)
     else:
@@ -96,11 +94,14 @@ def aggregate(
     return per_seq.sum() / max(denom, 1)
 
 
-def _global_count(name: str, given: int | None, local: int) -> int:
+def _global_count(name: str, given: int | None, mask: Tensor, mode: Aggregation) -> int:
     if given is None:
-        return local
+        return count_normalizer(mask, mode)
     if isinstance(given, bool) or not isinstance(given, int):
         raise ValueError(f"{name}: expected an int or None, got {given!r}")
+    if mask.is_meta:  # a mask without data (a model on ``meta``) has no count to check against
+        return given
+    local = count_normalizer(mask, mode)
     if given < local:
         raise ValueError(f"{name}: expected the whole batch's count (>= this micro-batch's {local}), got {given}")
     return given

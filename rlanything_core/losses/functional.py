@@ -142,7 +142,7 @@ def clip_fractions(
     ratio = log_ratio.detach().exp()
     low = mask & (ratio < 1.0 - clip_eps_low) & (advantages < 0)
     high = mask & (ratio > 1.0 + clip_eps_high) & (advantages > 0)
-    count = max(int(mask.sum()), 1)
+    count = mask.sum().clamp(min=1).to(ratio.dtype)  # a tensor: no device synchronization per micro-batch
     return low.sum().to(ratio.dtype) / count, high.sum().to(ratio.dtype) / count
 
 

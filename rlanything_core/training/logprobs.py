@@ -60,12 +60,18 @@ def sequence_token_logprobs(
         )
     if score_mask is not None and score_mask.shape != input_ids.shape:
         raise ValueError(f"score_mask: expected shape {tuple(input_ids.shape)}, got {tuple(score_mask.shape)}")
+    device = input_ids.device
     row_scorer = getattr(model, "row_logprobs", None)
     if callable(row_scorer):
+        attention_mask, score_mask = attention_mask.to(device), None if score_mask is None else score_mask.to(device)
         scored = attention_mask if score_mask is None else score_mask & attention_mask
         return row_scorer(input_ids, attention_mask, scored)
-    wanted = attention_mask[:, 1:] if score_mask is None else (score_mask & attention_mask)[:, 1:]
-    out = torch.zeros(input_ids.shape, dtype=torch.float32, device=input_ids.device)
+    # The scored positions are chosen on the host (masks may arrive there or on the device): indexing by them then
+    # needs no device synchronization, and a model on a device without data (``meta``) runs the same path.
+    host_attention = attention_mask.cpu()
+    wanted = host_attention[:, 1:] if score_mask is None else (score_mask.cpu() & host_attention)[:, 1:]
+    model_mask = attention_mask.to(device).long()
+    out = torch.zeros(input_ids.shape, dtype=torch.float32, device=device)
     parts = _split_head(model)
     if parts is None or score_mask is None:
         # Right padding: positions are 0..len-1 for every row, which is what the model assumes without position_ids.
@@ -75,15 +81,16 @@ def sequence_token_logprobs(
         keeps = "logits_to_keep" in inspect.signature(model.forward).parameters
         kwargs = {"logits_to_keep": input_ids.shape[1] - first} if first and keeps else {}
         first = first if kwargs else 0
-        logits = model(input_ids=input_ids, attention_mask=attention_mask.long(), **kwargs).logits
+        logits = model(input_ids=input_ids, attention_mask=model_mask, **kwargs).logits
         logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
         picked = logp.gather(-1, input_ids[:, first + 1 :].unsqueeze(-1)).squeeze(-1)
-        part = wanted[:, first:]
+        part = wanted[:, first:].to(device)
         out[:, first + 1 :] = torch.where(part, picked, torch.zeros_like(picked))
         return out
     decoder, head = parts
-    hidden = decoder(input_ids=input_ids, attention_mask=attention_mask.long()).last_hidden_state  # (N, L, H)
-    rows, cols = wanted.nonzero(as_tuple=True)  # token (rows, cols + 1) is predicted at (rows, cols)
+    hidden = decoder(input_ids=input_ids, attention_mask=model_mask).last_hidden_state  # (N, L, H)
+    # token (rows, cols + 1) is predicted at (rows, cols)
+    rows, cols = (i.to(device) for i in wanted.nonzero(as_tuple=True))
     logits = head(hidden[rows, cols])  # (K, V)
     logp = torch.log_softmax(logits.float(), dim=-1).gather(-1, input_ids[rows, cols + 1].unsqueeze(-1)).squeeze(-1)
     out = out.index_put((rows, cols + 1), logp)

@@ -1,0 +1,118 @@
+"""Issue 26: the update crashed on its first step on a GPU, for every strategy: the rows' advantages reached the loss
+on the CPU while the log-probs were on ``cuda:0`` (``Expected all tensors to be on the same device``).
+
+No CPU test saw it, because on a CPU every tensor is on the same device. Here the models live on ``meta`` (a device
+without data: mixing it with ``cpu`` raises the same error) while the loop's rows arrive on the CPU, as they do from
+the collectors, and the whole update runs under a real ``Trainer``: both models, the policy and the consistency
+losses, several micro-batches and minibatches, clipping and the optimizer steps. On the code of f113c84 it fails: first
+at the host-side choice of scored positions (``nonzero`` on the device), and with that mended, at the advantages
+(``Tensor on device cpu is not on the expected device meta``).
+
+FSDP2 cannot run this way: it refuses parameters on ``meta`` ("FSDP parameters should be materialized from meta
+device before training"). Its branches of the same update share this path (``_row_logprobs``, the loss call); their
+collectives use the module's device (``test_sharding.py::test_the_modules_collectives_use_its_device``), and the GPU
+check (``python -m benchmarks.gpu_check``, ``pytest -m gpu``) runs the update under FSDP2 on a real GPU.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import lightning as L
+import torch
+from torch.utils.data import DataLoader
+
+from rlanything_core.collect.batching import TokenRows
+from rlanything_core.lightning.module import RLAnythingModule
+from rlanything_core.loop.iteration import IterationData, TrainingRows
+from rlanything_core.losses.consistency import ConsistencyRewardLoss
+from rlanything_core.models.tiny import tiny_causal_lm
+
+
+def _rows(n: int, length: int, seed: int) -> TrainingRows:
+    """``n`` right-padded rows of uneven length on the CPU, two task groups, prompt then response."""
+    gen = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(length // 2, length + 1, (n,), generator=gen)
+    ids = torch.randint(1, 64, (n, length), generator=gen)
+    positions = torch.arange(length)
+    attention = positions < lengths[:, None]
+    response = attention & (positions >= 3)
+    return TrainingRows(
+        rows=TokenRows(ids, attention, response, torch.full(ids.shape, float("nan")), torch.zeros(n, 3).long()),
+        advantages=torch.randn(n, generator=gen),
+        group=torch.arange(n) % 2,
+    )
+
+
+class _OnMeta(RLAnythingModule):
+    """The module with its models moved to ``meta`` once the trainer has placed it (as a GPU strategy would)."""
+
+    devices_after_update: set[str] = set()
+
+    def on_train_start(self) -> None:
+        self.to("meta")
+
+    def log(self, *args: Any, **kwargs: Any) -> None:
+        """Lightning's logger turns logged floats into tensors on the module's device and reads them back."""
+
+    def log_dict(self, *args: Any, **kwargs: Any) -> None:
+        """As ``log``: ``meta`` cannot be read back (the metrics are still in ``update_history``)."""
+
+    def on_train_end(self) -> None:
+        self.devices_after_update = {p.device.type for p in self.parameters()}
+        self.to_empty(device="cpu")  # the trainer's teardown copies the module to the CPU: give it storage
+
+
+class _Rows(L.LightningDataModule):
+    """Hands the iteration's rows over on the host, as ``lightning.datamodule.RolloutDataModule`` does."""
+
+    def __init__(self, data: IterationData) -> None:
+        super().__init__()
+        self.data = data
+
+    def train_dataloader(self) -> DataLoader[Any]:
+        return DataLoader([self.data], batch_size=None, collate_fn=lambda batch: batch)
+
+    def transfer_batch_to_device(self, batch: Any, device: torch.device, dataloader_idx: int) -> Any:
+        return batch
+
+
+def _fit(module: RLAnythingModule, data: IterationData) -> None:
+    trainer = L.Trainer(
+        accelerator="cpu", devices=1, max_steps=1, logger=False, enable_checkpointing=False,
+        enable_progress_bar=False, enable_model_summary=False,
+    )  # fmt: skip
+    trainer.fit(module, datamodule=_Rows(data))
+
+
+def _eager(model: Any) -> Any:
+    """Eager attention: SDPA's mask builder asks whether the padding mask is all ones, which ``meta`` cannot answer."""
+    model.set_attn_implementation("eager")
+    return model
+
+
+def test_the_whole_update_follows_the_models_device() -> None:
+    module = _OnMeta(
+        _eager(tiny_causal_lm(64, hidden=16, layers=1, seed=0)),
+        _eager(tiny_causal_lm(64, hidden=16, layers=1, seed=1)),
+        judge_loss=ConsistencyRewardLoss(),
+        policy_updates=2,
+        judge_updates=2,
+        micro_batch_tokens=24,  # several micro-batches per minibatch
+        max_grad_norm=1.0,
+    )
+    data = IterationData(iteration=0, policy=_rows(6, 12, seed=0), judge=_rows(8, 10, seed=1))
+    _fit(module, data)
+    (history,) = module.update_history
+    assert history["policy/updates"] == 2 and history["judge/updates"] == 2  # both models stepped, twice
+    assert module.devices_after_update == {"meta"}
+
+
+def test_the_update_still_learns_on_the_cpu() -> None:
+    """The same update on one device moves the weights (the meta test above cannot see values)."""
+    policy = tiny_causal_lm(64, hidden=16, layers=1, seed=0)
+    before = [p.detach().clone() for p in policy.parameters()]
+    module = RLAnythingModule(policy, policy_updates=2, micro_batch_tokens=24)
+    _fit(module, IterationData(iteration=0, policy=_rows(6, 12, seed=0), judge=None))
+    assert module.update_history[0]["policy/updates"] == 2
+    assert any(not torch.equal(b, p) for b, p in zip(before, policy.parameters()))
