@@ -1,5 +1,5 @@
 """The package's import layers: every module imports only from its own layer or lower ones, and nothing imports in a
-circle (DESIGN.md, "Layers").
+circle (the order is :data:`LAYERS` below).
 
 The sources are parsed (``ast``), nothing is imported, so the test is fast and sees every import: at module level,
 inside functions (lazy imports are still dependencies) and under ``TYPE_CHECKING``. ``rlanything_core/__init__.py``

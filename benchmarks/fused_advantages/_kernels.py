@@ -1,6 +1,6 @@
 """Loop kernels of the fused feedback pass, compiled with numba when it is installed (the ``fast`` extra).
 
-The maths of ``fused._reward_and_targets`` and ``fused._standardize_steps`` (PAPER.md §2.1-2.3) as explicit loops.
+The maths of ``fused._reward_and_targets`` and ``fused._standardize_steps`` (arXiv 2602.02488) as explicit loops.
 Why loops: with ``m = 3`` votes per step, torch needs ~20 passes over the ``(B, S, M)`` vote grid (layout changes,
 masks as 0/1 products, sums over a tiny axis), ~600 ops in row chunks; a compiled loop reads every vote once, keeps a
 step's ``m`` values in registers and writes every target once, with float64 accumulators whatever the input dtype

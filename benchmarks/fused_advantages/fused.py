@@ -6,7 +6,7 @@
     advantages = standardize_per_step(reward, step_mask, group_index, eps=eps, singleton=singleton)
     targets = standardize_votes(consistency_targets(reward, votes, vote_mask, vote_valid, ...), vote_mask, eps=eps)
 
-(PAPER.md §2.1-2.3), equal within float rounding (the tests check 1e-5 in float32 and 1e-12 in float64 against the
+(arXiv 2602.02488), equal within float rounding (the tests check 1e-5 in float32 and 1e-12 in float64 against the
 composition, and 1e-5 against the plain-Python reference), with the same ``ValueError`` s; but it validates once
 (shapes and dtypes, then one range check that also catches non-finite valid votes) and makes far fewer passes.
 
@@ -286,7 +286,7 @@ def integrated_advantages_and_consistency(
     """Advantages ``(R - mean) / std`` per (group, step) and z-scored consistency targets of ``R * vote``, fused.
 
     ``R = O + lam * mean_j S_j`` (unparseable votes count 0 in the mean over the requested ones); the advantages
-    standardize ``R`` over the rollouts of a task group that reach the step (PAPER.md §2.2; ``singleton`` for a step
+    standardize ``R`` over the rollouts of a task group that reach the step (arXiv 2602.02488; ``singleton`` for a step
     reached by one rollout); the consistency reward of a vote is ``R * S`` (``format_penalty`` if it did not parse),
     z-scored over the requested votes of its step (§2.3). Degenerate spreads (``std <= eps`` or within float
     rounding of the mean) give 0. Same values as the composition in the module docstring, same ``ValueError`` s.

@@ -1,4 +1,4 @@
-"""Task-level difficulty filters: keep only tasks whose group success rate lies in a band (PAPER.md §2.2, §2.3).
+"""Task-level difficulty filters: keep only tasks whose group success rate lies in a band (arXiv 2602.02488).
 
 The policy learns only from tasks with ``1/8 <= acc <= 7/8`` (AlfWorld; with 8 rollouts: 1..7 successes), the reward
 model only from tasks with ``0.2 <= acc <= 0.8`` (the balanced band motivated by Theorem 2). Both edges are

@@ -1,4 +1,4 @@
-"""Integrated feedback for the policy as pure tensor functions (PAPER.md §2.1-2.2).
+"""Integrated feedback for the policy as pure tensor functions (arXiv 2602.02488).
 
 Step reward ``R_{tau_i} = O_tau + (lam / m) * sum_j S_{tau_i,j}`` on a right-padded ``(B, S)`` step grid, then the
 advantage ``A_{tau_i} = (R_{tau_i} - mean) / std`` over the rollouts of the same task that reach step index ``i``
@@ -47,8 +47,9 @@ class SingletonRule(enum.Enum):
 
     ``ZERO`` (default): a single sample has no baseline to compare with, so its advantage is 0 -- exactly what a
     group of identical rewards gets, and it keeps every advantage on the z-score scale. ``RAW``: the authors' code
-    keeps the raw reward (in ``[-2, 2]``) next to z-scores (REFERENCE_IMPL.md §7 item 3, a bug: the tail steps of
-    the longest rollout get un-normalised, outcome-signed advantages); kept only to reproduce their numbers.
+    keeps the raw reward (in ``[-2, 2]``) next to z-scores (a bug of the authors' code, Open-AgentRL
+    ``reward/alfworld_rl_reward.py``: the tail steps of the longest rollout get un-normalised, outcome-signed
+    advantages); kept only to reproduce their numbers.
     """
 
     ZERO = "zero"
@@ -113,7 +114,7 @@ def integrated_step_reward(
     *,
     lam: float = 1.0,
 ) -> Tensor:
-    r"""Integrated feedback ``R_{tau_i} = O_tau + lam * s_bar_{tau_i}`` (PAPER.md §2.1, eq. for ``R_{tau_i}``).
+    r"""Integrated feedback ``R_{tau_i} = O_tau + lam * s_bar_{tau_i}`` (arXiv 2602.02488).
 
     $$
     R_{\tau_i} = O_\tau + \frac{\lambda}{m} \sum_{j=1}^{m} S_{\tau_i,j}
@@ -208,7 +209,7 @@ def standardize_per_step(
     eps: float = EPS,
     singleton: SingletonRule = SingletonRule.ZERO,
 ) -> Tensor:
-    """Advantage ``A_{tau_i} = (R_{tau_i} - mean) / std`` per (task group, step index) (PAPER.md §2.2).
+    """Advantage ``A_{tau_i} = (R_{tau_i} - mean) / std`` per (task group, step index) (arXiv 2602.02488).
 
     The statistics run over the rollouts of the same task that reach step ``i`` (ragged lengths), with the
     population std. A cell whose std is ``<= eps`` gets 0, and so does one whose std is within float rounding of

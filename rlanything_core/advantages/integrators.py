@@ -1,7 +1,7 @@
 """Integrators: the policy's per-step advantages from a :class:`StepBatch`, one signature for all variants.
 
 Every integrator maps ``batch -> (B, S)`` advantages: build a step reward, then standardize it per (task group, step
-index) (PAPER.md §2.2). Variants are classes (chosen by Hydra with ``_target_``), not string switches.
+index) (arXiv 2602.02488). Variants are classes (chosen by Hydra with ``_target_``), not string switches.
 
 - :class:`OutcomeOnlyIntegrator`: ``R = O`` ("Outcome Only (GRPO)").
 - :class:`IntegratedIntegrator`: ``R = O + lam * mean_j S_j`` (integrated feedback, §2.1).
@@ -82,7 +82,7 @@ class OutcomeOnlyIntegrator(_Standardizing):
 
 
 class IntegratedIntegrator(_Standardizing):
-    """Integrated feedback ``R = O + lam * mean_j S_j``, standardized per step index (PAPER.md §2.1-2.2).
+    """Integrated feedback ``R = O + lam * mean_j S_j``, standardized per step index (arXiv 2602.02488).
 
     Args:
         lam: weight of the judge's step-wise signal, finite and ``>= 0`` (paper default 1; for ``lam <= 1`` the

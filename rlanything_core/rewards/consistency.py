@@ -1,4 +1,4 @@
-"""Consistency feedback for the reward model (judge) as pure tensor functions (PAPER.md §2.3).
+"""Consistency feedback for the reward model (judge) as pure tensor functions (arXiv 2602.02488).
 
 Each judge vote ``S_{tau_i,j}`` gets the raw reward ``R_{tau_i} * S_{tau_i,j}`` (rewarded when it agrees in sign with
 the integrated feedback, which mixes the outcome and the other votes); an unparseable vote gets ``FORMAT_PENALTY``
@@ -40,7 +40,7 @@ def consistency_targets(
     *,
     format_penalty: float = FORMAT_PENALTY,
 ) -> Tensor:
-    """Raw consistency reward of every judge vote: ``R_{tau_i} * S_{tau_i,j}`` (PAPER.md §2.3).
+    """Raw consistency reward of every judge vote: ``R_{tau_i} * S_{tau_i,j}`` (arXiv 2602.02488).
 
     Args:
         step_reward: ``(B, S)`` floating integrated step reward ``R`` (finite wherever a vote was requested).

@@ -1,6 +1,6 @@
 """Plain-Python reference implementations (nested lists, explicit loops) of the advantage and consistency maths.
 
-Written naively on purpose, as the authors' ``normalize_process_list`` (REFERENCE_IMPL.md §3.1): loops over tasks ->
+Written naively on purpose, as the authors' ``normalize_process_list`` (Open-AgentRL): loops over tasks ->
 rollouts -> steps -> votes, with OUR semantics (singleton rule, format failures count 0 in the mean vote, inclusive
 bands). The vectorized functions in :mod:`rlanything_core.advantages` and :mod:`rlanything_core.rewards` are tested
 against these to 1e-5 and benchmarked against them. Only :func:`from_step_batch`, :func:`steps_to_grid` and
