@@ -2,7 +2,7 @@
 PY      := .venv/bin/python
 PIP     := .venv/bin/pip
 STAMP   := .venv/.setup-stamp
-EXTRAS  := llm,alfworld,coding,loop,fast,dev,docs,gui,desktop
+EXTRAS  := llm,alfworld,coding,loop,dev,docs,gui,desktop
 
 .PHONY: setup system-deps main test lint unit docs docs-assets tutorials vllm-env vllm-test clean-venv
 
