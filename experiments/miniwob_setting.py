@@ -32,8 +32,8 @@ def validate_miniwob(cfg: DictConfig) -> None:
     for key in ("train_families", "ood_families"):
         for fam in st[key]:
             if str(fam) not in families:
-                raise ConfigError(f"setting.{key}", f"unknown task family {fam!r}",
-                                  f"use some of {families}, or name any page or family in setting.{key[:-8]}tasks")  # fmt: skip
+                fix = f"use some of {families}, or name any page or family in setting.{key.split('_')[0]}_tasks"
+                raise ConfigError(f"setting.{key}", f"unknown task family {fam!r}", fix)
     train, ood = _pages(cfg)
     if not train:
         raise ConfigError("setting.train_families", "no training page", "name families or setting.train_tasks")
