@@ -71,7 +71,7 @@ def _pages(cfg: DictConfig) -> tuple[list[str], list[str]]:
         try:
             load_page_folder(pages_dir)
         except PageFolderError as err:
-            raise ConfigError("setting.pages_dir", str(err), "fix the folder (see docs/api/gui.md)") from err
+            raise ConfigError("setting.pages_dir", str(err), "fix the folder (see docs/api/miniwob.md)") from err
     out = []
     for fams, key in ((st.train_families, "train_tasks"), (st.ood_families, "ood_tasks")):
         curated = [t.name for t in CURATED_TASKS.values() if t.family in set(map(str, fams))]

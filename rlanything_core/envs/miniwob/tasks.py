@@ -173,7 +173,7 @@ def all_tasks(*, pages_dir: str | Path | None = None) -> dict[str, MiniwobTask]:
     out = {t.name: t for t in sorted(CURATED_TASKS.values(), key=lambda t: order[t.level])}
     for name in sorted(shipped_pages(), key=lambda n: (family_of(n), n)):
         out.setdefault(name, _shipped_task(name))
-    folders = [*loaded_folders(), *([_own_folder(pages_dir)] if pages_dir is not None else [])]
+    folders = [*([_own_folder(pages_dir)] if pages_dir is not None else []), *loaded_folders()]  # pages_dir first
     for folder in folders:
         for name, task in folder.items():
             out.setdefault(name, task)
@@ -195,10 +195,12 @@ def resolve_task(name: str, *, pages_dir: str | Path | None = None) -> MiniwobTa
 
     Args:
         name: the page name (``click-button``).
-        pages_dir: a folder of one's own pages to look in first (folders loaded earlier are looked in last).
+        pages_dir: a folder of one's own pages to look in first. Without it, a page of a folder loaded earlier in
+            this process is found when exactly one loaded folder has that name.
 
     Raises:
-        UnknownTaskError: no page has that name; the message lists close names and the families.
+        UnknownTaskError: no page has that name (the message lists close names and the families), or several
+            loaded folders have it and ``pages_dir`` does not say which.
         PageFolderError: ``pages_dir`` is not a valid page folder.
     """
     if pages_dir is not None and name in (folder := _own_folder(pages_dir)):
@@ -207,10 +209,15 @@ def resolve_task(name: str, *, pages_dir: str | Path | None = None) -> MiniwobTa
         return CURATED_TASKS[name]
     if name in shipped_pages():
         return _shipped_task(name)
-    known = all_tasks(pages_dir=pages_dir)
-    if name in known:
-        return known[name]
-    raise _unknown("task", name, known)
+    from rlanything_core.envs.miniwob.page_folder import loaded_folders
+
+    found = [folder[name] for folder in loaded_folders() if name in folder]
+    if len(found) > 1:  # two loaded folders have this page: which checker is meant is not ours to guess
+        folders = sorted(str(t.folder) for t in found)
+        raise UnknownTaskError(f"task: {name!r} is a page of several loaded folders {folders}; pass its pages_dir")
+    if found:
+        return found[0]
+    raise _unknown("task", name, all_tasks(pages_dir=pages_dir))
 
 
 def select_tasks(entries: Iterable[str], *, pages_dir: str | Path | None = None, key: str = "tasks") -> list[str]:

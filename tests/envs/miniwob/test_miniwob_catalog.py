@@ -147,3 +147,33 @@ def test_a_changed_folder_is_reloaded(tmp_path: Path) -> None:
     (folder / "second.html").write_text(PAGE.replace("genProblem", "x"))
     with pytest.raises(PageFolderError, match="second.html"):
         load_page_folder(folder)
+
+
+def test_the_rule_rewriter_uses_an_own_pages_hints_and_settings(tmp_path: Path) -> None:
+    from rlanything_core.environment.difficulty import Direction
+    from rlanything_core.environment.rewriters.gui_hints import GuiHintRewriter, check_gui_rewrite
+    from rlanything_core.environment.rewriters.protocol import RejectReason, TaskSpec
+
+    manifest = {"press-ok": {"hints": ["Click ok."], "settings": {"n": {"default": 1, "low": 0, "high": 2}}}}
+    folder = _folder(tmp_path / "pages", {"press-ok": PAGE}, manifest)
+    data = MiniwobTaskSpec("press-ok", seed=1, pages_dir=str(folder)).to_data()
+    root = TaskSpec(task_id="press-ok#s1", kind="miniwob", root_id="press-ok#s1", data=data)
+    easier = GuiHintRewriter(num_candidates=4).rewrite(root, Direction.EASIER, None)
+    assert [c.task.data["hints"] for c in easier if c.valid][0] == ["Click ok."]
+    assert {c.detail for c in easier if c.valid} == {"hint+", "n-"}
+    assert all(c.task.data["pages_dir"] == str(folder) for c in easier if c.valid)  # the page (checker) stays
+    other = _folder(tmp_path / "elsewhere", {"press-ok": PAGE.replace("1.0, true", "1.0, true); core.x(")})
+    moved = check_gui_rewrite(data, {**data, "hints": ["Click ok."], "pages_dir": str(other)})
+    assert moved is not None and moved[0] is RejectReason.VERIFIER_CHANGED and "page folder changed" in moved[1]
+
+
+def test_a_page_name_two_loaded_folders_share_needs_its_folder(tmp_path: Path) -> None:
+    first = _folder(tmp_path / "one", {"twin-page": PAGE}, {"twin-page": {"hints": ["one"]}})
+    second = _folder(tmp_path / "two", {"twin-page": PAGE}, {"twin-page": {"hints": ["two"]}})
+    load_page_folder(first)
+    assert resolve_task("twin-page").hints == ("one",)
+    load_page_folder(second)
+    with pytest.raises(UnknownTaskError, match="several loaded folders"):
+        resolve_task("twin-page")
+    assert resolve_task("twin-page", pages_dir=second).hints == ("two",)
+    assert MiniwobTaskSpec("twin-page", pages_dir=str(first)).task.hints == ("one",)
