@@ -112,7 +112,9 @@ class MiniwobEnv:
         offer_done: list ``DONE`` among the candidates (the env accepts ``DONE``/``FAIL`` either way). MiniWoB++
             checkers fire by themselves, and a likelihood scorer over summed log-probs favours the one-word ``DONE``
             (a tiny policy chose it on 36 of 36 episodes over 9 pages): CPU configs may leave it out.
-        offer_wait: list ``wait`` among the candidates (the env accepts it either way).
+        offer_wait: list ``wait`` among the candidates (the env accepts it either way). Off by default: like
+            ``DONE``, a one-word candidate draws a fresh likelihood scorer, and only pages with delayed content
+            (autocomplete lists, animations) need it.
         wait_s: how long ``wait`` lets the page run before the next observation (autocomplete lists, animations).
         max_clicks: elements per candidate page: a page with more elements is shown a page at a time, the elements
             the instruction mentions first, and ``show more elements`` turns the page.
@@ -120,7 +122,7 @@ class MiniwobEnv:
 
     def __init__(
         self, *, max_steps: int = GUI_MAX_STEPS, screenshots: bool = True, timeout_s: float = 20.0,
-        offer_done: bool = True, offer_wait: bool = True, wait_s: float = 1.0, max_clicks: int = 60,
+        offer_done: bool = True, offer_wait: bool = False, wait_s: float = 1.0, max_clicks: int = 60,
     ) -> None:  # fmt: skip
         if max_steps < 1:
             raise ValueError(f"max_steps: expected >= 1, got {max_steps}")
@@ -328,7 +330,7 @@ class MiniwobEnvFactory:
     screenshots: bool = True
     timeout_s: float = 20.0
     offer_done: bool = True
-    offer_wait: bool = True
+    offer_wait: bool = False
     wait_s: float = 1.0
     max_clicks: int = 60
 
