@@ -25,6 +25,9 @@ from enum import Enum
 from typing import Any
 
 __all__ = [
+    "MAX_TYPE_CHARS",
+    "MORE_ACTION",
+    "WAIT_ACTION",
     "ActionKind",
     "ElementView",
     "ParsedAction",
@@ -38,6 +41,7 @@ __all__ = [
     "text_error",
 ]
 
+MAX_TYPE_CHARS = 500
 MORE_ACTION = "show more elements"
 WAIT_ACTION = "wait"
 
@@ -277,8 +281,14 @@ def key_error(key: str) -> str | None:
     return f"unknown key {key[:40]!r}{hint}"
 
 
-def text_error(text: str) -> str | None:
-    """Why ``text`` cannot be typed (ChromeDriver types only characters of Unicode's basic plane), else ``None``."""
+def text_error(text: str, *, max_chars: int = MAX_TYPE_CHARS) -> str | None:
+    """Why ``text`` is not typed, else ``None``.
+
+    ChromeDriver types only characters of Unicode's basic plane, and a text longer than ``max_chars`` (one key
+    event each) would hold the browser past its script timeout: both are invalid actions.
+    """
+    if len(text) > max_chars:
+        return f"text is {len(text)} characters long; at most {max_chars} are typed in one action"
     bad = [c for c in text if ord(c) > 0xFFFF]
     if bad:
         return f"text has characters the browser cannot type (outside the basic plane): {''.join(bad[:5])!r}"

@@ -149,6 +149,7 @@ def test_unknown_keys_and_untypeable_text_are_invalid_actions_and_the_browser_st
         "press <Right>": "unknown key '<Right>'",
         "press C-": "unknown key 'C-'",
         f'type "ok \U0001f600" into [{box}]': "outside the basic plane",
+        f'type "{"x" * 600}" into [{box}]': "at most 500 are typed",
         "show more elements": "every element is already shown",
         "wait for it": "unparseable",
     }

@@ -156,6 +156,7 @@ def test_key_error_knows_miniwobs_key_syntax(key: str, fault: str | None) -> Non
 def test_text_error_refuses_what_chromedriver_cannot_type() -> None:
     assert text_error("Grüße, 東京 <tag> \n") is None
     assert "basic plane" in (text_error("ok \U0001f600") or "")
+    assert text_error("x" * 500) is None and "501 characters long" in (text_error("x" * 501) or "")
 
 
 def _buttons(n: int) -> list[ElementView]:
