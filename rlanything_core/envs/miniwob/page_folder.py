@@ -1,4 +1,4 @@
-"""One's own MiniWoB-style pages from a folder: validated at load, then named like the wheel's pages.
+"""One's own MiniWoB-style pages from a folder: validated at load, then named (with their folder) like the wheel's.
 
 A page folder holds ``<name>.html`` files written like the wheel's pages: they load ``../core/core.js`` (and may load
 ``../core/...`` and ``../common/...``: the environment serves the folder beside the wheel's ``core/`` and ``common/``),
@@ -28,7 +28,7 @@ from typing import Any
 from rlanything_core.envs.miniwob.catalog import shipped_pages
 from rlanything_core.envs.miniwob.tasks import CURATED_TASKS, Level, MiniwobTask, Setting
 
-__all__ = ["MANIFEST", "OWN_FAMILY", "PageFolderError", "load_page_folder", "loaded_folders"]
+__all__ = ["MANIFEST", "OWN_FAMILY", "PageFolderError", "load_page_folder"]
 
 MANIFEST = "tasks.json"
 OWN_FAMILY = "own"
@@ -44,11 +44,6 @@ _CACHE: dict[str, tuple[tuple[float, ...], dict[str, MiniwobTask]]] = {}
 
 class PageFolderError(ValueError):
     """A page folder (or its ``tasks.json``) that cannot be used; the message names the file and the fault."""
-
-
-def loaded_folders() -> list[dict[str, MiniwobTask]]:
-    """The folders this process loaded, newest last (their pages can then be named without ``pages_dir``)."""
-    return [tasks for _, tasks in _CACHE.values()]
 
 
 def _stamp(folder: Path) -> tuple[float, ...]:

@@ -2,7 +2,7 @@
 
 Any page the ``miniwob`` wheel ships can be named (``catalog.py`` lists them by family); the curated ones below carry
 a level and hints, the others are ``Level.UNRATED`` without hints. Pages of one's own folder (``page_folder.py``) are
-named like the wheel's once the folder is loaded, or through ``MiniwobTaskSpec.pages_dir``. Lists of tasks accept
+named together with their folder (``pages_dir``, carried by ``MiniwobTaskSpec``). Lists of tasks accept
 task names and family names alike (:func:`select_tasks`).
 
 The list runs from easy to hard (within a level, the trivial one-button ``click-test`` comes after the other easy
@@ -161,22 +161,17 @@ def all_tasks(*, pages_dir: str | Path | None = None) -> dict[str, MiniwobTask]:
     """Every nameable task: the curated list (easy first), the wheel's other pages, then ``pages_dir``'s pages.
 
     Args:
-        pages_dir: a folder of one's own pages (``page_folder.py``); folders loaded earlier in this process are
-            included either way.
+        pages_dir: a folder of one's own pages (``page_folder.py``).
 
     Raises:
         PageFolderError: ``pages_dir`` is not a valid page folder.
     """
-    from rlanything_core.envs.miniwob.page_folder import loaded_folders
-
     order = {Level.EASY: 0, Level.MEDIUM: 1, Level.HARD: 2}
     out = {t.name: t for t in sorted(CURATED_TASKS.values(), key=lambda t: order[t.level])}
     for name in sorted(shipped_pages(), key=lambda n: (family_of(n), n)):
         out.setdefault(name, _shipped_task(name))
-    folders = [*([_own_folder(pages_dir)] if pages_dir is not None else []), *loaded_folders()]  # pages_dir first
-    for folder in folders:
-        for name, task in folder.items():
-            out.setdefault(name, task)
+    if pages_dir is not None:
+        out.update(_own_folder(pages_dir))  # load_page_folder refuses names the wheel or the curated list have
     return out
 
 
@@ -195,12 +190,11 @@ def resolve_task(name: str, *, pages_dir: str | Path | None = None) -> MiniwobTa
 
     Args:
         name: the page name (``click-button``).
-        pages_dir: a folder of one's own pages to look in first. Without it, a page of a folder loaded earlier in
-            this process is found when exactly one loaded folder has that name.
+        pages_dir: a folder of one's own pages to look in first. A page of one's own is found only through its
+            folder (two folders may hold pages of the same name, with different checkers).
 
     Raises:
-        UnknownTaskError: no page has that name (the message lists close names and the families), or several
-            loaded folders have it and ``pages_dir`` does not say which.
+        UnknownTaskError: no page has that name; the message lists close names and the families.
         PageFolderError: ``pages_dir`` is not a valid page folder.
     """
     if pages_dir is not None and name in (folder := _own_folder(pages_dir)):
@@ -209,14 +203,6 @@ def resolve_task(name: str, *, pages_dir: str | Path | None = None) -> MiniwobTa
         return CURATED_TASKS[name]
     if name in shipped_pages():
         return _shipped_task(name)
-    from rlanything_core.envs.miniwob.page_folder import loaded_folders
-
-    found = [folder[name] for folder in loaded_folders() if name in folder]
-    if len(found) > 1:  # two loaded folders have this page: which checker is meant is not ours to guess
-        folders = sorted(str(t.folder) for t in found)
-        raise UnknownTaskError(f"task: {name!r} is a page of several loaded folders {folders}; pass its pages_dir")
-    if found:
-        return found[0]
     raise _unknown("task", name, all_tasks(pages_dir=pages_dir))
 
 
