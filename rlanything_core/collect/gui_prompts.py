@@ -16,8 +16,9 @@ from rlanything_core.collect.prompts import Messages, render_history, rubric_mes
 __all__ = ["GUI_JUDGE_RUBRIC", "gui_agent_messages", "gui_judge_messages"]
 
 _ACTIONS_HELP = (
-    'Actions: click [ref] (an element), type "text" into [ref] (a text box), press <Key>, DONE (the task is '
-    "complete), FAIL (it cannot be done)."
+    'Actions: click [ref] (an element), type "text" into [ref] (a text box), press <Key> (e.g. <Enter>, <Tab>, '
+    "<ArrowDown>, C-a), wait (let the page update, e.g. a suggestion list), show more elements (when the page "
+    "lists more than are shown), DONE (the task is complete), FAIL (it cannot be done)."
 )
 
 

@@ -49,7 +49,11 @@ def test_every_arm_composes_and_validates(arm: str) -> None:
     ("override", "key", "text"),
     [
         ("setting.train_families=[click,typing]", "setting.train_families", "unknown task family 'typing'"),
-        ("setting.ood_families=[click]", "setting.ood_families", "also training families"),
+        ("setting.ood_families=[click]", "setting.ood_families", "also training pages"),
+        ("setting.ood_tasks=[click-tab-2-easy]", "setting.ood_tasks", "['click-tab-2-easy'] are also training pages"),
+        ("setting.train_tasks=[book-flihgt]", "setting.train_tasks", "close names: book-flight"),
+        ("setting.pages_dir=/nonexistent/pages", "setting.pages_dir", "is not a folder"),
+        ("setting.wait_s=60", "setting.wait_s", "expected 0..10 seconds"),
         ("setting.rewriter=magic", "setting.rewriter", "unknown 'magic'"),
     ],
 )
@@ -77,6 +81,25 @@ def test_pool_and_splits_follow_the_families() -> None:
     assert {CURATED_TASKS[s.name].family for s in splits["out_of_domain"]} == ood_fams
     assert len(splits["in_domain"]) == len(splits["out_of_domain"]) == 4
     assert all(s.seed >= 100_000 for split in splits.values() for s in split)  # problems the pool never holds
+
+
+def test_task_lists_take_names_families_and_own_pages(tmp_path: Path) -> None:
+    from rlanything_core.envs.miniwob.tasks import MiniwobTaskSpec
+
+    page = (Path(__file__).resolve().parents[2] / "rlanything_core/envs/miniwob/pages/rla-login-form.html").read_text()
+    (tmp_path / "my-login.html").write_text(page)
+    (tmp_path / "tasks.json").write_text('{"my-login": {"family": "mine"}}')
+    cfg = _cfg("setting.train_families=[click]", "setting.train_tasks=[book-flight,social]", "setting.ood_families=[]",
+               "setting.ood_tasks=[mine,enter-date]", f"setting.pages_dir={tmp_path}", "setting.seeds_per_task=1",
+               "eval.games=2")  # fmt: skip
+    validate(cfg)
+    roots, splits = miniwob_tasks(cfg)
+    assert [r.task_id for r in roots] == ["click-button#s0", "click-link#s0", "click-dialog#s0", "click-test#s0",
+                                          "book-flight#s0", "social-media#s0", "social-media-all#s0",
+                                          "social-media-some#s0"]  # fmt: skip
+    assert [(s.name, s.pages_dir) for s in splits["out_of_domain"]] == [("my-login", str(tmp_path)),
+                                                                         ("enter-date", None)]  # fmt: skip
+    assert MiniwobTaskSpec.from_data(roots[4].data).name == "book-flight" and "pages_dir" not in roots[4].data
 
 
 @pytest.mark.slow

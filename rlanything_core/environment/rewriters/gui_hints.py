@@ -50,7 +50,10 @@ def check_gui_rewrite(parent: dict[str, Any], new: dict[str, Any]) -> tuple[Reje
         return RejectReason.EMPTY_INSTRUCTION, "a hint is empty"
     if any(len(h) > MAX_HINT_CHARS for h in hints):
         return RejectReason.TOO_LARGE, f"a hint is longer than {MAX_HINT_CHARS} characters"
-    task = resolve_task(str(new["task"]))
+    if new.get("pages_dir") != parent.get("pages_dir"):
+        return RejectReason.VERIFIER_CHANGED, f"the page folder changed: {parent.get('pages_dir')!r} -> " \
+            f"{new.get('pages_dir')!r}"  # fmt: skip
+    task = resolve_task(str(new["task"]), pages_dir=new.get("pages_dir"))
     settings = new.get("settings", {}) or {}
     if not isinstance(settings, dict):
         return RejectReason.WRONG_TYPES, f"settings: expected an object, got {settings!r}"[:200]
@@ -92,7 +95,7 @@ class GuiHintRewriter:
         if d not in ("harder", "easier"):
             return []
         try:
-            page = resolve_task(str(task.data["task"]))
+            page = resolve_task(str(task.data["task"]), pages_dir=task.data.get("pages_dir"))
         except (KeyError, ValueError) as err:
             return [_rejected(None, task, d, self.name, RejectReason.UNKNOWN_TYPE, str(err)[:300])]
         hints = list(task.data.get("hints", []))
@@ -121,7 +124,7 @@ class GuiHintRewriter:
 
 def gui_rewrite_chat(task: TaskSpec, direction: str, feedback: TaskFeedback | None) -> list[dict[str, str]]:
     """The environment model's prompt: the page, its current hints and settings, the direction, the critic's notes."""
-    page = resolve_task(str(task.data["task"]))
+    page = resolve_task(str(task.data["task"]), pages_dir=task.data.get("pages_dir"))
     allowed = {k: [s.low, s.high] for k, s in page.settings.items()}
     aim = ("EASIER: add one short hint (which element, where it is, or the order of the steps)"
            if direction == "easier" else "HARDER: remove a hint, or make a hint less specific")  # fmt: skip

@@ -10,6 +10,7 @@ Each page ends its own episode after 7-30 s of wall time, which a CPU policy can
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
@@ -95,36 +96,50 @@ def remove_profiles_of(pid: int) -> None:
 
 
 def _wheel_html() -> Path:
-    from miniwob.selenium_instance import HTML_DIR
+    from rlanything_core.envs.miniwob.catalog import wheel_html_dir
 
-    return Path(HTML_DIR)
+    return wheel_html_dir()
 
 
-def own_pages_url() -> str:
-    """A ``file://`` base URL serving this library's pages beside the wheel's ``core/`` and ``common/`` folders.
+def own_pages_url(folder: str | Path | None = None) -> str:
+    """A ``file://`` base URL serving a folder of pages beside the wheel's ``core/`` and ``common/`` folders.
 
-    The pages load ``../core/core.js``: a per-user folder under the temp dir links ``core``, ``common`` and
-    ``rlanything`` (this package's ``pages/``) side by side. Links are created atomically (rename), so concurrent
-    workers never see a half-built folder.
+    The pages load ``../core/core.js``: a per-user folder under the temp dir links ``core``, ``common`` and the
+    page folder side by side (this package's ``pages/`` as ``rlanything``, one's own folder as ``own-<hash of its
+    path>``). Links are created atomically (rename), so concurrent workers never see a half-built folder.
+
+    Args:
+        folder: a folder of one's own pages (``None``: this library's ``pages/``).
     """
     site = Path(tempfile.gettempdir()) / f"rlanything-miniwob-{os.getuid()}"
     site.mkdir(exist_ok=True)
-    links = {"core": _wheel_html() / "core", "common": _wheel_html() / "common", "rlanything": PAGES_DIR}
-    for name, target in links.items():
-        link = site / name
-        if link.is_symlink() and Path(os.readlink(link)) == target:
+    if folder is None:
+        name, target = "rlanything", PAGES_DIR
+    else:
+        target = Path(folder).resolve()
+        name = "own-" + hashlib.sha1(str(target).encode()).hexdigest()[:12]
+    links = {"core": _wheel_html() / "core", "common": _wheel_html() / "common", name: target}
+    for link_name, link_target in links.items():
+        link = site / link_name
+        if link.is_symlink() and Path(os.readlink(link)) == link_target:
             continue
-        tmp = site / f".{name}.{os.getpid()}"
+        tmp = site / f".{link_name}.{os.getpid()}"
         if tmp.is_symlink():
             tmp.unlink()
-        tmp.symlink_to(target)
+        tmp.symlink_to(link_target)
         os.replace(tmp, link)
-    return f"file://{site}/rlanything/"
+    return f"file://{site}/{name}/"
 
 
-def page_url(name: str, *, own_page: bool) -> str:
-    """The URL of task page ``name`` (``click-button`` -> ``.../click-button.html``)."""
-    base = own_pages_url() if own_page else f"file://{_wheel_html()}/miniwob/"
+def page_url(name: str, *, own_page: bool, folder: str | Path | None = None) -> str:
+    """The URL of task page ``name`` (``click-button`` -> ``.../click-button.html``).
+
+    Args:
+        name: the page name.
+        own_page: a page of this library (``pages/``) or of ``folder``, not the wheel's.
+        folder: the folder of one's own page (``None``: this library's ``pages/`` when ``own_page``).
+    """
+    base = own_pages_url(folder) if own_page else f"file://{_wheel_html()}/miniwob/"
     return f"{base}{name}.html"
 
 
@@ -262,6 +277,12 @@ class Browser:
         from miniwob.selenium_actions import execute_press_key
 
         execute_press_key(key, self.driver)
+
+    def release_inputs(self) -> None:
+        """Release every key and mouse button that an interrupted action chain may have left pressed."""
+        from selenium.webdriver.common.action_chains import ActionChains
+
+        ActionChains(self.driver).reset_actions()
 
     def _kill_service(self) -> None:
         import psutil

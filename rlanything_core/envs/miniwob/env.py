@@ -1,4 +1,9 @@
-"""MiniWoB++ as a ``GuiEnv``: a curated page in a real headless Chromium, stepped with action strings.
+"""MiniWoB++ as a ``GuiEnv``: any MiniWoB++ page in a real headless Chromium, stepped with action strings.
+
+Actions (``render.py``): ``click [ref]``, ``type "text" into [ref]``, ``press <Key>``, ``wait`` (let the page's own
+delays run: autocomplete lists, animations), ``show more elements`` (the next page of elements on a page with more
+than ``max_clicks``), ``DONE`` and ``FAIL``. Anything else, an unknown key, text the browser cannot type or an
+element that is gone is an invalid action: counted, named in the next observation, and the browser is kept.
 
 A process keeps its browsers between episodes (``_IDLE``): an episode borrows one at ``reset`` and gives it back at
 ``close``, so a worker starts a browser only when it hosts more live episodes than ever before, and loading a page it
@@ -14,18 +19,23 @@ from __future__ import annotations
 import atexit
 import multiprocessing.util
 import re
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from rlanything_core.envs.gui import GuiEpisode
 from rlanything_core.envs.miniwob.browser import Browser, page_url
 from rlanything_core.envs.miniwob.render import (
+    MORE_ACTION,
     ActionKind,
     ElementView,
     candidate_actions,
+    element_page,
     flatten_dom,
+    key_error,
     parse_action,
     render_dom,
+    text_error,
 )
 from rlanything_core.envs.miniwob.tasks import MiniwobTaskSpec
 from rlanything_core.envs.protocols import GUI_MAX_STEPS, GuiObservation, GuiOutcome, GuiStep
@@ -102,18 +112,33 @@ class MiniwobEnv:
         offer_done: list ``DONE`` among the candidates (the env accepts ``DONE``/``FAIL`` either way). MiniWoB++
             checkers fire by themselves, and a likelihood scorer over summed log-probs favours the one-word ``DONE``
             (a tiny policy chose it on 36 of 36 episodes over 9 pages): CPU configs may leave it out.
+        offer_wait: list ``wait`` among the candidates (the env accepts it either way). Off by default: like
+            ``DONE``, a one-word candidate draws a fresh likelihood scorer, and only pages with delayed content
+            (autocomplete lists, animations) need it.
+        wait_s: how long ``wait`` lets the page run before the next observation (autocomplete lists, animations).
+        max_clicks: elements per candidate page: a page with more elements is shown a page at a time, the elements
+            the instruction mentions first, and ``show more elements`` turns the page.
     """
 
     def __init__(
         self, *, max_steps: int = GUI_MAX_STEPS, screenshots: bool = True, timeout_s: float = 20.0,
-        offer_done: bool = True,
+        offer_done: bool = True, offer_wait: bool = False, wait_s: float = 1.0, max_clicks: int = 60,
     ) -> None:  # fmt: skip
         if max_steps < 1:
             raise ValueError(f"max_steps: expected >= 1, got {max_steps}")
+        if not 0 <= wait_s <= 10:
+            raise ValueError(f"wait_s: expected 0..10 seconds, got {wait_s}")
+        if max_clicks < 1:
+            raise ValueError(f"max_clicks: expected >= 1, got {max_clicks}")
         self.max_steps = max_steps
         self.screenshots = screenshots
         self.timeout_s = timeout_s
         self.offer_done = offer_done
+        self.offer_wait = offer_wait
+        self.wait_s = wait_s
+        self.max_clicks = max_clicks
+        self._page = 0
+        self._pages = 1
         self.browser: Browser | None = None
         self.spec: MiniwobTaskSpec | None = None
         self._elements: dict[int, ElementView] = {}
@@ -127,12 +152,14 @@ class MiniwobEnv:
     def reset(self, task: Any) -> GuiObservation:
         """Open ``task``'s page (borrowing a browser), seed it, start an episode; the first observation."""
         spec = as_spec(task)
+        page = spec.task
         if self.browser is None:
             self.browser = _borrow(timeout_s=self.timeout_s, screenshots=self.screenshots)
         self.spec = spec
         self._ended_by = None
         self.invalid_actions = 0
-        self._guard(lambda b: (b.open(page_url(spec.name, own_page=spec.task.own_page)),
+        self._page = 0
+        self._guard(lambda b: (b.open(page_url(spec.name, own_page=page.own_page, folder=page.folder)),
                                b.begin(spec.seed, spec.resolved_settings())))  # fmt: skip
         utterance, fields = self._guard(lambda b: b.utterance())
         self._utterance = utterance
@@ -141,29 +168,44 @@ class MiniwobEnv:
         return self._observe(None)
 
     def step(self, action: str) -> GuiStep:
-        """Apply ``action``; invalid ones (unparseable, an element that is gone) are counted and change nothing."""
+        """Apply ``action``; invalid ones (unparseable, an unknown key, an element that is gone) change nothing.
+
+        Invalid actions are counted and named in the next observation (``invalid_action``); an action the browser
+        refuses as an argument (a key or text it cannot send, a click script error) is invalid too, and the browser
+        is kept. Only a browser that fails otherwise ends the episode (``RuntimeError('browser_error: ...')``).
+        """
         if self.spec is None or self.browser is None:
             raise RuntimeError("step() before reset()")
         parsed = parse_action(action)
         invalid: str | None = None
+        page = 0
         if parsed is None:
             invalid = f"unparseable action {action[:80]!r}"
         elif parsed.kind in (ActionKind.DONE, ActionKind.FAIL):
             self._ended_by = parsed.kind
             return GuiStep(self._final_observation(), done=True)
+        elif parsed.kind is ActionKind.WAIT:
+            time.sleep(self.wait_s)
+        elif parsed.kind is ActionKind.MORE:
+            if self._pages <= 1:
+                invalid = f"{MORE_ACTION!r}: every element is already shown"
+            else:
+                page = self._page + 1
         elif parsed.kind is ActionKind.PRESS:
-            assert parsed.key is not None
-            self._guard(lambda b: b.press(parsed.key))
+            key = parsed.key or ""
+            invalid = key_error(key) or self._act(lambda b: b.press(key))
         elif parsed.ref not in self._elements:
             invalid = f"element [{parsed.ref}] is not on the page"
         elif parsed.kind is ActionKind.CLICK:
-            invalid = self._guard(lambda b: b.click(parsed.ref))
+            invalid = self._act(lambda b: b.click(parsed.ref))
+            invalid = invalid and f"element [{parsed.ref}]: {invalid}"
         else:
-            invalid = self._guard(lambda b: b.type_into(parsed.ref, parsed.text or ""))
+            text = parsed.text or ""
+            invalid = text_error(text) or self._act(lambda b: b.type_into(parsed.ref, text))
+            invalid = invalid and f"element [{parsed.ref}]: {invalid}"
+        self._page = page
         if invalid is not None:
             self.invalid_actions += 1
-            if not invalid.startswith(("unparseable", "element")):
-                invalid = f"element [{parsed.ref if parsed else '?'}]: {invalid}"
         if self._guard(lambda b: b.status())["done"]:
             return GuiStep(self._final_observation(invalid), done=True)
         return GuiStep(self._observe(invalid), done=False)
@@ -192,9 +234,37 @@ class MiniwobEnv:
         try:
             return call(self.browser)
         except Exception as err:  # noqa: BLE001 - any driver failure: this browser is not reused
-            browser, self.browser = self.browser, None
+            raise self._drop(err) from err
+
+    def _drop(self, err: Exception) -> RuntimeError:
+        """Quit the failed browser; the error that ends the episode."""
+        browser, self.browser = self.browser, None
+        if browser is not None:
             _give_back(browser, healthy=False)
-            raise RuntimeError(f"browser_error: {type(err).__name__}: {str(err).strip()[:200]}") from err
+        return RuntimeError(f"browser_error: {type(err).__name__}: {str(err).strip()[:200]}")
+
+    def _act(self, call: Any) -> str | None:
+        """``call(browser)`` (an error text or ``None``), where a refused argument is an invalid action.
+
+        The browser refusing its argument (a key or text it cannot send, a script error in the page's click) keeps
+        the browser; any other failure drops it (:meth:`_guard`).
+        """
+        from selenium.common.exceptions import (
+            ElementNotInteractableException,
+            InvalidArgumentException,
+            JavascriptException,
+            MoveTargetOutOfBoundsException,
+        )
+
+        assert self.browser is not None
+        try:
+            return call(self.browser)  # type: ignore[no-any-return]
+        except (ElementNotInteractableException, InvalidArgumentException, JavascriptException,
+                MoveTargetOutOfBoundsException) as err:  # fmt: skip
+            self._guard(lambda b: b.release_inputs())  # keys or buttons a refused chain left pressed
+            return f"the browser refused it: {type(err).__name__}: {(err.msg or '').strip()[:120]}"
+        except Exception as err:  # noqa: BLE001 - any other failure: this browser is not reused
+            raise self._drop(err) from err
 
     def _instruction(self) -> str:
         assert self.spec is not None
@@ -204,9 +274,17 @@ class MiniwobEnv:
     def _observe(self, invalid: str | None) -> GuiObservation:
         elements = flatten_dom(self._guard(lambda b: b.dom()))
         self._elements = {e.ref: e for e in elements}
+        shown, self._pages = element_page(elements, instruction=self._utterance, fields=self._typeable,
+                                          page=self._page, per_page=self.max_clicks)  # fmt: skip
+        dom_text = render_dom(shown, max_elements=self.max_clicks)
+        if self._pages > 1:
+            page, hidden = self._page % self._pages + 1, len(elements) - len(shown)
+            dom_text += f"\n(elements page {page} of {self._pages}: {hidden} more elements; '{MORE_ACTION}' shows them)"
+        candidates = candidate_actions(shown, self._typeable, max_clicks=self.max_clicks, more=self._pages > 1,
+                                       wait=self.offer_wait)  # fmt: skip
         return GuiObservation(
-            instruction=self._instruction(), dom_text=render_dom(elements),
-            candidates=tuple(c for c in candidate_actions(elements, self._typeable) if self.offer_done or c != "DONE"),
+            instruction=self._instruction(), dom_text=dom_text,
+            candidates=tuple(c for c in candidates if self.offer_done or c != "DONE"),
             screenshot=self._guard(lambda b: b.screenshot()), fields=self._fields, invalid_action=invalid,
         )  # fmt: skip
 
@@ -243,15 +321,22 @@ class MiniwobEnvFactory:
         screenshots: keep screenshots in the observations.
         timeout_s: Selenium's script/page timeout.
         offer_done: list ``DONE`` among the candidates (see :class:`MiniwobEnv`).
+        offer_wait: list ``wait`` among the candidates.
+        wait_s: how long ``wait`` waits.
+        max_clicks: elements per candidate page.
     """
 
     max_steps: int = GUI_MAX_STEPS
     screenshots: bool = True
     timeout_s: float = 20.0
     offer_done: bool = True
+    offer_wait: bool = False
+    wait_s: float = 1.0
+    max_clicks: int = 60
 
     def __call__(self, task: Any) -> GuiEpisode:
         """One episode of ``task`` (a spec, a pool task's data, or a task name)."""
         env = MiniwobEnv(max_steps=self.max_steps, screenshots=self.screenshots, timeout_s=self.timeout_s,
-                         offer_done=self.offer_done)  # fmt: skip
+                         offer_done=self.offer_done, offer_wait=self.offer_wait, wait_s=self.wait_s,
+                         max_clicks=self.max_clicks)  # fmt: skip
         return GuiEpisode(env, as_spec(task))

@@ -3,10 +3,15 @@
 - ``flatten_dom``: MiniWoB++'s ``DOMElement`` tree -> the elements worth showing (leaves, and the clickable
   containers), as plain ``ElementView`` records;
 - ``render_dom``: one compact line per element, ``[ref] tag "text" #id .class value=".." (focused)``;
-- ``candidate_actions``: the action strings derived from the page: ``click [ref] ...`` per element,
+- ``element_page``: a page with more elements than the candidate cap is shown a page of elements at a time, the
+  elements that match the instruction first (:func:`rank_elements`); ``show more elements`` turns the page, so no
+  element is ever cut silently;
+- ``candidate_actions``: the action strings derived from the shown elements: ``click [ref] ...`` per element,
   ``type "<field value>" into [ref] ...`` per text box and task field, ``press <Enter>`` where there is a text box,
-  and ``DONE``;
-- ``parse_action``: an action string -> ``ParsedAction`` (``None`` when it names no known action).
+  ``show more elements`` when there are more, ``wait`` (where offered) and ``DONE``;
+- ``parse_action``: an action string -> ``ParsedAction`` (``None`` when it names no known action);
+- ``key_error`` / ``text_error``: why a key or a text cannot be sent to the browser (checked before sending, so a
+  bad one is an invalid action, never a browser error).
 
 Action strings name elements by ``ref`` (stable within an episode); the env checks that the element still exists.
 """
@@ -20,14 +25,25 @@ from enum import Enum
 from typing import Any
 
 __all__ = [
+    "MAX_TYPE_CHARS",
+    "MORE_ACTION",
+    "WAIT_ACTION",
     "ActionKind",
     "ElementView",
     "ParsedAction",
     "candidate_actions",
+    "element_page",
     "flatten_dom",
+    "key_error",
     "parse_action",
+    "rank_elements",
     "render_dom",
+    "text_error",
 ]
+
+MAX_TYPE_CHARS = 500
+MORE_ACTION = "show more elements"
+WAIT_ACTION = "wait"
 
 # Containers shown although they have children (their own click does something); a table cell is not among them:
 # a datepicker's 35 empty cells would push the day links past the candidate cap.
@@ -142,31 +158,141 @@ def render_dom(elements: Sequence[ElementView], *, text_limit: int = 40, max_ele
     return "\n".join(lines)
 
 
+_INTERACTIVE = frozenset({"button", "a", "select", "option", "textarea", "label", "li"})
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) >= 3 or w.isdigit()}
+
+
+def rank_elements(
+    elements: Sequence[ElementView], instruction: str, fields: Iterable[tuple[str, str]] = ()
+) -> list[ElementView]:
+    """``elements`` ordered by how likely the instruction targets them (stable: ties keep document order).
+
+    Score: +4 when the element's whole text is a field value or appears in the instruction as whole words (``b5``
+    is not in ``"b57"``), +2 when a word of its text, id or classes is a word of the instruction or of a field
+    value, +1 for an interactive element (inputs, buttons, links, options, labels, list items).
+    """
+    goal = instruction.lower()
+    values = {str(v).strip().lower() for _, v in fields if str(v).strip()}
+    goal_words = _words(instruction) | {w for v in values for w in _words(v)}
+
+    def score(e: ElementView) -> int:
+        text = " ".join(e.text.split()).lower()
+        in_goal = re.search(rf"(?<![a-z0-9]){re.escape(text)}(?![a-z0-9])", goal) is not None
+        whole = bool(text) and (text in values or in_goal)
+        words = bool((_words(e.text) | _words(e.id) | _words(e.classes)) & goal_words)
+        interactive = e.tag in _INTERACTIVE or e.tag.startswith("input")
+        return 4 * whole + 2 * words + int(interactive)
+
+    return sorted(elements, key=lambda e: -score(e))
+
+
+def element_page(
+    elements: Sequence[ElementView],
+    *,
+    instruction: str = "",
+    fields: Iterable[tuple[str, str]] = (),
+    page: int = 0,
+    per_page: int = 60,
+) -> tuple[list[ElementView], int]:
+    """The elements shown on candidate page ``page`` and the number of pages.
+
+    A page with at most ``per_page`` elements is one page, in document order. A larger one is ranked
+    (:func:`rank_elements`) and cut into pages of ``per_page``; each page is shown in document order.
+
+    Args:
+        elements: from :func:`flatten_dom`.
+        instruction: the task's instruction (ranks the elements it mentions first).
+        fields: the task's fields (their values rank like the instruction's words).
+        page: which page (taken modulo the number of pages).
+        per_page: elements per page (the candidate cap).
+
+    Raises:
+        ValueError: ``per_page < 1``.
+    """
+    if per_page < 1:
+        raise ValueError(f"per_page: expected >= 1, got {per_page}")
+    if len(elements) <= per_page:
+        return list(elements), 1
+    pages = -(-len(elements) // per_page)
+    start = (page % pages) * per_page
+    shown = {e.ref for e in rank_elements(elements, instruction, fields)[start : start + per_page]}
+    return [e for e in elements if e.ref in shown], pages
+
+
 def candidate_actions(
     elements: Sequence[ElementView],
     fields: Iterable[tuple[str, str]],
     *,
     text_limit: int = 30,
     max_clicks: int = 60,
+    more: bool = False,
+    wait: bool = False,
 ) -> list[str]:
-    """The action strings a scoring policy chooses from, derived from the page.
+    """The action strings a scoring policy chooses from, derived from the shown elements.
 
     Args:
-        elements: from :func:`flatten_dom`.
+        elements: the shown elements (:func:`element_page` of :func:`flatten_dom`).
         fields: the task's ``(key, value)`` fields: each value may be typed into each text box.
         text_limit: characters of element text kept in a click action's label.
-        max_clicks: click actions kept (in document order).
+        max_clicks: the candidate cap on elements; more elements than that is an error (page them with
+            :func:`element_page`: an element past the cap would silently be out of reach).
+        more: the page has more elements than shown (adds ``show more elements``).
+        wait: offer ``wait`` (re-observe after the page's own delays, e.g. an autocomplete list).
 
     Returns:
         ``click [ref] tag "text" #id`` per element, ``type "value" into [ref] ...`` per text box and distinct field
-        value, ``press <Enter>`` when a text box exists, and ``DONE`` last. No duplicates.
+        value, ``press <Enter>`` when a text box exists, ``show more elements``, ``wait``, and ``DONE`` last.
+        No duplicates.
+
+    Raises:
+        ValueError: more than ``max_clicks`` elements.
     """
+    if len(elements) > max_clicks:
+        raise ValueError(
+            f"elements: {len(elements)} exceed the candidate cap max_clicks={max_clicks}; page them with element_page"
+        )
     values = list(dict.fromkeys(v for _, v in fields if str(v).strip()))
-    clicks = [f"click {_label(e, text_limit)}" for e in elements][:max_clicks]
+    clicks = [f"click {_label(e, text_limit)}" for e in elements]
     boxes = [e for e in elements if e.is_text_box]
     types = [f'type "{v}" into {_label(e, text_limit)}' for e in boxes for v in values]
     keys = ["press <Enter>"] if boxes else []
-    return list(dict.fromkeys([*clicks, *types, *keys, "DONE"]))
+    extra = [MORE_ACTION] * more + [WAIT_ACTION] * wait
+    return list(dict.fromkeys([*clicks, *types, *keys, *extra, "DONE"]))
+
+
+def key_error(key: str) -> str | None:
+    """Why ``key`` is not a key MiniWoB++'s syntax can press, or ``None`` when it is.
+
+    The syntax: optional modifiers ``C-``, ``S-``, ``A-``, ``M-``, then one printable ASCII character or a special
+    key in angle brackets (``<Enter>``, ``<ArrowRight>``; the list is ``miniwob.constants.WEBDRIVER_SPECIAL_KEYS``).
+    """
+    from miniwob.constants import WEBDRIVER_MODIFIER_KEYS, WEBDRIVER_SPECIAL_KEYS
+
+    raw = key
+    while raw[:2] in WEBDRIVER_MODIFIER_KEYS and len(raw) > 2:
+        raw = raw[2:]
+    if raw in WEBDRIVER_SPECIAL_KEYS or (len(raw) == 1 and " " <= raw <= "~"):
+        return None
+    close = [k for k in WEBDRIVER_SPECIAL_KEYS if k.strip("<>").lower() == raw.strip("<>").lower()]
+    hint = f"; did you mean {close[0]}?" if close else "; keys are one character or <Name>, e.g. <Enter>, <ArrowRight>"
+    return f"unknown key {key[:40]!r}{hint}"
+
+
+def text_error(text: str, *, max_chars: int = MAX_TYPE_CHARS) -> str | None:
+    """Why ``text`` is not typed, else ``None``.
+
+    ChromeDriver types only characters of Unicode's basic plane, and a text longer than ``max_chars`` (one key
+    event each) would hold the browser past its script timeout: both are invalid actions.
+    """
+    if len(text) > max_chars:
+        return f"text is {len(text)} characters long; at most {max_chars} are typed in one action"
+    bad = [c for c in text if ord(c) > 0xFFFF]
+    if bad:
+        return f"text has characters the browser cannot type (outside the basic plane): {''.join(bad[:5])!r}"
+    return None
 
 
 class ActionKind(str, Enum):
@@ -175,6 +301,8 @@ class ActionKind(str, Enum):
     CLICK = "click"
     TYPE = "type"
     PRESS = "press"
+    WAIT = "wait"
+    MORE = "more"
     DONE = "DONE"
     FAIL = "FAIL"
 
@@ -200,16 +328,25 @@ _CLICK = re.compile(r"^\s*click\s*\[(-?\d+)\]", re.IGNORECASE)
 _TYPE = re.compile(r'^\s*type\s+"(.*)"\s+into\s*\[(-?\d+)\]', re.IGNORECASE | re.DOTALL)
 _PRESS = re.compile(r"^\s*press\s+(\S+)\s*$", re.IGNORECASE)
 _END = re.compile(r"^\s*(DONE|FAIL)\s*\.?\s*$", re.IGNORECASE)
+_WAIT = re.compile(r"^\s*wait\s*\.?\s*$", re.IGNORECASE)
+_MORE = re.compile(r"^\s*show\s+more\s+elements\s*\.?\s*$", re.IGNORECASE)
 
 
 def parse_action(action: str) -> ParsedAction | None:
-    """Parse ``click [12] ...``, ``type "x" into [7] ...``, ``press <Enter>``, ``DONE`` or ``FAIL``.
+    """Parse an action string.
+
+    The actions: ``click [12] ...``, ``type "x" into [7] ...``, ``press <Enter>``, ``wait``, ``show more elements``,
+    ``DONE`` and ``FAIL``.
 
     Returns:
         The parsed action, or ``None`` when the string names none of them (an invalid action, counted by the env).
     """
     if m := _END.match(action):
         return ParsedAction(ActionKind(m.group(1).upper()))
+    if _WAIT.match(action):
+        return ParsedAction(ActionKind.WAIT)
+    if _MORE.match(action):
+        return ParsedAction(ActionKind.MORE)
     if m := _CLICK.match(action):
         return ParsedAction(ActionKind.CLICK, ref=int(m.group(1)))
     if m := _TYPE.match(action):

@@ -1,4 +1,9 @@
-"""The curated MiniWoB++ task list (easy to hard), their families, their hints, and the task spec an episode plays.
+"""MiniWoB++ tasks: the curated list (easy to hard, with hints), every other shipped page, one's own page folders.
+
+Any page the ``miniwob`` wheel ships can be named (``catalog.py`` lists them by family); the curated ones below carry
+a level and hints, the others are ``Level.UNRATED`` without hints. Pages of one's own folder (``page_folder.py``) are
+named together with their folder (``pages_dir``, carried by ``MiniwobTaskSpec``). Lists of tasks accept
+task names and family names alike (:func:`select_tasks`).
 
 The list runs from easy to hard (within a level, the trivial one-button ``click-test`` comes after the other easy
 clicks). It is chosen so that a DOM-level agent (click an element, type a field value, press a key) can solve every
@@ -13,9 +18,15 @@ order) that the rewriter moves within their ranges.
 
 from __future__ import annotations
 
+import difflib
+import functools
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
+from pathlib import Path
 from typing import Any
+
+from rlanything_core.envs.miniwob.catalog import family_of, shipped_pages
 
 __all__ = [
     "CURATED_TASKS",
@@ -24,7 +35,9 @@ __all__ = [
     "MiniwobTaskSpec",
     "Setting",
     "UnknownTaskError",
+    "all_tasks",
     "resolve_task",
+    "select_tasks",
 ]
 
 
@@ -34,6 +47,7 @@ class Level(str, Enum):
     EASY = "easy"
     MEDIUM = "medium"
     HARD = "hard"
+    UNRATED = "unrated"  # a shipped page outside the curated list, or one's own page without a level
 
 
 @dataclass(frozen=True)
@@ -56,6 +70,8 @@ class MiniwobTask:
         hints: hints of increasing help, in the order the easier rewrites add them.
         own_page: the page is one of this library's (``pages/``), served beside the wheel's ``core/`` and ``common/``.
         settings: difficulty settings of an own page (``name -> Setting``); harder means higher.
+        folder: the folder holding ``<name>.html`` for a page of one's own folder (``None``: the wheel's or this
+            library's page).
     """
 
     name: str
@@ -64,6 +80,7 @@ class MiniwobTask:
     hints: tuple[str, ...]
     own_page: bool = False
     settings: dict[str, Setting] = field(default_factory=dict)
+    folder: str | None = None
 
 
 def _t(name: str, family: str, level: Level, *hints: str, **settings: Setting) -> MiniwobTask:
@@ -126,41 +143,119 @@ CURATED_TASKS: dict[str, MiniwobTask] = {
 
 
 class UnknownTaskError(ValueError):
-    """A task name that is not in the curated list (the message lists the curated names)."""
+    """A task or family name that no page carries (the message lists close names and the families)."""
 
 
-def resolve_task(name: str) -> MiniwobTask:
-    """The curated task named ``name``.
+@functools.cache
+def _shipped_task(name: str) -> MiniwobTask:
+    return MiniwobTask(name, family_of(name), Level.UNRATED, ())
+
+
+def _own_folder(pages_dir: str | Path) -> dict[str, MiniwobTask]:
+    from rlanything_core.envs.miniwob.page_folder import load_page_folder
+
+    return load_page_folder(pages_dir)
+
+
+def all_tasks(*, pages_dir: str | Path | None = None) -> dict[str, MiniwobTask]:
+    """Every nameable task: the curated list (easy first), the wheel's other pages, then ``pages_dir``'s pages.
+
+    Args:
+        pages_dir: a folder of one's own pages (``page_folder.py``).
 
     Raises:
-        UnknownTaskError: ``name`` is not curated; the message lists every curated name, easy first.
+        PageFolderError: ``pages_dir`` is not a valid page folder.
     """
-    task = CURATED_TASKS.get(name)
-    if task is None:
-        order = {Level.EASY: 0, Level.MEDIUM: 1, Level.HARD: 2}
-        names = ", ".join(t.name for t in sorted(CURATED_TASKS.values(), key=lambda t: order[t.level]))
-        raise UnknownTaskError(f"task: unknown MiniWoB++ task {name!r}; the curated tasks are: {names}")
-    return task
+    order = {Level.EASY: 0, Level.MEDIUM: 1, Level.HARD: 2}
+    out = {t.name: t for t in sorted(CURATED_TASKS.values(), key=lambda t: order[t.level])}
+    for name in sorted(shipped_pages(), key=lambda n: (family_of(n), n)):
+        out.setdefault(name, _shipped_task(name))
+    if pages_dir is not None:
+        out.update(_own_folder(pages_dir))  # load_page_folder refuses names the wheel or the curated list have
+    return out
+
+
+def _unknown(what: str, name: str, known: dict[str, MiniwobTask]) -> UnknownTaskError:
+    families = sorted({t.family for t in known.values()})
+    close = difflib.get_close_matches(name, [*known, *families], n=5, cutoff=0.6)
+    hint = f"close names: {', '.join(close)}; " if close else ""
+    return UnknownTaskError(
+        f"{what}: unknown MiniWoB++ task {name!r}; {hint}{len(known)} tasks can be named (all_tasks()), "
+        f"in the families {', '.join(families)}"
+    )
+
+
+def resolve_task(name: str, *, pages_dir: str | Path | None = None) -> MiniwobTask:
+    """The task named ``name``: curated, another page of the wheel, or a page of one's own folder.
+
+    Args:
+        name: the page name (``click-button``).
+        pages_dir: a folder of one's own pages to look in first. A page of one's own is found only through its
+            folder (two folders may hold pages of the same name, with different checkers).
+
+    Raises:
+        UnknownTaskError: no page has that name; the message lists close names and the families.
+        PageFolderError: ``pages_dir`` is not a valid page folder.
+    """
+    if pages_dir is not None and name in (folder := _own_folder(pages_dir)):
+        return folder[name]
+    if name in CURATED_TASKS:
+        return CURATED_TASKS[name]
+    if name in shipped_pages():
+        return _shipped_task(name)
+    raise _unknown("task", name, all_tasks(pages_dir=pages_dir))
+
+
+def select_tasks(entries: Iterable[str], *, pages_dir: str | Path | None = None, key: str = "tasks") -> list[str]:
+    """Task names from a list of task names and family names (a family stands for all its pages), in order.
+
+    Args:
+        entries: task names (``click-tab-2``) and families (``booking``), mixed.
+        pages_dir: a folder of one's own pages whose names and families may appear.
+        key: what the list is called, for the error message.
+
+    Returns:
+        The distinct task names: entries in their order, a family's pages in :func:`all_tasks` order.
+
+    Raises:
+        UnknownTaskError: an entry is neither a task nor a family (the message names the entry and ``key``).
+    """
+    known = all_tasks(pages_dir=pages_dir)
+    families: dict[str, list[str]] = {}
+    for task in known.values():
+        families.setdefault(task.family, []).append(task.name)
+    out: list[str] = []
+    for entry in map(str, entries):
+        if entry in known:
+            out.append(entry)
+        elif entry in families:
+            out.extend(families[entry])
+        else:
+            raise _unknown(key, entry, known)
+    return list(dict.fromkeys(out))
 
 
 @dataclass(frozen=True)
 class MiniwobTaskSpec:
-    """What one episode plays: a curated page, the seed of its random problem, hints, difficulty settings.
+    """What one episode plays: a page, the seed of its random problem, hints, difficulty settings.
 
     Attributes:
-        name: a curated task name (checked at construction).
+        name: a task name (checked at construction: any shipped page, a curated one, or one of ``pages_dir``).
         seed: seeds the page's problem generator (``Math.seedrandom``): same spec, same page.
         hints: sentences appended to the page's instruction (the checker is untouched).
         settings: ``(name, value)`` pairs of an own page's difficulty settings (missing ones take the default).
+        pages_dir: the folder of one's own pages the page comes from (``None``: the wheel's or this library's);
+            carried in the spec so that worker processes and a reloaded pool find the page.
     """
 
     name: str
     seed: int = 0
     hints: tuple[str, ...] = ()
     settings: tuple[tuple[str, int], ...] = ()
+    pages_dir: str | None = None
 
     def __post_init__(self) -> None:
-        task = resolve_task(self.name)
+        task = self.task
         for key, value in self.settings:
             if key not in task.settings:
                 raise ValueError(
@@ -172,8 +267,8 @@ class MiniwobTaskSpec:
 
     @property
     def task(self) -> MiniwobTask:
-        """The curated task."""
-        return resolve_task(self.name)
+        """The task this spec plays."""
+        return resolve_task(self.name, pages_dir=self.pages_dir)
 
     def resolved_settings(self) -> dict[str, int]:
         """Every setting of the page, the spec's values over the defaults."""
@@ -183,15 +278,21 @@ class MiniwobTaskSpec:
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> MiniwobTaskSpec:
-        """Build from a pool task's ``data`` (``{"task", "seed", "hints", "settings"}``)."""
+        """Build from a pool task's ``data`` (``{"task", "seed", "hints", "settings"[, "pages_dir"]}``)."""
         settings = data.get("settings", {}) or {}
+        pages_dir = data.get("pages_dir")
         return cls(
             name=str(data["task"]),
             seed=int(data.get("seed", 0)),
             hints=tuple(str(h) for h in data.get("hints", ())),
             settings=tuple(sorted((str(k), int(v)) for k, v in settings.items())),
+            pages_dir=None if pages_dir is None else str(pages_dir),
         )
 
     def to_data(self) -> dict[str, Any]:
-        """The pool task's ``data`` (JSON-ready)."""
-        return {"task": self.name, "seed": self.seed, "hints": list(self.hints), "settings": dict(self.settings)}
+        """The pool task's ``data`` (JSON-ready; ``pages_dir`` only when set)."""
+        data: dict[str, Any] = {"task": self.name, "seed": self.seed, "hints": list(self.hints),
+                                "settings": dict(self.settings)}  # fmt: skip
+        if self.pages_dir is not None:
+            data["pages_dir"] = self.pages_dir
+        return data

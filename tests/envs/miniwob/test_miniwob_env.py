@@ -150,7 +150,7 @@ def test_browser_that_does_not_start_names_binary_and_variables(monkeypatch: pyt
 def test_harder_pages_are_solvable_with_the_candidate_actions(env: object) -> None:
     obs = env.reset(MiniwobTaskSpec("choose-date-easy", seed=1))  # a read-only box: the calendar must be used
     obs = env.step(pick(obs, "#datepicker", "click")).observation
-    obs = env.step(pick(obs, 'click [', f' a "{field(obs, "day")}"')).observation
+    obs = env.step(pick(obs, "click [", f' a "{field(obs, "day")}"')).observation
     assert env.step(pick(obs, "Submit")).done and env.verify().won
     obs = env.reset(MiniwobTaskSpec("email-inbox-forward-nl", seed=1))
     obs = env.step(pick(obs, f'"{field(obs, "by")}"', "div")).observation

@@ -8,9 +8,13 @@ from rlanything_core.envs.miniwob.render import (
     ActionKind,
     ElementView,
     candidate_actions,
+    element_page,
     flatten_dom,
+    key_error,
     parse_action,
+    rank_elements,
     render_dom,
+    text_error,
 )
 from rlanything_core.envs.miniwob.tasks import CURATED_TASKS, Level, MiniwobTaskSpec, UnknownTaskError, resolve_task
 
@@ -81,6 +85,8 @@ def test_candidates_click_type_press_done() -> None:
         ('type "a b" into [7] input_text', ActionKind.TYPE, 7, "a b"),
         ("press <Enter>", ActionKind.PRESS, None, "<Enter>"),
         ("DONE", ActionKind.DONE, None, None),
+        (" Wait.", ActionKind.WAIT, None, None),
+        ("show more elements", ActionKind.MORE, None, None),
         (" fail. ", ActionKind.FAIL, None, None),
     ],
 )
@@ -90,7 +96,9 @@ def test_parse_action(text: str, kind: ActionKind, ref: int | None, payload: str
     assert payload in (None, parsed.text, parsed.key)
 
 
-@pytest.mark.parametrize("text", ["", "go north", "click button", 'type "x" somewhere', "DONE now"])
+@pytest.mark.parametrize(
+    "text", ["", "go north", "click button", 'type "x" somewhere', "DONE now", "wait 5", "show more", "press"]
+)
 def test_parse_action_rejects(text: str) -> None:
     assert parse_action(text) is None
 
@@ -104,14 +112,14 @@ def test_every_candidate_parses_back_to_its_element() -> None:
             assert parsed.ref in {e.ref for e in elements}
 
 
-def test_curated_list_spans_levels_and_unknown_names_list_them() -> None:
-    assert {t.level for t in CURATED_TASKS.values()} == set(Level)
+def test_curated_list_spans_levels_and_unknown_names_are_refused() -> None:
+    assert {t.level for t in CURATED_TASKS.values()} == {Level.EASY, Level.MEDIUM, Level.HARD}
     assert all(t.hints for t in CURATED_TASKS.values())
-    with pytest.raises(UnknownTaskError, match="click-button.*login-user") as err:
+    with pytest.raises(UnknownTaskError, match="'click-buton'.*close names: click-button") as err:
         resolve_task("click-buton")
-    assert "'click-buton'" in str(err.value) and all(name in str(err.value) for name in CURATED_TASKS)
+    assert "families" in str(err.value)
     with pytest.raises(UnknownTaskError):
-        MiniwobTaskSpec("drag-box")
+        MiniwobTaskSpec("drag-boxes")
 
 
 def test_task_spec_settings_are_checked_and_round_trip() -> None:
@@ -130,3 +138,51 @@ def test_text_nodes_have_negative_refs_and_their_clicks_parse() -> None:
     assert cands[2] == 'click [-1] t "Remember me"'
     parsed = parse_action(cands[2])
     assert parsed is not None and parsed.ref == -1
+
+
+@pytest.mark.parametrize(
+    ("key", "fault"),
+    [
+        ("<Enter>", None), ("a", None), ("C-a", None), ("S-<Tab>", None), ("A-C-<ArrowLeft>", None), ("-", None),
+        ("Enter", "did you mean <Enter>"), ("<enter>", "did you mean <Enter>"), ("<Right>", "unknown key '<Right>'"),
+        ("C-", "unknown key 'C-'"), ("é", "unknown key"), ("ab", "unknown key 'ab'"), ("C-<Nope>", "unknown key"),
+    ],
+)  # fmt: skip
+def test_key_error_knows_miniwobs_key_syntax(key: str, fault: str | None) -> None:
+    error = key_error(key)
+    assert error is None if fault is None else (error is not None and fault in error)
+
+
+def test_text_error_refuses_what_chromedriver_cannot_type() -> None:
+    assert text_error("Grüße, 東京 <tag> \n") is None
+    assert "basic plane" in (text_error("ok \U0001f600") or "")
+    assert text_error("x" * 500) is None and "501 characters long" in (text_error("x" * 501) or "")
+
+
+def _buttons(n: int) -> list[ElementView]:
+    return [ElementView(ref=i, tag="button", text=f"b{i}") for i in range(n)] + [ElementView(ref=n, tag="div")]
+
+
+def test_element_pages_cover_every_element_once_with_the_target_first() -> None:
+    elements = _buttons(90)
+    goal = 'Click the button "b77".'
+    first, pages = element_page(elements, instruction=goal, page=0, per_page=60)
+    assert pages == 2 and len(first) == 60 and 77 in {e.ref for e in first}
+    assert [e.ref for e in first] == sorted(e.ref for e in first)  # a page reads in document order
+    second, _ = element_page(elements, instruction=goal, page=1, per_page=60)
+    assert sorted(e.ref for e in first + second) == list(range(91))
+    assert element_page(elements, instruction=goal, page=2, per_page=60)[0] == first  # pages wrap around
+    assert element_page(elements[:60], instruction=goal)[1] == 1
+    assert rank_elements(elements, goal)[0].ref == 77  # 'b7' is not in '"b77"': whole words only
+    with pytest.raises(ValueError, match="per_page"):
+        element_page(elements, per_page=0)
+
+
+def test_candidates_never_cut_silently() -> None:
+    elements = _buttons(90)
+    with pytest.raises(ValueError, match="91 exceed the candidate cap max_clicks=60"):
+        candidate_actions(elements, [])
+    shown, _ = element_page(elements, instruction="b3")
+    cands = candidate_actions(shown, [], more=True, wait=True)
+    assert cands[-3:] == ["show more elements", "wait", "DONE"] and len(cands) == 63
+    assert all(parse_action(c) is not None for c in cands)
