@@ -78,7 +78,6 @@ class PoolSnapshots:
         self._on_writer_then_share(lambda: self._restore_on_writer(completed_iterations))
 
     def _restore_on_writer(self, completed_iterations: int) -> None:
-        state = self.pool.run_dir / "pool" / "state.json"
         if completed_iterations > 0:
             snapshot = self._snapshot_path(completed_iterations - 1)
             if not snapshot.is_file():
@@ -86,12 +85,9 @@ class PoolSnapshots:
             initial = snapshot
         else:
             initial = self.pool.run_dir / "pool" / "snapshots" / "initial.json"
-        if initial.is_file():
-            tmp = state.with_suffix(".restore.tmp")
-            shutil.copyfile(initial, tmp)
-            with open(tmp, "rb") as fh:
-                os.fsync(fh.fileno())
-            os.replace(tmp, state)
+        if initial.is_file():  # validated before it replaces state.json (TaskPool.restore)
+            self.pool = self.pool.restore(initial)
+            return
         self.pool.close()
         self.pool = TaskPool.load(self.pool.run_dir, writer=True)
 
