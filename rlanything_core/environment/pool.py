@@ -205,13 +205,15 @@ class TaskPool:
             raise
         return pool
 
-    def restore(self, snapshot: str | os.PathLike[str]) -> TaskPool:
+    def restore(self, snapshot: str | os.PathLike[str], *, persist: bool = True) -> TaskPool:
         """Make ``snapshot`` (a copy of an earlier ``state.json``) the saved state; return the pool loaded from it.
 
         The snapshot is read once and checked completely (JSON, version, every task file it names, consistency)
         before those same bytes replace ``state.json`` (atomically): a corrupt snapshot raises
         :class:`CorruptFileError` naming it and leaves ``state.json`` and this pool as they were (issue 28: it used
         to be copied over a good state first). The writer only; this pool is closed and its lock passes on.
+        With ``persist=False`` nothing is written: the returned pool holds the snapshot's state until its next
+        ``save`` (for a state that a later restore may still replace).
 
         Raises:
             CorruptFileError: the snapshot, or a task file it names, is corrupt, missing or inconsistent.
@@ -231,6 +233,10 @@ class TaskPool:
             raise CorruptFileError(str(err) if _SNAPSHOT_FIX in str(err) else f"{err}; {_SNAPSHOT_FIX}") from None
         except (FileNotFoundError, ValueError) as err:
             raise CorruptFileError(f"pool snapshot {path}: {err}; {_SNAPSHOT_FIX}") from None
+        if not persist:
+            self.close()
+            probe.claim_writer()
+            return probe
         atomic_write_bytes(self.run_dir / "pool" / "state.json", payload)
         self.close()
         return TaskPool.load(self.run_dir, writer=True)

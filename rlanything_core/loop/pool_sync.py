@@ -94,13 +94,17 @@ class PoolSnapshots:
     def save_initial_pool(self) -> None:
         """Persist the pool as it is before iteration 0 (the state a resume from scratch returns to).
 
-        A run restarted before its first checkpoint already has that state: it returns to it instead. Collective.
+        A run restarted before its first checkpoint already has that state: it returns to it instead, in memory only
+        (the data module calls this before Lightning loads a checkpoint, whose ``restore_pool`` then replaces it;
+        writing it would have overwritten the saved state even where that restore then fails on a corrupt
+        snapshot). Collective.
         """
         self._elect_writer()
 
         def on_writer() -> None:
-            if (self.pool.run_dir / "pool" / "snapshots" / "initial.json").is_file():
-                self._restore_on_writer(0)
+            initial = self.pool.run_dir / "pool" / "snapshots" / "initial.json"
+            if initial.is_file():
+                self.pool = self.pool.restore(initial, persist=False)
                 return
             self.pool.save()
             self._copy_state(self.pool.run_dir / "pool" / "snapshots" / "initial.json")
