@@ -185,9 +185,10 @@ class TaskPool:
         """Load the last saved state.
 
         Raises:
-            FileNotFoundError: no state was saved (or a task file it names is missing).
-            CorruptFileError: a state or task file is empty, truncated, garbage or malformed (the message names it).
-            ValueError: the state is inconsistent (e.g. a slot's active task disagrees with the accept history).
+            FileNotFoundError: no state was saved.
+            CorruptFileError: a state or task file is missing, empty, truncated, garbage, malformed or inconsistent
+                (e.g. a slot's active task disagrees with the accept history); one line naming the file, what is
+                wrong and what to do.
             RuntimeError: ``writer=True`` and another process holds the writer lock.
 
         The writer lock taken here is released again whenever loading fails, so a retry in this process can work.
@@ -200,6 +201,9 @@ class TaskPool:
         pool = cls(Path(run_dir), band=tuple(band), writer=writer)  # type: ignore[arg-type]
         try:
             pool._fill(path, state)
+        except ValueError as err:  # CorruptFileError included: one line, what is wrong and what to do
+            pool.close()
+            raise CorruptFileError(str(err) if _STATE_FIX in str(err) else f"{err}; {_STATE_FIX}") from None
         except BaseException:
             pool.close()
             raise
@@ -275,6 +279,9 @@ class TaskPool:
                     self.tasks[task_id] = TaskSpec.from_dict(record)
                 except CorruptFileError:
                     raise
+                except FileNotFoundError:
+                    raise CorruptFileError(f"{task_path}: missing, but {path} names it as the file of task "
+                                           f"{task_id!r}") from None
                 except (KeyError, TypeError, ValueError) as err:
                     raise CorruptFileError(f"{task_path}: malformed task record ({err})") from None
                 if self.tasks[task_id].task_id != task_id:

@@ -21,6 +21,7 @@ from typing import Any
 
 import torch.distributed as dist
 
+from rlanything_core.environment._io import CorruptFileError
 from rlanything_core.environment.pool import TaskPool
 from rlanything_core.environment.rewriters.protocol import Candidate, TaskSpec
 from rlanything_core.loop.adaptation import EnvironmentAdaptation, RewriteRequest
@@ -81,7 +82,8 @@ class PoolSnapshots:
         if completed_iterations > 0:
             snapshot = self._snapshot_path(completed_iterations - 1)
             if not snapshot.is_file():
-                raise FileNotFoundError(f"pool snapshot {snapshot} for the checkpoint's iteration is missing")
+                raise CorruptFileError(f"{snapshot}: the pool snapshot of the checkpoint's iteration is missing; "
+                                       "restore it from a backup, or start again in a new run_dir")
             initial = snapshot
         else:
             initial = self.pool.run_dir / "pool" / "snapshots" / "initial.json"

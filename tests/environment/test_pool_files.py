@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from rlanything_core.environment._io import CorruptFileError
 from rlanything_core.environment.pool import TaskPool
 from rlanything_core.environment.rewriters.protocol import Candidate, TaskSpec
 
@@ -208,4 +209,39 @@ def test_intact_snapshot_is_restored(tmp_path: Path) -> None:
     assert _state(tmp_path).read_bytes() == snapshot.read_bytes()
     with pytest.raises(RuntimeError, match="writer=False"):
         TaskPool.load(tmp_path, writer=False).restore(snapshot)
+    driver.pool.close()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["truncate", "missing_key", "inconsistent", "missing_task_file"],
+)
+def test_every_damaged_state_says_what_to_do_in_one_line(tmp_path: Path, damage: str) -> None:
+    """Old behaviour: the messages named the file and the fault but not what to do; a missing task file was a bare
+    ``FileNotFoundError``."""
+    _pool_with_history(tmp_path)
+    raw = _state(tmp_path).read_bytes()
+    state = json.loads(raw)
+    if damage == "truncate":
+        _state(tmp_path).write_bytes(raw[:100])
+    elif damage == "missing_key":
+        del state["slots"]
+    elif damage == "inconsistent":
+        state["events"] = []
+    else:
+        (tmp_path / "pool" / "tasks" / state["task_files"]["r2"]).unlink()
+    if damage != "truncate":
+        _state(tmp_path).write_text(json.dumps(state))
+    with pytest.raises(CorruptFileError) as info:
+        TaskPool.load(tmp_path, writer=False)
+    message = str(info.value)
+    assert "pool/" in message and "resume from a checkpoint whose pool snapshot" in message and "\n" not in message
+
+
+def test_a_missing_snapshot_is_named_with_what_to_do(tmp_path: Path) -> None:
+    """Old behaviour: a bare ``FileNotFoundError`` without a way out."""
+    _pool_with_history(tmp_path)
+    driver = _Driver(TaskPool.load(tmp_path))
+    with pytest.raises(CorruptFileError, match=r"iter_000004.json: the pool snapshot .* is missing; restore it"):
+        driver.restore_pool(5)
     driver.pool.close()
