@@ -186,7 +186,8 @@ def resume_path(path: str | os.PathLike[str]) -> Path | None:
     """``path`` when it names a complete checkpoint (a file, or a link to a sharded one), else ``None``.
 
     Raises:
-        CorruptFileError: a checkpoint file is there but damaged (:func:`check_checkpoint_file`).
+        CorruptFileError: a checkpoint file is there but damaged (:func:`check_checkpoint_file`), or a checkpoint
+            link points at no complete sharded checkpoint (a link is only ever made to one: its shards were lost).
     """
     target = Path(path)
     if target.is_file():
@@ -194,6 +195,9 @@ def resume_path(path: str | os.PathLike[str]) -> Path | None:
         return target
     if target.is_dir() and (target / METADATA).is_file():
         return target
+    if target.is_symlink():  # without this, the run silently started over
+        raise CorruptFileError(f"{target}: links to {os.readlink(target)}, which is not a complete sharded checkpoint "
+                               f"(no {METADATA}); {_CKPT_FIX}")
     return None
 
 

@@ -93,3 +93,17 @@ def test_a_flipped_byte_in_the_pickle_fails_its_crc(tmp_path: Path) -> None:
     path.write_bytes(bytes(raw))
     with pytest.raises(CorruptFileError, match="Bad CRC"):
         resume_path(path)
+
+
+def test_a_dangling_sharded_checkpoint_link_is_named(tmp_path: Path) -> None:
+    """Old behaviour: ``resume_path`` returned None and the run silently started over from iteration 0."""
+    from rlanything_core.environment._io import CorruptFileError
+
+    (tmp_path / ".shards" / "last-abc").mkdir(parents=True)
+    link = tmp_path / "last.ckpt"
+    link.symlink_to(".shards/last-abc")
+    with pytest.raises(CorruptFileError, match=r"last.ckpt: links to .shards/last-abc, which is not a complete"):
+        resume_path(link)
+    (tmp_path / ".shards" / "last-abc").rmdir()
+    with pytest.raises(CorruptFileError, match="move it aside and rerun"):
+        resume_path(link)
