@@ -7,15 +7,14 @@ A run folder holds ``logs/metrics.csv`` (training rows and evaluation rows, the 
 
 from __future__ import annotations
 
-import csv
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from experiments.ablation_stats import Curve, curve
-from experiments.eval_record import read_eval_outcomes
+from experiments.eval_record import read_eval_metrics, read_eval_outcomes
+from rlanything_core.lightning import csv_logger
 
 __all__ = ["ArmRun", "eval_rows", "final_eval", "game_success", "read_arm_run", "read_before_run", "read_metrics"]
 
@@ -48,12 +47,8 @@ class ArmRun:
 
 
 def read_metrics(run_dir: Path) -> list[dict[str, float]]:
-    """The rows of ``run_dir/logs/metrics.csv`` (empty cells dropped); [] when absent."""
-    path = run_dir / "logs" / "metrics.csv"
-    if not path.is_file():
-        return []
-    with open(path) as fh:
-        return [{k: float(v) for k, v in row.items() if v not in ("", None)} for row in csv.DictReader(fh)]
+    """The rows of ``run_dir/logs/metrics.csv`` (empty cells dropped); [] when absent; a damaged file is named."""
+    return csv_logger.read_metrics(run_dir / "logs" / "metrics.csv")
 
 
 def eval_rows(rows: Sequence[Mapping[str, float]]) -> list[dict[str, float]]:
@@ -86,7 +81,7 @@ def read_arm_run(arm: str, seed: int, run_dir: Path) -> ArmRun:
 
 def read_before_run(seed: int, run_dir: Path) -> ArmRun:
     """Read the "before optimization" evaluation (``eval.json``, no training)."""
-    metrics = {f"eval/{k}": v for k, v in json.loads((run_dir / "eval.json").read_text()).items()}
+    metrics = {f"eval/{k}": v for k, v in read_eval_metrics(run_dir).items()}
     return ArmRun(
         arm="before",
         seed=seed,

@@ -7,12 +7,15 @@ keys are all known (``model.temprature``) or a value out of range (``optim.polic
 becomes a :class:`~config_checks.ConfigError` naming the key and the fix, before any model is built or directory is
 written.
 
-Tolerant of new groups: the top level, ``optim`` and ``eval`` are checked key by key (other top-level keys belong to
-other groups: ``arm``, ``trainer``, ``profile``, ablate.py's own ...); a ``setting`` or ``model`` whose ``name`` has a
-schema in :data:`SETTING_SCHEMAS` / :data:`MODEL_SCHEMAS` is checked strictly (every key known), any other by the
-shared keys of :class:`SettingSchema` / :class:`ModelSchema` only. A new setting or model adds its dataclass there
-(or calls :func:`register_setting` / :func:`register_model` from its own module). Cross-key and filesystem checks
-(bands, data folders, the judge arm) stay in ``config_checks.py``.
+The top level is closed: a key that neither :class:`TopLevelSchema` nor any file of ``experiments/conf`` (the primary
+configs and every group, all ``_global_``) defines, nor :data:`RUNTIME_KEYS`, is refused (``+no_such_key=1``:
+Hydra's ``+`` adds a key even in struct mode; issue 28). A new group adds its keys by shipping its yaml there, or
+calls :func:`register_top_level`. ``optim`` and ``eval`` are checked key by key; a ``setting`` or ``model`` whose
+``name`` has a schema in :data:`SETTING_SCHEMAS` / :data:`MODEL_SCHEMAS` is checked strictly (every key known), any
+other by the shared keys of :class:`SettingSchema` / :class:`ModelSchema` only. A new setting or model adds its
+dataclass there (or calls :func:`register_setting` / :func:`register_model` from its own module). Cross-key and
+filesystem checks (bands, data folders, the judge arm) stay in ``config_checks.py``, ``_target_`` nodes are checked
+by ``config_targets.py``.
 
 Why not the schema as the first entry of ``train.yaml``'s defaults list (Hydra then checks types while composing):
 that makes the whole config a structured one, closed to keys the schema does not name, so every setting, model and
@@ -23,21 +26,25 @@ The explicit merge keeps the same dataclasses and checks them after composition,
 from __future__ import annotations
 
 import dataclasses
-import inspect
+import difflib
+import functools
 import math
 from dataclasses import dataclass, field
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from hydra.utils import get_method
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException, ValidationError
 
 from experiments.config_checks import ConfigError
+from experiments.config_targets import check_targets
 
 __all__ = [
+    "CONF_DIR",
     "MODEL_SCHEMAS",
+    "RUNTIME_KEYS",
     "SETTING_SCHEMAS",
     "ActionSelection",
     "AlfworldSetting",
@@ -56,7 +63,14 @@ __all__ = [
     "check_schema",
     "register_model",
     "register_setting",
+    "register_top_level",
+    "top_level_keys",
 ]
+
+CONF_DIR = Path(__file__).resolve().parent / "conf"
+"""The shipped configs: every top-level key one of them defines is a known key."""
+RUNTIME_KEYS: set[str] = {"hydra", "seed_worker", "warm_start_seed"}
+"""Top-level keys no shipped file defines: Hydra's own node and those ablate.py adds on its workers' command lines."""
 
 
 def _range(*, ge: float | None = None, gt: float | None = None, lt: float | None = None) -> dict[str, float]:
@@ -300,6 +314,40 @@ def register_model(name: str, schema: type) -> None:
 _store()
 
 
+def register_top_level(name: str) -> None:
+    """Accept the top-level key ``name`` (a group shipped outside ``experiments/conf``)."""
+    RUNTIME_KEYS.add(name)
+
+
+@functools.lru_cache(maxsize=4)
+def _file_keys(conf_dir: Path) -> frozenset[str]:
+    keys: set[str] = set()
+    for path in sorted(conf_dir.rglob("*.yaml")):
+        node = OmegaConf.load(path)
+        if isinstance(node, DictConfig):
+            keys.update(str(k) for k in node if k != "defaults")
+    return frozenset(keys)
+
+
+def top_level_keys(conf_dir: Path = CONF_DIR) -> frozenset[str]:
+    """Every known top-level key: :class:`TopLevelSchema`'s, the shipped files' and :data:`RUNTIME_KEYS`."""
+    return frozenset({f.name for f in dataclasses.fields(TopLevelSchema)} | _file_keys(conf_dir) | RUNTIME_KEYS)
+
+
+def _check_top_level(cfg: DictConfig) -> None:
+    known = top_level_keys()
+    for item in cfg:
+        key = str(item)
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=3)
+            hint = f"did you mean {' or '.join(close)}? " if close else ""
+            raise ConfigError(
+                key,
+                "unknown top-level key (no config file or schema defines it)",
+                f"{hint}remove +{key}=... or use one of {sorted(known)}",
+            )
+
+
 def _fix(schema: type, name: str) -> str:
     spec = {f.name: f for f in dataclasses.fields(schema)}.get(name)
     if spec is None:
@@ -355,37 +403,9 @@ def _check_node(prefix: str, node: Any, schema: type, *, strict: bool) -> None:
             raise ConfigError(f"{prefix}{spec.name}", f"out of range: {value!r}", _fix(schema, spec.name))
 
 
-def _check_target_kwargs(key: str, node: Any) -> None:
-    """Every key of a Hydra ``_target_`` node must be a parameter of the target (typos fail here, not at build)."""
-    if not isinstance(node, DictConfig) or "_target_" not in node:
-        return
-    try:
-        target = get_method(str(node["_target_"]))
-    except Exception as err:  # noqa: BLE001 - Hydra raises several types for an unimportable target
-        raise ConfigError(f"{key}._target_", f"cannot import {node['_target_']!r} ({err})", "fix the target") from None
-    try:
-        params = inspect.signature(target).parameters
-    except (TypeError, ValueError):
-        return
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return  # accepts anything (transformers' from_pretrained): nothing to check here
-    for item in node:
-        name = str(item)
-        if name.startswith("_") or name in params:
-            continue
-        raise ConfigError(f"{key}.{name}", f"not a parameter of {node['_target_']}",
-                          f"use one of {sorted(n for n in params if not n.startswith('_'))} (a typo?)")
-
-
-TARGET_NODES = ("optim.policy_loss", "optim.judge_loss", "optim.policy_optimizer", "optim.judge_optimizer",
-                "arm.integrator")
-"""The ``_target_`` nodes Hydra builds the loop's parts from (their keys are checked against the target)."""
-VARIANT_GROUPS = ("selectors", "votes", "rewriters")
-"""Groups of ``_target_`` nodes chosen by name (``model.action_selection``, ``model.judge_votes``, the setting)."""
-
-
 def check_schema(cfg: DictConfig) -> None:
     """Check ``cfg`` against the schema (see the module docstring); raises :class:`ConfigError` on the first fault."""
+    _check_top_level(cfg)
     _check_node("", cfg, TopLevelSchema, strict=False)
     for key, group in (("optim", OptimSchema), ("eval", EvalSchema)):
         if OmegaConf.select(cfg, key) is not None:
@@ -393,8 +413,11 @@ def check_schema(cfg: DictConfig) -> None:
     setting = OmegaConf.select(cfg, "setting")
     if setting is not None:
         if "name" not in setting:
-            raise ConfigError("setting", "no setting chosen (a profile only adjusts one)",
-                              "add +setting=alfworld (or textworld, coding, livebench)")
+            raise ConfigError(
+                "setting",
+                "no setting chosen (a profile only adjusts one)",
+                "add +setting=alfworld (or textworld, coding, livebench)",
+            )
         name = str(setting["name"])
         schema = SETTING_SCHEMAS.get(name)
         _check_node("setting.", setting, schema or SettingSchema, strict=schema is not None)
@@ -403,10 +426,4 @@ def check_schema(cfg: DictConfig) -> None:
         name = str(model.get("name", ""))
         schema = MODEL_SCHEMAS.get(name)
         _check_node("model.", model, schema or ModelSchema, strict=schema is not None)
-        for role in ("policy", "judge"):
-            _check_target_kwargs(f"model.{role}", model.get(role))
-    for key in TARGET_NODES:
-        _check_target_kwargs(key, OmegaConf.select(cfg, key))
-    for group in VARIANT_GROUPS:
-        for name in OmegaConf.select(cfg, group, default=None) or {}:
-            _check_target_kwargs(f"{group}.{name}", cfg[group][name])
+    check_targets(cfg)

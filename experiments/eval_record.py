@@ -7,17 +7,33 @@ it per arm and seed and pairs the episodes by (split, game, run). Evaluators tha
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from rlanything_core.environment._io import atomic_write_json
+from rlanything_core.environment._io import CorruptFileError, atomic_write_json, read_json
 
-__all__ = ["OUTCOMES_FILE", "read_eval_outcomes", "write_eval_outcomes"]
+__all__ = ["EVAL_FILE", "OUTCOMES_FILE", "read_eval_metrics", "read_eval_outcomes", "write_eval_outcomes"]
 
+EVAL_FILE = "eval.json"
 OUTCOMES_FILE = "eval_outcomes.json"
 _FIELDS = ("split", "task_id", "run", "won", "steps")
+_FIX = "delete it and rerun the same command (train.py evaluates again; the ablation reruns that evaluation)"
+
+
+def read_eval_metrics(run_dir: Path) -> dict[str, float]:
+    """The metrics of an ``eval_only`` run (``<run_dir>/eval.json``: metric name -> number).
+
+    Raises:
+        FileNotFoundError: the run wrote no ``eval.json``.
+        CorruptFileError: the file is damaged, or a value is not a number (one line: the file, what, what to do).
+    """
+    path = run_dir / EVAL_FILE
+    data = read_json(path, fix=_FIX)
+    bad = next((k for k, v in data.items() if isinstance(v, bool) or not isinstance(v, int | float)), None)
+    if bad is not None:
+        raise CorruptFileError(f"{path}: {bad!r} is {data[bad]!r}, not a number; {_FIX}")
+    return {str(k): float(v) for k, v in data.items()}
 
 
 def write_eval_outcomes(run_dir: Path, evaluator: Any, iteration: int) -> bool:
@@ -33,13 +49,14 @@ def read_eval_outcomes(run_dir: Path) -> list[dict[str, Any]] | None:
     """The episodes of ``run_dir``'s last evaluation (dicts with ``split, task_id, run, won, steps``), or None.
 
     Raises:
-        ValueError: the file exists but is not an outcomes record (names the file and what is missing).
+        CorruptFileError: the file exists but is damaged or not an outcomes record (names the file, what is missing
+            and what to do).
     """
     path = run_dir / OUTCOMES_FILE
     if not path.is_file():
         return None
-    data = json.loads(path.read_text())
-    rows = data.get("outcomes") if isinstance(data, dict) else None
+    data = read_json(path, fix=_FIX)
+    rows = data.get("outcomes")
     if not isinstance(rows, list) or any(not isinstance(r, dict) or set(_FIELDS) - set(r) for r in rows):
-        raise ValueError(f"{path}: expected {{'outcomes': [{{{', '.join(_FIELDS)}}}, ...]}}")
+        raise CorruptFileError(f"{path}: expected {{'outcomes': [{{{', '.join(_FIELDS)}}}, ...]}}; {_FIX}")
     return rows

@@ -23,7 +23,7 @@ OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=Tru
 from experiments.builders import build  # noqa: E402
 from experiments.config_checks import ConfigError  # noqa: E402
 from experiments.eval_record import write_eval_outcomes  # noqa: E402
-from rlanything_core.environment._io import atomic_write_json  # noqa: E402
+from rlanything_core.environment._io import CorruptFileError, atomic_write_json  # noqa: E402
 
 
 def summary_line(run) -> str:  # type: ignore[no-untyped-def]
@@ -76,11 +76,15 @@ def run_training(cfg: DictConfig):  # type: ignore[no-untyped-def]
 
 @hydra.main(config_path="conf", config_name="train", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    """Build (after validating the config), fit, print the summary line."""
+    """Build (after validating the config), fit, print the summary line.
+
+    A bad config or a damaged persisted file (checkpoint, metrics, pool state or snapshot) ends the run with one
+    ``ERROR:`` line naming it and what to do, and exit status 2 (no traceback).
+    """
     os.chdir(hydra.utils.get_original_cwd())
     try:
         run = run_training(cfg)
-    except ConfigError as err:
+    except (ConfigError, CorruptFileError) as err:
         print(f"ERROR: {err}", file=sys.stderr)
         raise SystemExit(2) from None
     if not run.trainer.is_global_zero:

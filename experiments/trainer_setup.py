@@ -68,8 +68,10 @@ def make_trainer(cfg: DictConfig, run_dir: Path, callbacks: list[Any]) -> Any:
 
     from rlanything_core.lightning.csv_logger import ResumableCSVLogger
 
-    # a rerun appends to logs/metrics.csv; a repeated iteration replaces its rows
-    loggers = [ResumableCSVLogger(str(run_dir), name="logs", version="", replay_key="iteration")]
+    # a rerun appends to logs/metrics.csv; a repeated iteration or evaluation replaces its rows (each once, in order)
+    loggers = [
+        ResumableCSVLogger(str(run_dir), name="logs", version="", replay_key="iteration", eval_key="eval/iteration")
+    ]
     if importlib.util.find_spec("tensorboard") is not None or importlib.util.find_spec("tensorboardX") is not None:
         loggers.append(TensorBoardLogger(str(run_dir), name="tensorboard", version=""))
     t = cfg.trainer

@@ -12,7 +12,19 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CorruptFileError", "atomic_write_bytes", "atomic_write_json", "atomic_write_text", "fsync_dir", "read_json"]
+__all__ = [
+    "DEFAULT_FIX",
+    "CorruptFileError",
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "atomic_write_text",
+    "fsync_dir",
+    "parse_json",
+    "read_json",
+]
+
+DEFAULT_FIX = "restore the file from a backup, or delete it (or start again in a new run_dir) to begin afresh"
+"""What to do about a corrupt file when its reader knows nothing more specific."""
 
 
 def fsync_dir(path: Path) -> None:
@@ -57,33 +69,36 @@ class CorruptFileError(ValueError):
     """A persisted file that exists but cannot be used; the message names the file and what is wrong with it."""
 
 
-def read_json(path: str | os.PathLike[str], *, expect: type = dict) -> Any:
+def read_json(path: str | os.PathLike[str], *, expect: type = dict, fix: str = DEFAULT_FIX) -> Any:
     """Read a JSON file written by :func:`atomic_write_json`; every failure names ``path`` and what is wrong.
 
     Args:
         path: the file.
         expect: the type the top-level value must have (``dict`` by default).
+        fix: what the user should do about a corrupt file (ends the one-line message).
 
     Raises:
         FileNotFoundError: ``path`` does not exist (a state that was never saved, not a damaged one).
         CorruptFileError: the file is empty, not UTF-8, not JSON (truncated or garbage), or of another top-level type.
     """
     target = Path(path)
-    payload = target.read_bytes()  # FileNotFoundError already names the path
+    return parse_json(target, target.read_bytes(), expect=expect, fix=fix)  # FileNotFoundError names the path
+
+
+def parse_json(path: Path, payload: bytes, *, expect: type = dict, fix: str = DEFAULT_FIX) -> Any:
+    """:func:`read_json` on bytes already read from ``path`` (to check exactly the bytes that will be used)."""
     if not payload.strip():
-        raise CorruptFileError(f"{target}: the file is empty (a truncated write?); restore it from a snapshot")
+        raise CorruptFileError(f"{path}: the file is empty (a truncated write?); {fix}")
     try:
         text = payload.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise CorruptFileError(f"{target}: not UTF-8 text (invalid byte at offset {err.start}): the file is corrupt")\
-            from None
+        raise CorruptFileError(f"{path}: not UTF-8 text (invalid byte at offset {err.start}); {fix}") from None
     try:
         value = json.loads(text)
     except json.JSONDecodeError as err:
         raise CorruptFileError(
-            f"{target}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno}): the file is truncated "
-            "or corrupt"
+            f"{path}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno}), truncated or corrupt; {fix}"
         ) from None
     if not isinstance(value, expect):
-        raise CorruptFileError(f"{target}: expected a JSON {expect.__name__}, got {type(value).__name__}")
+        raise CorruptFileError(f"{path}: expected a JSON {expect.__name__}, got {type(value).__name__}; {fix}")
     return value

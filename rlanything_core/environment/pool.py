@@ -31,13 +31,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlanything_core.environment._io import CorruptFileError, atomic_write_json, read_json
+from rlanything_core.environment._io import (
+    CorruptFileError,
+    atomic_write_bytes,
+    atomic_write_json,
+    parse_json,
+    read_json,
+)
 from rlanything_core.environment.difficulty import DEFAULT_BAND, DifficultyCritic, Direction, accept_rewrite
 from rlanything_core.environment.rewriters.protocol import Candidate, TaskSpec
 
 __all__ = ["Decision", "PendingTask", "Slot", "TaskPool"]
 
 STATE_VERSION = 1
+_STATE_FIX = ("resume from a checkpoint whose pool snapshot (pool/snapshots/iter_<n>.json) is intact, which restores "
+              "state.json from it, or start again in a new run_dir")
+_SNAPSHOT_FIX = ("state.json was left as it was; restore the snapshot from a backup, or start again in a new run_dir "
+                 "(or from an earlier checkpoint whose snapshot is intact)")
 _EVENT_TYPES = frozenset({"candidate", "accept", "reject", "rate"})
 
 
@@ -48,6 +58,12 @@ def _field(path: Path, state: dict[str, Any], key: str, kind: type) -> Any:
     if not isinstance(state[key], kind) or isinstance(state[key], bool):
         raise CorruptFileError(f"{path}: {key!r} must be a {kind.__name__}, got {type(state[key]).__name__}")
     return state[key]
+
+
+def _check_version(path: Path, state: dict[str, Any]) -> None:
+    if state.get("state_version") != STATE_VERSION:
+        raise CorruptFileError(f"{path}: unsupported pool state version {state.get('state_version')!r} (this code "
+                               f"reads version {STATE_VERSION}); use the rlanything version that wrote it")
 
 
 def _file_name(task_id: str) -> str:
@@ -169,26 +185,65 @@ class TaskPool:
         """Load the last saved state.
 
         Raises:
-            FileNotFoundError: no state was saved (or a task file it names is missing).
-            CorruptFileError: a state or task file is empty, truncated, garbage or malformed (the message names it).
-            ValueError: the state is inconsistent (e.g. a slot's active task disagrees with the accept history).
+            FileNotFoundError: no state was saved.
+            CorruptFileError: a state or task file is missing, empty, truncated, garbage, malformed or inconsistent
+                (e.g. a slot's active task disagrees with the accept history); one line naming the file, what is
+                wrong and what to do.
             RuntimeError: ``writer=True`` and another process holds the writer lock.
 
         The writer lock taken here is released again whenever loading fails, so a retry in this process can work.
         """
         base = Path(run_dir) / "pool"
         path = base / "state.json"
-        state = read_json(path)
-        if state.get("state_version") != STATE_VERSION:
-            raise CorruptFileError(f"{path}: unsupported pool state version {state.get('state_version')!r}")
+        state = read_json(path, fix=_STATE_FIX)
+        _check_version(path, state)
         band = _field(path, state, "band", list)
         pool = cls(Path(run_dir), band=tuple(band), writer=writer)  # type: ignore[arg-type]
         try:
             pool._fill(path, state)
+        except ValueError as err:  # CorruptFileError included: one line, what is wrong and what to do
+            pool.close()
+            raise CorruptFileError(str(err) if _STATE_FIX in str(err) else f"{err}; {_STATE_FIX}") from None
         except BaseException:
             pool.close()
             raise
         return pool
+
+    def restore(self, snapshot: str | os.PathLike[str], *, persist: bool = True) -> TaskPool:
+        """Make ``snapshot`` (a copy of an earlier ``state.json``) the saved state; return the pool loaded from it.
+
+        The snapshot is read once and checked completely (JSON, version, every task file it names, consistency)
+        before those same bytes replace ``state.json`` (atomically): a corrupt snapshot raises
+        :class:`CorruptFileError` naming it and leaves ``state.json`` and this pool as they were (issue 28: it used
+        to be copied over a good state first). The writer only; this pool is closed and its lock passes on.
+        With ``persist=False`` nothing is written: the returned pool holds the snapshot's state until its next
+        ``save`` (for a state that a later restore may still replace).
+
+        Raises:
+            CorruptFileError: the snapshot, or a task file it names, is corrupt, missing or inconsistent.
+            RuntimeError: this pool is not the writer.
+        """
+        if not self.writer:
+            raise RuntimeError("restore: this pool was loaded with writer=False (only the writer rank may restore)")
+        path = Path(snapshot)
+        try:
+            payload = path.read_bytes()
+            state = parse_json(path, payload, fix=_SNAPSHOT_FIX)
+            _check_version(path, state)
+            band = tuple(_field(path, state, "band", list))
+            probe = TaskPool(self.run_dir, band=band, writer=False)  # type: ignore[arg-type]
+            probe._fill(path, state, base=self.run_dir / "pool")
+        except CorruptFileError as err:
+            raise CorruptFileError(str(err) if _SNAPSHOT_FIX in str(err) else f"{err}; {_SNAPSHOT_FIX}") from None
+        except (FileNotFoundError, ValueError) as err:
+            raise CorruptFileError(f"pool snapshot {path}: {err}; {_SNAPSHOT_FIX}") from None
+        if not persist:
+            self.close()
+            probe.claim_writer()
+            return probe
+        atomic_write_bytes(self.run_dir / "pool" / "state.json", payload)
+        self.close()
+        return TaskPool.load(self.run_dir, writer=True)
 
     def snapshot(self) -> dict[str, Any]:
         """The whole pool as plain data (the state ``save`` writes and every task record), e.g. to broadcast."""
@@ -207,21 +262,26 @@ class TaskPool:
         pool._fill(path, state, records=snapshot["tasks"])
         return pool
 
-    def _fill(self, path: Path, state: dict[str, Any], records: dict[str, Any] | None = None) -> None:
+    def _fill(self, path: Path, state: dict[str, Any], records: dict[str, Any] | None = None, *,
+              base: Path | None = None) -> None:
         """Populate from a parsed ``state.json`` and its task records; every error names the file.
 
-        The records come from the task files the state names, or from ``records`` (task id -> record) when given.
+        The records come from the task files the state names (under ``base / "tasks"``, ``base`` defaulting to the
+        state's folder), or from ``records`` (task id -> record) when given.
         """
-        base = path.parent
+        base = path.parent if base is None else base
         try:
             self.generation = int(_field(path, state, "generation", int))
             for task_id, name in _field(path, state, "task_files", dict).items():
                 task_path = base / "tasks" / str(name)
                 try:
-                    record = read_json(task_path) if records is None else records[task_id]
+                    record = read_json(task_path, fix=_STATE_FIX) if records is None else records[task_id]
                     self.tasks[task_id] = TaskSpec.from_dict(record)
                 except CorruptFileError:
                     raise
+                except FileNotFoundError:
+                    raise CorruptFileError(f"{task_path}: missing, but {path} names it as the file of task "
+                                           f"{task_id!r}") from None
                 except (KeyError, TypeError, ValueError) as err:
                     raise CorruptFileError(f"{task_path}: malformed task record ({err})") from None
                 if self.tasks[task_id].task_id != task_id:

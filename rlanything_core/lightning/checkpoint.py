@@ -21,17 +21,19 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import lightning as L
 import torch
 
-from rlanything_core.environment._io import fsync_dir
+from rlanything_core.environment._io import CorruptFileError, fsync_dir
 
 __all__ = [
     "IterationCheckpoint",
     "atomic_save_checkpoint",
+    "check_checkpoint_file",
     "initialize_optimizer_state",
     "read_checkpoint",
     "resume_path",
@@ -147,13 +149,55 @@ def atomic_save_checkpoint(trainer: L.Trainer, path: str | os.PathLike[str]) -> 
     trainer.strategy.barrier("atomic_save_checkpoint")
 
 
+_CKPT_FIX = (
+    "move it aside and rerun to start the run over (or copy a kept checkpoints/iter_<n>.ckpt over it and rerun "
+    "to resume from that iteration)"
+)
+
+
+def check_checkpoint_file(path: str | os.PathLike[str]) -> None:
+    """Raise :class:`CorruptFileError` (one line: the file, what is wrong, what to do) unless ``path`` looks whole.
+
+    A one-file checkpoint is a ``torch.save`` zip archive: its central directory must read, its pickle must be
+    present with a correct CRC, and every entry must lie inside the file (a truncated or overwritten file fails here,
+    not later inside ``torch.load`` as a bare ``EOFError`` or ``struct.error``). The tensors' bytes are not read.
+    """
+    target = Path(path)
+    size = target.stat().st_size
+    try:
+        with zipfile.ZipFile(target) as archive:
+            infos = archive.infolist()
+            pickles = [i for i in infos if i.filename.endswith("/data.pkl")]
+            if len(pickles) != 1:
+                raise CorruptFileError(f"{target}: not a torch checkpoint (no data.pkl in the archive); {_CKPT_FIX}")
+            for info in infos:
+                if info.header_offset + info.compress_size > size:
+                    raise CorruptFileError(f"{target}: entry {info.filename} runs past the end of the file "
+                                           f"(truncated); {_CKPT_FIX}")
+            archive.read(pickles[0])  # checks its CRC
+    except CorruptFileError:
+        raise
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as err:
+        what = "empty" if size == 0 else f"unreadable ({type(err).__name__}: {err})"
+        raise CorruptFileError(f"{target}: checkpoint file is {what}; {_CKPT_FIX}") from None
+
+
 def resume_path(path: str | os.PathLike[str]) -> Path | None:
-    """``path`` when it names a complete checkpoint (a file, or a link to a sharded one), else ``None``."""
+    """``path`` when it names a complete checkpoint (a file, or a link to a sharded one), else ``None``.
+
+    Raises:
+        CorruptFileError: a checkpoint file is there but damaged (:func:`check_checkpoint_file`), or a checkpoint
+            link points at no complete sharded checkpoint (a link is only ever made to one: its shards were lost).
+    """
     target = Path(path)
     if target.is_file():
+        check_checkpoint_file(target)
         return target
     if target.is_dir() and (target / METADATA).is_file():
         return target
+    if target.is_symlink():  # without this, the run silently started over
+        raise CorruptFileError(f"{target}: links to {os.readlink(target)}, which is not a complete sharded checkpoint "
+                               f"(no {METADATA}); {_CKPT_FIX}")
     return None
 
 
@@ -167,6 +211,7 @@ def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     """
     target = Path(path)
     if target.is_file():
+        check_checkpoint_file(target)
         return dict(torch.load(target, map_location="cpu", weights_only=False))
     if resume_path(target) is None:
         raise ValueError(f"path: expected a checkpoint file or a sharded checkpoint directory, got {str(target)!r}")

@@ -6,8 +6,11 @@ are computed against the programs sampled for that problem, with their denominat
 
 Stdin problems run a generated test as stdin/expected stdout. Functional problems (LeetCode ``class Solution``) run it
 as a call: the judge is asked for the call's keyword arguments as **Test Input** (the statements' own example format,
-``nums = [1, 2], k = 3``) and the returned value as a Python literal as **Test Output**; the check is
-``assert (entry_point)(<input>) == (<output>)``. A test that is not valid Python fails every program.
+``nums = [1, 2], k = 3``) and the returned value as a Python literal as **Test Output**. Both are data: parsed as
+literals (:func:`~rlanything_core.sandbox.literal_call.parse_literal_call`), and the harness calls the entry point
+with them itself; a test that is not literal data counts as a format failure and fails every program. No text of the
+judge's is ever executed (issue 28: an expected value of ``[0]) or (True`` pasted into ``assert`` passed every
+program).
 """
 
 from __future__ import annotations
@@ -23,10 +26,16 @@ from rlanything_core.envs.coding.problem import TestType
 from rlanything_core.envs.coding.task import CodingTask
 from rlanything_core.loop.sharded_evaluation import _gather, _rank_world
 from rlanything_core.rewards.unit_tests import UnitTestCounts, unit_test_counts
-from rlanything_core.sandbox import FunctionalTest
+from rlanything_core.sandbox.literal_call import LiteralCall, literal_call_test, parse_literal_call
 from rlanything_core.seeding import derive_seed
 
-__all__ = ["CodingEvalSplit", "CodingEvaluator", "FUNCTIONAL_TEST_FORMAT", "functional_test_pass_matrix"]
+__all__ = [
+    "CodingEvalSplit",
+    "CodingEvaluator",
+    "FUNCTIONAL_TEST_FORMAT",
+    "functional_test_calls",
+    "functional_test_pass_matrix",
+]
 
 FUNCTIONAL_TEST_FORMAT = (
     "\n\nFor this problem, write the **Test Input** as the call's keyword arguments in the examples' format (for "
@@ -42,26 +51,43 @@ class CodingEvalSplit:
     tasks: tuple[CodingTask, ...]
 
 
+def functional_test_calls(tests: Sequence[GeneratedTest]) -> list[LiteralCall | None]:
+    """Each generated call-style test as literal data, or ``None`` (a format failure) where it is not."""
+    calls: list[LiteralCall | None] = []
+    for t in tests:
+        try:
+            calls.append(None if t.test is None else parse_literal_call(*t.test))
+        except ValueError:
+            calls.append(None)
+    return calls
+
+
 def functional_test_pass_matrix(
     task: CodingTask, programs: Sequence[str | None], tests: Sequence[GeneratedTest], *, max_workers: int = 2
 ) -> Tensor:
-    """``(C, K)`` bool for a functional problem: program ``c`` passes the call-style generated test ``k``."""
+    """``(C, K)`` bool for a functional problem: program ``c`` passes the call-style generated test ``k``.
+
+    A test that is not literal data (:func:`functional_test_calls`) fails every program.
+    """
     problem = task.problem
     if problem.test_type is not TestType.FUNCTIONAL or not problem.entry_point:
         raise ValueError(f"task: expected a functional problem with an entry point, got {problem.id}")
-    valid = [k for k, t in enumerate(tests) if t.test is not None]
+    calls = functional_test_calls(tests)
+    valid = [k for k, c in enumerate(calls) if c is not None]
     matrix = torch.zeros(len(programs), len(tests), dtype=torch.bool)
     rows = [c for c, p in enumerate(programs) if p is not None]
     if not valid or not rows:
         return matrix
-    checks = []
-    for k in valid:
-        call, expected = tests[k].test  # type: ignore[misc]
-        checks.append(
-            FunctionalTest(f"\nassert ({problem.entry_point})({call.strip()}) == ({expected.strip()})\n",
-                           time_limit_s=problem.time_limit_s, setup=problem.harness_setup,
-                           program_names=problem.check_program_names)
+    checks = [
+        literal_call_test(
+            problem.entry_point,
+            calls[k],  # type: ignore[arg-type]
+            time_limit_s=problem.time_limit_s,
+            setup=problem.harness_setup,
+            program_names=problem.check_program_names,
         )
+        for k in valid
+    ]
     jobs = [(problem.full_program(programs[c] or ""), checks) for c in rows]
     results = task.sandbox.run_many(jobs, judge=task.judge, max_workers=max_workers)
     for c, r in zip(rows, results):
@@ -153,17 +179,19 @@ class CodingEvaluator:
             programs = [s.program for s in group]
             if task.problem.test_type is TestType.FUNCTIONAL:
                 gen = functional_test_pass_matrix(task, programs, unit, max_workers=self.max_workers)
+                ok = [c is not None for c in functional_test_calls(unit)]
             else:
                 gen = generated_test_pass_matrix(task, programs, unit, max_workers=self.max_workers)
+                ok = [t.test is not None for t in unit]
             gt = torch.tensor([s.gt_passed for s in group], dtype=torch.bool).reshape(len(group), -1)
-            parsed = torch.tensor([t.test is not None for t in unit], dtype=torch.bool)
+            parsed = torch.tensor(ok, dtype=torch.bool)
             out.append(
                 _TaskResult(
                     tuple(s.correct for s in group),
                     tuple(s.pass_fraction for s in group),
                     unit_test_counts(gt, gen, parsed),
                     tests=len(unit),
-                    unparsed=sum(t.test is None for t in unit),
+                    unparsed=len(ok) - sum(ok),
                 )
             )
         return out

@@ -21,6 +21,7 @@ from typing import Any
 
 import torch.distributed as dist
 
+from rlanything_core.environment._io import CorruptFileError
 from rlanything_core.environment.pool import TaskPool
 from rlanything_core.environment.rewriters.protocol import Candidate, TaskSpec
 from rlanything_core.loop.adaptation import EnvironmentAdaptation, RewriteRequest
@@ -78,33 +79,34 @@ class PoolSnapshots:
         self._on_writer_then_share(lambda: self._restore_on_writer(completed_iterations))
 
     def _restore_on_writer(self, completed_iterations: int) -> None:
-        state = self.pool.run_dir / "pool" / "state.json"
         if completed_iterations > 0:
             snapshot = self._snapshot_path(completed_iterations - 1)
             if not snapshot.is_file():
-                raise FileNotFoundError(f"pool snapshot {snapshot} for the checkpoint's iteration is missing")
+                raise CorruptFileError(f"{snapshot}: the pool snapshot of the checkpoint's iteration is missing; "
+                                       "restore it from a backup, or start again in a new run_dir")
             initial = snapshot
         else:
             initial = self.pool.run_dir / "pool" / "snapshots" / "initial.json"
-        if initial.is_file():
-            tmp = state.with_suffix(".restore.tmp")
-            shutil.copyfile(initial, tmp)
-            with open(tmp, "rb") as fh:
-                os.fsync(fh.fileno())
-            os.replace(tmp, state)
+        if initial.is_file():  # validated before it replaces state.json (TaskPool.restore)
+            self.pool = self.pool.restore(initial)
+            return
         self.pool.close()
         self.pool = TaskPool.load(self.pool.run_dir, writer=True)
 
     def save_initial_pool(self) -> None:
         """Persist the pool as it is before iteration 0 (the state a resume from scratch returns to).
 
-        A run restarted before its first checkpoint already has that state: it returns to it instead. Collective.
+        A run restarted before its first checkpoint already has that state: it returns to it instead, in memory only
+        (the data module calls this before Lightning loads a checkpoint, whose ``restore_pool`` then replaces it;
+        writing it would have overwritten the saved state even where that restore then fails on a corrupt
+        snapshot). Collective.
         """
         self._elect_writer()
 
         def on_writer() -> None:
-            if (self.pool.run_dir / "pool" / "snapshots" / "initial.json").is_file():
-                self._restore_on_writer(0)
+            initial = self.pool.run_dir / "pool" / "snapshots" / "initial.json"
+            if initial.is_file():
+                self.pool = self.pool.restore(initial, persist=False)
                 return
             self.pool.save()
             self._copy_state(self.pool.run_dir / "pool" / "snapshots" / "initial.json")

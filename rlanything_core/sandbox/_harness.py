@@ -182,6 +182,8 @@ def run_harness(  # noqa: C901 - one closure-sharing procedure
         if name in ns and name not in program_names:
             continue  # the trusted setup's definition wins (ListNode, is_same_tree, ...)
         ns[name] = value
+    for name, value in spec.get("values", {}).items():  # test data (plain values, decoded strictly), never code
+        ns[name] = value
     try:
         exec(compile(spec["code"], "<tests>", "exec"), ns)
     except ProgramGone:

@@ -7,11 +7,12 @@ stdlib only. Protocol: the host writes one JSON object on stdin::
      "limits": {"memory_bytes": int, "file_size_bytes": int, "nproc": int, "nofile": int},
      "output_limit": int, "stderr_limit": int, "program_src": str, "harness_src": str,
      "tests": [{"kind": "stdin" | "functional", "stdin_b64": str, "code": str, "setup": str,
-                "program_names": [str], "time_limit_s": float}]}
+                "program_names": [str], "values_b64": str, "time_limit_s": float}]}
 
 and reads one JSON object from stdout: ``{"tests": [{"status", "exit_code", "stdout_b64", "stderr_b64", "wall_s",
 "error", "report"}], "seccomp": bool}`` with ``status`` in ``exited | timeout | output_limit | spawn_error``;
-``report`` is the functional harness's report (``<outcome>\n<detail>``) or null. Expected stdin outputs never enter
+``report`` is the functional harness's report (``<outcome>\n<detail>``) or null; ``values_b64`` is the wire
+encoding (``_wire.py``) of a functional test's plain-data values, or empty. Expected stdin outputs never enter
 the sandbox, and functional test code reaches only the harness, never the program's process.
 
 Every program runs in a fresh interpreter in its own session, as an unprivileged uid of this sandbox's slot when the
@@ -216,7 +217,17 @@ def _fork_harness(
             _HARNESS["_not_dumpable"]()
         os.chdir(spec["workdir"])
         child_setup(spec["limits"], max(1, math.ceil(float(test["time_limit_s"]))), seccomp, spec["limits"]["nproc"])
-        hspec = {"setup": test["setup"], "code": test["code"], "program_names": list(test["program_names"])}
+        values = (
+            _HARNESS["loads"](base64.b64decode(test["values_b64"]), *[_HARNESS["_refuse"]] * 3)
+            if test["values_b64"]
+            else {}
+        )
+        hspec = {
+            "setup": test["setup"],
+            "code": test["code"],
+            "program_names": list(test["program_names"]),
+            "values": values,
+        }
 
         def report(outcome: str, detail: str) -> None:
             os.write(outputs[0], f"{outcome}\n{detail}".encode("utf-8", "replace"))

@@ -4,9 +4,22 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["MAX_TIME_LIMIT_S", "FunctionalTest", "SandboxConfig", "SandboxTest", "StdinTest", "check_time_limit"]
+__all__ = [
+    "MAX_TIME_LIMIT_S",
+    "FunctionalTest",
+    "SandboxConfig",
+    "SandboxTest",
+    "StdinTest",
+    "check_plain_data",
+    "check_time_limit",
+]
+
+_PLAIN_SCALARS = (type(None), bool, int, float, complex, str, bytes)
+_PLAIN_COLLECTIONS = (list, tuple, set, frozenset)
 
 
 MAX_TIME_LIMIT_S = 86400.0
@@ -25,6 +38,34 @@ def check_time_limit(name: str, value: object) -> float:
     if not math.isfinite(v) or not 0.0 < v <= MAX_TIME_LIMIT_S:
         raise ValueError(f"{name} must be a finite number of seconds in (0, {MAX_TIME_LIMIT_S:g}], got {value!r}")
     return v
+
+
+def check_plain_data(name: str, value: object, *, _depth: int = 0) -> None:
+    """Raise unless ``value`` is plain data, the only values that reach a functional test's harness as data.
+
+    Plain data: None, bool, int, float, complex, str, bytes, or lists, tuples, sets, frozensets and dicts of plain
+    data (exact types, no subclasses; at most 100 levels deep).
+
+    Raises:
+        ValueError: naming ``name`` and the first value that is not plain data.
+    """
+    if _depth > 100:
+        raise ValueError(f"{name}: plain data nested more than 100 levels deep")
+    t = type(value)
+    if t in _PLAIN_SCALARS:
+        return
+    if t in _PLAIN_COLLECTIONS:
+        for x in value:  # type: ignore[attr-defined]
+            check_plain_data(name, x, _depth=_depth + 1)
+        return
+    if t is dict:
+        for k, x in value.items():  # type: ignore[attr-defined]
+            check_plain_data(name, k, _depth=_depth + 1)
+            check_plain_data(name, x, _depth=_depth + 1)
+        return
+    raise ValueError(
+        f"{name}: expected plain data (None, bool, numbers, str, bytes and their containers), got a {t.__name__}"
+    )
 
 
 @dataclass(frozen=True)
@@ -152,6 +193,9 @@ class FunctionalTest:
             prompt, which the program also starts with.
         program_names: names always taken from the program even when ``setup`` defines them (the entry point when
             ``setup`` holds its stub, as with HumanEval's prompt).
+        values: names bound to plain data (see :func:`check_plain_data`) in the test code's namespace, after the
+            setup and the program's names: how untrusted test *data* (a judge's arguments and expected value) reaches
+            trusted test ``code`` without ever becoming code itself. Sent in the wire format and decoded strictly.
     """
 
     __test__ = False
@@ -160,6 +204,7 @@ class FunctionalTest:
     time_limit_s: float | None = None
     setup: str = ""
     program_names: tuple[str, ...] = ()
+    values: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.code, str) or not isinstance(self.setup, str):
@@ -168,6 +213,12 @@ class FunctionalTest:
             check_time_limit("time_limit_s", self.time_limit_s)
         if isinstance(self.program_names, str) or not all(n.isidentifier() for n in self.program_names):
             raise ValueError(f"program_names must be a tuple of identifiers, got {self.program_names!r}")
+        if not isinstance(self.values, Mapping) or not all(
+            isinstance(n, str) and n.isidentifier() for n in self.values
+        ):
+            raise ValueError(f"values must be a mapping from identifiers to plain data, got {self.values!r}"[:300])
+        for n, v in self.values.items():
+            check_plain_data(f"values[{n!r}]", v)
 
 
 SandboxTest = StdinTest | FunctionalTest

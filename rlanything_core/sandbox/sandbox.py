@@ -34,11 +34,12 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from rlanything_core.sandbox._procs import spawn_isolated
+from rlanything_core.sandbox._wire import dumps
 from rlanything_core.sandbox.bwrap import bwrap_command, bwrap_status
 from rlanything_core.sandbox.classify import classify
 from rlanything_core.sandbox.compare import OutputJudge
@@ -69,6 +70,15 @@ _RUNNER_SRC = (
     )
 )
 _HARNESS_SRC = _after_wire("_harness.py")
+
+
+def _values_b64(values: Mapping[str, object]) -> str:
+    """A functional test's plain-data values in the wire format, base64 (empty when there are none)."""
+
+    def no_handles(value: object) -> int:  # FunctionalTest already checked that every value is plain data
+        raise ValueError(f"not plain data: {type(value).__name__}")
+
+    return base64.b64encode(dumps(dict(values), (), no_handles)).decode("ascii") if values else ""
 
 
 def _world_executable(path: str) -> bool:
@@ -234,6 +244,7 @@ class Sandbox:
                     "code": t.code if isinstance(t, FunctionalTest) else "",
                     "setup": t.setup if isinstance(t, FunctionalTest) else "",
                     "program_names": list(t.program_names) if isinstance(t, FunctionalTest) else [],
+                    "values_b64": _values_b64(t.values) if isinstance(t, FunctionalTest) else "",
                     "time_limit_s": tl,
                 }
                 for t, tl in zip(tests, limits)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from rlanything_core.environment._io import CorruptFileError
 from rlanything_core.environment.pool import TaskPool
 from rlanything_core.environment.rewriters.protocol import Candidate, TaskSpec
 
@@ -153,3 +154,94 @@ def test_a_saved_history_round_trips(tmp_path: Path) -> None:
     saved = _pool_with_history(tmp_path)
     loaded = TaskPool.load(tmp_path, writer=False)
     assert loaded.events == saved.events and loaded.slots == saved.slots and set(loaded.pending) == {"r1@v1-b"}
+
+
+class _Driver:
+    """The pool side of a loop driver (``PoolSnapshots``) around one pool: what a resume runs."""
+
+    def __new__(cls, pool: TaskPool):  # type: ignore[no-untyped-def]
+        from rlanything_core.loop.pool_sync import PoolSnapshots
+
+        driver = PoolSnapshots()
+        driver.pool = pool
+        return driver
+
+
+@pytest.mark.parametrize(
+    ("damage", "problem"),
+    [
+        (lambda raw: raw[: len(raw) // 2], "not valid JSON"),
+        (lambda raw: b"", "empty"),
+        (lambda raw: raw.replace(b'"state_version": 1', b'"state_version": 7'), "unsupported pool state version"),
+        (lambda raw: raw.replace(b'"r0@v1-a": "', b'"r0@v1-a": "missing-'), "missing-r0"),  # a task file it names
+        (lambda raw: raw.replace(b'"type": "accept"', b'"type": "acept"'), "inconsistent pool state"),
+    ],
+)
+def test_corrupt_snapshot_never_replaces_a_good_state(tmp_path: Path, damage, problem: str) -> None:  # type: ignore[no-untyped-def]
+    """Old behaviour: the snapshot was copied over ``state.json`` first, then the load failed on it: the good state
+    was lost (the error named the snapshot's copy, state.json)."""
+    _pool_with_history(tmp_path)
+    good = _state(tmp_path).read_bytes()
+    snapshot = tmp_path / "pool" / "snapshots" / "iter_000000.json"
+    snapshot.parent.mkdir()
+    snapshot.write_bytes(damage(good))
+    driver = _Driver(TaskPool.load(tmp_path))
+    with pytest.raises(ValueError, match=problem) as info:
+        driver.restore_pool(1)
+    message = str(info.value)
+    assert str(snapshot) in message and "state.json was left as it was" in message and "\n" not in message
+    assert _state(tmp_path).read_bytes() == good
+    driver.pool.close()
+    assert TaskPool.load(tmp_path, writer=False).accepted_ids() == ["r0@v1-a"]
+
+
+def test_intact_snapshot_is_restored(tmp_path: Path) -> None:
+    pool = _pool_with_history(tmp_path)
+    snapshot = tmp_path / "pool" / "snapshots" / "iter_000000.json"
+    snapshot.parent.mkdir()
+    snapshot.write_bytes(_state(tmp_path).read_bytes())
+    pool = TaskPool.load(tmp_path)
+    pool.resolve("r1@v1-b", 0.1, iteration=2)
+    pool.save()
+    driver = _Driver(pool)
+    driver.restore_pool(1)
+    assert [t.task_id for t in driver.pool.pending_tasks()] == ["r1@v1-b"]  # back to the snapshot's state
+    assert _state(tmp_path).read_bytes() == snapshot.read_bytes()
+    with pytest.raises(RuntimeError, match="writer=False"):
+        TaskPool.load(tmp_path, writer=False).restore(snapshot)
+    driver.pool.close()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["truncate", "missing_key", "inconsistent", "missing_task_file"],
+)
+def test_every_damaged_state_says_what_to_do_in_one_line(tmp_path: Path, damage: str) -> None:
+    """Old behaviour: the messages named the file and the fault but not what to do; a missing task file was a bare
+    ``FileNotFoundError``."""
+    _pool_with_history(tmp_path)
+    raw = _state(tmp_path).read_bytes()
+    state = json.loads(raw)
+    if damage == "truncate":
+        _state(tmp_path).write_bytes(raw[:100])
+    elif damage == "missing_key":
+        del state["slots"]
+    elif damage == "inconsistent":
+        state["events"] = []
+    else:
+        (tmp_path / "pool" / "tasks" / state["task_files"]["r2"]).unlink()
+    if damage != "truncate":
+        _state(tmp_path).write_text(json.dumps(state))
+    with pytest.raises(CorruptFileError) as info:
+        TaskPool.load(tmp_path, writer=False)
+    message = str(info.value)
+    assert "pool/" in message and "resume from a checkpoint whose pool snapshot" in message and "\n" not in message
+
+
+def test_a_missing_snapshot_is_named_with_what_to_do(tmp_path: Path) -> None:
+    """Old behaviour: a bare ``FileNotFoundError`` without a way out."""
+    _pool_with_history(tmp_path)
+    driver = _Driver(TaskPool.load(tmp_path))
+    with pytest.raises(CorruptFileError, match=r"iter_000004.json: the pool snapshot .* is missing; restore it"):
+        driver.restore_pool(5)
+    driver.pool.close()

@@ -52,14 +52,57 @@ def _refused(*overrides: str) -> ConfigError:
         (["+setting=alfworld", "+setting.max_step=3"], "setting.max_step", "max_steps"),
         (["+setting=livebench", "setting.tests_per_task=0"], "setting.tests_per_task", ">= 1"),
         (["+profile=smoke"], "setting", "+setting=alfworld"),
-        (["+setting=alfworld", "optim.policy_loss.kl_reference._args_=[frozen]"], "optim.policy_loss.kl_reference",
-         "rollout"),
+        (
+            ["+setting=alfworld", "optim.policy_loss.kl_reference._args_=[frozen]"],
+            "optim.policy_loss.kl_reference",
+            "rollout",
+        ),
     ],
 )
 def test_bad_keys_and_values_are_refused_naming_the_key_and_fix(overrides: list[str], key: str, fix: str) -> None:
     err = _refused(*overrides)
     assert err.key == key
     assert fix in str(err).split("Fix:")[1]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key", "fix"),
+    [
+        (["+setting=alfworld", "+no_such_key=1"], "no_such_key", "remove +no_such_key"),
+        (["+setting=alfworld", "+iteration=3"], "iteration", "did you mean iterations"),
+        (
+            ["+setting=coding", "optim.policy_loss.kl_estimator._target_=no.such.Estimator"],
+            "optim.policy_loss.kl_estimator._target_",
+            "importable dotted path",
+        ),
+        (
+            ["+setting=alfworld", "arm.integrator._target_=rlanything_core.nothing_here"],
+            "arm.integrator._target_",
+            "importable dotted path",
+        ),
+        (
+            ["+setting=alfworld", "+selectors.boxed.sampling.max_new_tokenz=3"],
+            "selectors.boxed.sampling.max_new_tokenz",
+            "max_new_tokens",
+        ),
+    ],
+)
+def test_unknown_top_level_keys_and_bad_targets_are_refused_naming_the_key(
+    overrides: list[str], key: str, fix: str
+) -> None:
+    """Old behaviour: ``+no_such_key=1`` was accepted silently (the top level was checked by known keys only), and a
+    nested node's ``_target_`` was not checked: Hydra's instantiate error at build time named no config key."""
+    err = _refused(*overrides)
+    assert err.key == key
+    assert fix in str(err).split("Fix:")[1]
+
+
+def test_every_shipped_top_level_key_is_known() -> None:
+    from experiments.config_schema import top_level_keys
+
+    known = top_level_keys()
+    assert {"setting", "model", "arm", "optim", "eval", "trainer", "stats", "budget", "seeds", "hydra"} <= known
+    assert "no_such_key" not in known
 
 
 def test_an_explicit_alfworld_data_folder_that_does_not_exist_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -112,8 +155,13 @@ def test_train_refuses_before_writing_anything(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     env = dict(os.environ, PYTHONPATH=str(REPO))
     for override in ("optim.policy_lr=-1", "setting.rewriter=rulez", "seed=abc"):
-        proc = run_reaped([sys.executable, str(EXPERIMENTS / "train.py"), "+setting=alfworld", override,
-                           f"run_dir={run_dir}"], cwd=REPO, env=env, text=True, timeout=300)
+        proc = run_reaped(
+            [sys.executable, str(EXPERIMENTS / "train.py"), "+setting=alfworld", override, f"run_dir={run_dir}"],
+            cwd=REPO,
+            env=env,
+            text=True,
+            timeout=300,
+        )
         assert proc.returncode == 2, proc.stderr[-2000:]
         assert "ERROR: config key" in proc.stderr and "Traceback" not in proc.stderr
         assert not run_dir.exists()

@@ -40,12 +40,19 @@ def test_summary_line_and_run_directory(reference: tuple[Path, float]) -> None:
 
 
 def test_rerunning_a_finished_run_does_nothing_more(reference: tuple[Path, float], tmp_path: Path) -> None:
+    """Nothing trains again; the final evaluation that reruns replaces its row (on f113c84 it was appended twice)."""
     run_dir, _ = reference
     before = weights(run_dir)
+    rows_before = _csv_rows(run_dir)
     match = run(run_dir)
     assert int(match.group(1)) == 3
     after = weights(run_dir)
     assert all(torch.equal(before[k], after[k]) for k in before)
+    rows_after = _csv_rows(run_dir)
+    assert [(r["step"], r["iteration"], r["eval/iteration"]) for r in rows_after] == [
+        (r["step"], r["iteration"], r["eval/iteration"]) for r in rows_before
+    ]
+    _assert_rows_unique_and_in_order(rows_after)
 
 
 def test_killed_runs_resume_without_repeating_or_skipping_an_update(
@@ -73,6 +80,7 @@ def test_killed_runs_resume_without_repeating_or_skipping_an_update(
     assert kills >= 1, "the run finished before any kill: the test proved nothing"
     ref_history = _csv_history(ref_dir)
     assert _csv_history(run_dir) == ref_history  # each iteration logged once, as in the uninterrupted run
+    _assert_rows_unique_and_in_order(_csv_rows(run_dir))
     assert (int(final.group(2)), int(final.group(3))) == ref_history[1:]  # counts span the restarts
     ref, got = weights(ref_dir), weights(run_dir)
     assert ref.keys() == got.keys()
@@ -95,6 +103,18 @@ def test_a_finished_run_extended_to_more_iterations_continues_from_its_checkpoin
     history = _csv_history(run_dir)
     assert history[0] == [0, 1, 2]
     assert (int(extended.group(2)), int(extended.group(3))) == history[1:]
+
+
+def _csv_rows(run_dir: Path) -> list[dict[str, str]]:
+    with open(run_dir / "logs" / "metrics.csv", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _assert_rows_unique_and_in_order(rows: list[dict[str, str]]) -> None:
+    """``step`` is 0, 1, 2, ... and every iteration and evaluation appears once, in run order (issue 28)."""
+    assert [int(r["step"]) for r in rows] == list(range(len(rows)))
+    positions = [float(r["iteration"]) if r["iteration"] else float(r["eval/iteration"]) - 0.5 for r in rows]
+    assert positions == sorted(set(positions))
 
 
 def _csv_history(run_dir: Path) -> tuple[list[int], int, int]:

@@ -55,3 +55,55 @@ def test_read_checkpoint_and_resume_path(tmp_path: Path) -> None:
     torch.save({"state_dict": {"w": torch.ones(2)}}, tmp_path / "last.ckpt")
     assert resume_path(tmp_path / "last.ckpt") == tmp_path / "last.ckpt"
     assert torch.equal(read_checkpoint(tmp_path / "last.ckpt")["state_dict"]["w"], torch.ones(2))
+
+
+@pytest.mark.parametrize(
+    ("damage", "problem"),
+    [
+        (lambda raw: b"", "checkpoint file is empty"),
+        (lambda raw: raw[: len(raw) // 2], "unreadable"),
+        (lambda raw: raw[:-30], "unreadable"),
+        (lambda raw: b"\x00" * len(raw), "unreadable"),
+        (lambda raw: raw.replace(b"data.pkl", b"data.pkx"), "no data.pkl"),
+    ],
+)
+def test_a_damaged_checkpoint_is_named_in_one_line(tmp_path: Path, damage, problem: str) -> None:  # type: ignore[no-untyped-def]
+    """Old behaviour: ``resume_path`` accepted any file and ``torch.load`` failed later with a bare ``EOFError``,
+    ``RuntimeError`` or ``struct.error`` naming no file."""
+    from rlanything_core.environment._io import CorruptFileError
+
+    path = tmp_path / "last.ckpt"
+    torch.save({"state_dict": {"w": torch.arange(1000.0)}, "epoch": 3}, path)
+    path.write_bytes(damage(path.read_bytes()))
+    for read in (resume_path, read_checkpoint):
+        with pytest.raises(CorruptFileError, match=problem) as info:
+            read(path)
+        message = str(info.value)
+        assert message.startswith(str(path)) and "move it aside and rerun" in message and "\n" not in message
+
+
+def test_a_flipped_byte_in_the_pickle_fails_its_crc(tmp_path: Path) -> None:
+    from rlanything_core.environment._io import CorruptFileError
+
+    path = tmp_path / "last.ckpt"
+    torch.save({"epoch": 3, "note": "x" * 200}, path)
+    raw = bytearray(path.read_bytes())
+    at = bytes(raw).index(b"x" * 200)
+    raw[at] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    with pytest.raises(CorruptFileError, match="Bad CRC"):
+        resume_path(path)
+
+
+def test_a_dangling_sharded_checkpoint_link_is_named(tmp_path: Path) -> None:
+    """Old behaviour: ``resume_path`` returned None and the run silently started over from iteration 0."""
+    from rlanything_core.environment._io import CorruptFileError
+
+    (tmp_path / ".shards" / "last-abc").mkdir(parents=True)
+    link = tmp_path / "last.ckpt"
+    link.symlink_to(".shards/last-abc")
+    with pytest.raises(CorruptFileError, match=r"last.ckpt: links to .shards/last-abc, which is not a complete"):
+        resume_path(link)
+    (tmp_path / ".shards" / "last-abc").rmdir()
+    with pytest.raises(CorruptFileError, match="move it aside and rerun"):
+        resume_path(link)

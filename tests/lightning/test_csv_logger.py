@@ -5,9 +5,11 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import pytest
 from lightning.pytorch.loggers import CSVLogger
 
-from rlanything_core.lightning.csv_logger import ResumableCSVLogger
+from rlanything_core.environment._io import CorruptFileError
+from rlanything_core.lightning.csv_logger import ResumableCSVLogger, read_metrics
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -44,3 +46,87 @@ def test_lightnings_own_logger_erases_the_history(tmp_path: Path) -> None:
     again.log_metrics({"loss": 0.5}, step=1)
     again.save()
     assert [r["step"] for r in _rows(tmp_path / "logs" / "metrics.csv")] == ["1"]
+
+
+def _logger(tmp_path: Path) -> ResumableCSVLogger:
+    return ResumableCSVLogger(str(tmp_path), name="logs", version="", replay_key="iteration", eval_key="eval/iteration")
+
+
+def _run(logger: ResumableCSVLogger, iterations: range, *, eval_every: int, final: int | None = None) -> None:
+    """What AgentModule logs: a training row per iteration (Lightning's step = the iteration), an evaluation row
+    after every ``eval_every`` completed iterations and at the end (step = completed iterations)."""
+    for i in iterations:
+        logger.log_metrics({"iteration": i, "loss": 1.0 / (i + 1)}, step=i)
+        if eval_every and (i + 1) % eval_every == 0:
+            logger.log_metrics({"eval/iteration": i + 1, "eval/success": 0.1 * i}, step=i + 1)
+    if final is not None:
+        logger.log_metrics({"eval/iteration": final, "eval/success": 0.9}, step=final)
+    logger.save()
+
+
+def _positions(path: Path) -> list[tuple[str, str, str]]:
+    return [(r["step"], r["iteration"], r["eval/iteration"]) for r in _rows(path)]
+
+
+def test_steps_are_unique_and_gapless_with_evaluations_between_iterations(tmp_path: Path) -> None:
+    """Old behaviour: an evaluation after iteration i and the training row of iteration i + 1 shared a step."""
+    _run(_logger(tmp_path), range(3), eval_every=1)
+    got = _positions(tmp_path / "logs" / "metrics.csv")
+    assert [s for s, _, _ in got] == [str(i) for i in range(6)]
+    assert [(it, ev) for _, it, ev in got] == [("0", ""), ("", "1"), ("1", ""), ("", "2"), ("2", ""), ("", "3")]
+
+
+def test_a_kill_after_the_final_evaluation_row_does_not_duplicate_it(tmp_path: Path) -> None:
+    """Old behaviour: the rerun evaluated again (every iteration done, no evaluation in memory) and appended a second
+    final evaluation row: evaluation rows had no replay key, so they were always kept."""
+    _run(_logger(tmp_path), range(3), eval_every=0, final=3)
+    _run(_logger(tmp_path), range(0), eval_every=0, final=3)  # the rerun: trains nothing, evaluates again
+    got = _positions(tmp_path / "logs" / "metrics.csv")
+    assert got == [("0", "0", ""), ("1", "1", ""), ("2", "2", ""), ("3", "", "3")]
+    assert _rows(tmp_path / "logs" / "metrics.csv")[-1]["eval/success"] == "0.9"
+
+
+def test_a_resume_from_an_earlier_checkpoint_replaces_the_repeated_rows_in_order(tmp_path: Path) -> None:
+    """Killed after iteration 3's rows and evaluation; the checkpoint holds 2 completed iterations: iterations 2 and
+    3 (and the evaluation after 2 iterations, which follows the checkpoint of iteration 1) run again."""
+    _run(_logger(tmp_path), range(4), eval_every=2)
+    _run(_logger(tmp_path), range(2, 5), eval_every=2, final=5)
+    got = _positions(tmp_path / "logs" / "metrics.csv")
+    assert [s for s, _, _ in got] == [str(i) for i in range(len(got))]
+    assert [(it, ev) for _, it, ev in got] == [
+        ("0", ""), ("1", ""), ("", "2"), ("2", ""), ("3", ""), ("", "4"), ("4", ""), ("", "5")
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("payload", "problem"),
+    [
+        (b"iteration,loss,step\n0,1.0,0\n\xff\xfe,2,1\n", "not UTF-8"),
+        (b"iteration,loss,step\n0,1.0,0\n1,\x00,1\n", "NUL bytes at offset 30"),
+        (b'iteration,loss,step\n0,1.0,0\n1,"0.5,1\n', "not a valid CSV file"),
+        (b"iteration,loss,step\n0,1.0,0\n1,0.5,1,7,8\n", "line 3 has more cells"),
+        (b"iteration,loss,step\n0,1.0,0\nabc,0.5,1\n", "line 3, column 'iteration': 'abc' is not a number"),
+    ],
+)
+def test_a_damaged_metrics_file_is_named_in_one_line_on_resume(tmp_path: Path, payload: bytes, problem: str) -> None:
+    """Old behaviour: a raw ``csv.Error`` / ``UnicodeDecodeError`` naming no file, or the row silently kept."""
+    path = tmp_path / "logs" / "metrics.csv"
+    path.parent.mkdir()
+    path.write_bytes(payload)
+    logger = _logger(tmp_path)
+    with pytest.raises(CorruptFileError, match=problem) as info:
+        logger.log_metrics({"iteration": 1, "loss": 0.5}, step=1)  # flushed at once: the file is read here
+    message = str(info.value)
+    assert message.startswith(str(path)) and "move the file aside" in message and "\n" not in message
+    assert path.read_bytes() == payload  # nothing written over it
+
+
+def test_read_metrics_names_the_file_line_and_column(tmp_path: Path) -> None:
+    """Old behaviour (ablation_results.read_metrics): ``could not convert string to float: 'oops'``, no file."""
+    path = tmp_path / "metrics.csv"
+    path.write_text("iteration,loss,step\n0,1.0,0\n1,oops,1\n")
+    with pytest.raises(CorruptFileError, match=r"metrics.csv: line 3, column 'loss': 'oops' is not a number"):
+        read_metrics(path)
+    path.write_text("iteration,loss,step\n0,1.0,0\n1,,1\n")
+    assert read_metrics(path) == [{"iteration": 0.0, "loss": 1.0, "step": 0.0}, {"iteration": 1.0, "step": 1.0}]
+    assert read_metrics(tmp_path / "absent.csv") == []

@@ -217,14 +217,18 @@ def test_judge_rows_train_with_the_policy_objective_on_their_own_advantages(tiny
 
 
 def test_coding_evaluator_on_leetcode_with_scripted_tests(tiny: Any, sandbox: Sandbox) -> None:
-    """Functional problems: the judge's call-style tests run as assertions on the entry point."""
+    """Functional problems: the judge's call-style tests are literal data the harness calls the entry point with.
+
+    ``2 5`` is not a literal argument list: since issue 28 it counts as a format failure (before, it was pasted
+    into an ``assert`` and failed with a SyntaxError inside the harness, uncounted)."""
     if not (SHARED / "leetcodedataset_v0.3.1_test" / "problems.jsonl").is_file():
         pytest.skip("no LeetCode data")
     _, tok = tiny
     problem = next(p for p in load_leetcode() if p.also_in_lcb_v5_window)
     task = CodingTask(problem, sandbox)
     coder = CodeCollector(ScriptedBackend(tok, ["no code here"]), samples_per_task=2)
-    junk = UnitTestCollector(ScriptedBackend(tok, [TEST_JUNK, TEST_OK]), tests_per_task=2)
+    call = "**Test Input:**\n```\nnums = [1, 2], k = 3\n```\n**Test Output:**\n```\n[3]\n```\n**Explanation:** x"
+    junk = UnitTestCollector(ScriptedBackend(tok, [TEST_JUNK, TEST_OK, call, call]), tests_per_task=4)
     metrics = CodingEvaluator(coder, [CodingEvalSplit("lcb", (task,))], test_writer=junk)()
     assert metrics["lcb/pass@1"] == 0.0
     assert metrics["lcb/ut_total"] == 0.0 and metrics["lcb/test_format_failure_rate"] == 0.5
