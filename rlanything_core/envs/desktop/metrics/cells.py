@@ -7,7 +7,8 @@
   an empty cell, and ``number_format`` is ``None`` for a non-numeric cell.
 * :func:`match_value_to_rule`: ``eq ne le lt ge gt`` (Python operators), ``re[.FLAG...]`` (``re.search`` on the
   value as a string), ``approx:T`` (``|float(value) - ref| <= T``), ``range.XY`` (X, Y in ``e``/``t``: ``ref[0] <=/<
-  value <=/< ref[1]``), ``str_list_eq``/``str_set_eq`` (comma-separated value vs a list).
+  value <=/< ref[1]``), ``str_list_eq``/``str_set_eq`` (comma-separated value vs a list), ``spreadsheet_range``
+  (the value, a cell range, holds every range of ``ref[0]`` and lies inside the ranges of ``ref[1]``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,20 @@ __all__ = ["RULE_METHODS", "STYLE_PROPS", "check_rule", "match_value_to_rule", "
 _NS = {"m": "http://schemas.openxmlformats.org/spreadsheetml/2006/main"}
 _REL_NS = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
 _PKG_NS = {"r": "http://schemas.openxmlformats.org/package/2006/relationships"}
-RULE_METHODS = ("eq", "ne", "le", "lt", "ge", "gt", "re", "approx", "range", "str_list_eq", "str_set_eq")
+RULE_METHODS = (
+    "eq",
+    "ne",
+    "le",
+    "lt",
+    "ge",
+    "gt",
+    "re",
+    "approx",
+    "range",
+    "str_list_eq",
+    "str_set_eq",
+    "spreadsheet_range",
+)
 STYLE_PROPS = (
     "number_format",
     "font_name",
@@ -38,6 +52,7 @@ STYLE_PROPS = (
     "fill_type",
     "bgcolor",
     "fgcolor",
+    "hyperlink",
 )
 
 
@@ -104,6 +119,8 @@ def read_cell_style(prop: str, cell: Any) -> Any:
             return font.size
     if prop == "fill_type":
         return getattr(cell.fill, "tagname", None)
+    if prop == "hyperlink":
+        return None if empty else (cell.hyperlink or "")
     if prop in ("bgcolor", "fgcolor"):
         color = getattr(cell.fill, "bgColor" if prop == "bgcolor" else "fgColor", None)
         return getattr(color, "rgb", None)
@@ -118,6 +135,8 @@ def check_rule(rule: Any, where: str) -> None:
     base = method.split(".")[0].split(":")[0]
     if base not in RULE_METHODS:
         raise ValueError(f"{where}: unsupported rule method {method!r}")
+    if base == "spreadsheet_range" and not (isinstance(rule["ref"], list) and len(rule["ref"]) == 2):
+        raise ValueError(f"{where}: spreadsheet_range needs ref [inner ranges, outer ranges], got {rule['ref']!r}")
     if base == "re":
         for flag in method.split(".")[1:]:
             if not isinstance(getattr(re, flag, None), re.RegexFlag):
@@ -147,7 +166,20 @@ def match_value_to_rule(value: Any, rule: dict[str, Any]) -> bool:
             return bool(left(ref[0], value) and right(value, ref[1]))
         except TypeError:
             return False
+    if method == "spreadsheet_range":
+        return _range_within(ref[0], value) and _range_within(value, ref[1])
     if method in ("str_list_eq", "str_set_eq"):
         parts = str(value).strip("\"'").split(",")
         return parts == list(ref) if method == "str_list_eq" else set(parts) == set(ref)
     raise ValueError(f"unsupported rule method {method!r}")
+
+
+def _range_within(inner: Any, outer: Any) -> bool:
+    """Whether every range of ``inner`` lies inside one range of ``outer`` (cell-range strings or openpyxl ranges)."""
+    from openpyxl.worksheet.cell_range import MultiCellRange
+
+    try:
+        outer_ranges = MultiCellRange(str(outer)).ranges
+        return all(any(r.issubset(o) for o in outer_ranges) for r in MultiCellRange(str(inner)).ranges)
+    except (ValueError, TypeError):
+        return False

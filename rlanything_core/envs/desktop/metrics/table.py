@@ -1,4 +1,6 @@
-"""Spreadsheet metrics with OSWorld's semantics: ``compare_table`` (a subset of its rules) and ``compare_csv``.
+"""Spreadsheet metrics with OSWorld's semantics: ``compare_table`` and ``compare_csv``.
+
+Written from OSWorld's ``desktop_env/evaluators/metrics/table.py`` (Apache-2.0), not copied.
 
 ``compare_table(result, expected=None, rules=[...])`` scores 1.0 when every rule holds, in order, else 0.0; a result
 that is missing or does not load scores 0.0. Sheets are named as in OSWorld: an int ``i`` or ``"RIi"`` (the i-th
@@ -14,7 +16,16 @@ result sheet), ``"RNname"`` (result sheet by name), ``"EIi"``/``"ENname"`` (expe
 ``freeze``          the same ``freeze_panes``
 ``zoom``            the result sheet's zoom (100 when unset) matches a value rule
 ``check_cell``      ``props``: ``{"value" or a style property: rule}`` on one ``coordinate``
+``sheet_print``     the sheets as printed: the CSV export ``<workbook stem>-<sheet name>.csv`` beside each workbook
+                    (a postconfig writes it), lines stripped, trailing empty lines dropped (``ignore_case``)
+``chart``           the charts of both sheets, keyed by their data references, with ``chart_props``
+``pivot_table``     the pivot tables of both sheets, keyed by their source range, with ``pivot_props``
+``style``           every cell's style ``props`` and the conditional formats (compared as written)
+``row_props``       the row dimensions' ``props`` (``hidden``, ``collapsed``, ``height``); ``col_props`` likewise
+``data_validation`` every data validation of the sheet matches one of ``dv_props`` (value rules per attribute)
 ==================  ==================================================================================================
+
+OSWorld's ``sparkline`` and ``filter`` rules and the ``fuzzy_match`` type of ``sheet_fuzzy`` are refused at load.
 """
 
 from __future__ import annotations
@@ -29,10 +40,43 @@ from rlanything_core.envs.desktop.metrics.cells import (
     read_cell_style,
     read_cell_value,
 )
+from rlanything_core.envs.desktop.metrics.workbook_parts import (
+    CHART_PROPS,
+    COL_PROPS,
+    DV_ATTRIBUTES,
+    PIVOT_PROPS,
+    ROW_PROPS,
+    chart_summary,
+    dimension_summary,
+    pivot_summary,
+    style_summary,
+    validations_hold,
+)
 
 __all__ = ["TABLE_RULES", "check_table_options", "compare_csv", "compare_table"]
 
-TABLE_RULES = ("sheet_name", "sheet_data", "sheet_fuzzy", "freeze", "zoom", "check_cell")
+TABLE_RULES = (
+    "sheet_name",
+    "sheet_data",
+    "sheet_fuzzy",
+    "freeze",
+    "zoom",
+    "check_cell",
+    "sheet_print",
+    "chart",
+    "pivot_table",
+    "style",
+    "row_props",
+    "col_props",
+    "data_validation",
+)
+_PROP_LISTS = {
+    "chart": ("chart_props", CHART_PROPS),
+    "pivot_table": ("pivot_props", PIVOT_PROPS),
+    "style": ("props", STYLE_PROPS),
+    "row_props": ("props", ROW_PROPS),
+    "col_props": ("props", COL_PROPS),
+}
 _FUZZY_TYPES = ("exact_match", "includes", "included_by")
 
 
@@ -52,6 +96,20 @@ def check_table_options(options: dict[str, Any]) -> None:
                     raise ValueError(f"{where}: unsupported sheet_fuzzy type {sub.get('type')!r}")
         if kind == "zoom":
             check_rule({"method": rule.get("method"), "ref": rule.get("ref")}, where)
+        if kind in _PROP_LISTS:
+            key, known = _PROP_LISTS[kind]
+            props = rule.get(key, [])
+            if not isinstance(props, list) or any(p not in known for p in props):
+                raise ValueError(f"{where}: {kind} {key} must be a list of {known}, got {props!r}")
+        if kind == "data_validation":
+            patterns = rule.get("dv_props")
+            if not isinstance(patterns, list) or not all(isinstance(p, dict) for p in patterns):
+                raise ValueError(f"{where}: data_validation needs 'dv_props', a list of dicts")
+            for pattern in patterns:
+                for attr, value_rule in pattern.items():
+                    if attr not in DV_ATTRIBUTES:
+                        raise ValueError(f"{where}: unsupported data validation attribute {attr!r}")
+                    check_rule(value_rule, f"{where}.{attr}")
         if kind == "check_cell":
             props = rule.get("props")
             if not isinstance(props, dict) or not isinstance(rule.get("coordinate"), str):
@@ -137,6 +195,21 @@ class _Workbooks:
         side, name = self.index(idx)
         return self.xl[side][name] if side in self.xl and name in self.xl[side].sheetnames else None
 
+    def printed(self, idx: Any) -> list[str] | None:
+        """The sheet as printed (its CSV export beside the workbook; see the module docstring), or None."""
+        side, name = self.index(idx)
+        if not self.files[side]:
+            return None
+        csv = Path(self.path(side)).with_suffix("").as_posix() + f"-{name}.csv"
+        try:
+            lines = Path(csv).read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return None
+        stripped = [line.strip() for line in lines]
+        while stripped and not stripped[-1]:
+            stripped.pop()
+        return stripped
+
 
 def _fuzzy_holds(books: _Workbooks, rule: dict[str, Any]) -> bool:
     """``sheet_fuzzy``: every cell of every sub-rule's ranges compares as the sub-rule says, after normalising."""
@@ -193,6 +266,29 @@ def _rule_holds(books: _Workbooks, rule: dict[str, Any]) -> bool:
     if kind == "zoom":
         one = books.sheet(rule["sheet_idx"])
         return one is not None and bool(match_value_to_rule(one.sheet_view.zoomScale or 100.0, rule))
+    if kind == "sheet_print":
+        lines = [books.printed(rule["sheet_idx0"]), books.printed(rule["sheet_idx1"])]
+        if lines[0] is None or lines[1] is None:
+            return False
+        if rule.get("ignore_case", False):
+            lines = [[line.lower() for line in side] for side in lines]
+        return lines[0] == lines[1]
+    if kind == "data_validation":
+        return validations_hold(books.sheet(rule["sheet_idx"]), rule["dv_props"])
+    if kind in _PROP_LISTS:
+        sheets = [books.sheet(rule["sheet_idx0"]), books.sheet(rule["sheet_idx1"])]
+        props = list(rule.get(_PROP_LISTS[kind][0], []))
+        summaries: list[Any]
+        if kind == "chart":
+            summaries = [chart_summary(sheet, props) for sheet in sheets]
+        elif kind == "pivot_table":
+            summaries = [pivot_summary(sheet, props) for sheet in sheets]
+        elif kind == "style":
+            summaries = [style_summary(sheet, props) for sheet in sheets]
+        else:
+            obj = "row" if kind == "row_props" else "column"
+            summaries = [dimension_summary(sheet, obj, props) for sheet in sheets]
+        return bool(summaries[0] == summaries[1])
     return _cell_holds(books, rule)  # check_cell
 
 
