@@ -33,7 +33,7 @@ from rlanything_core.envs.desktop.actions import InvalidAction, parse_action
 from rlanything_core.envs.desktop.episode_fs import EpisodeFS, run_task_command
 from rlanything_core.envs.desktop.osworld_cache import MissingTaskFile, TaskFiles, check_vm_path
 
-__all__ = ["DOCUMENTS", "STEP_TYPES", "VM_ONLY", "StepContext", "check_step", "run_step"]
+__all__ = ["DOCUMENTS", "STEP_TYPES", "VM_ONLY", "StepContext", "check_step", "needs_display", "run_step"]
 
 STEP_TYPES = ("download", "open", "launch", "execute", "command", "sleep", "activate_window")
 _OFFICE = ("libreoffice", "soffice", "localc", "scalc")
@@ -143,6 +143,17 @@ def check_step(step: Any, where: str, task_files: TaskFiles, error: type[Excepti
             raise error(f"{where}: activate_window needs a string 'window_name'")
         if name.strip().lower() in _NO_WINDOWS:
             raise error(f"{where}: activate_window {name!r}: no terminal emulator runs on the local desktop")
+
+
+def needs_display(step: dict[str, Any]) -> bool:
+    """Whether a checked step acts on the desktop (windows, keys, the office app) rather than on files only."""
+    kind, params = step["type"], step.get("parameters", {}) or {}
+    if kind in ("open", "launch", "activate_window", "sleep"):
+        return True
+    if kind in ("execute", "command"):
+        argv = _argv(params["command"])
+        return _python_code(argv) is not None or _program(argv) in _OFFICE
+    return False
 
 
 def _launch(ctx: StepContext, argv: list[str]) -> None:

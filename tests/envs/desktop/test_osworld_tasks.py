@@ -1,0 +1,81 @@
+"""OSWorld's published tasks, loaded unchanged from ``../shared/osworld`` (or ``$RLANYTHING_OSWORLD_DIR``).
+
+For every supported task: stand-in files in a cache of OSWorld's layout (``_osworld_standins``), the task loads, a
+correct result scores 1.0 and each wrong one (one per checked rule) 0.0, through the checker path
+(:func:`~rlanything_core.envs.desktop.file_check.score_files`, no display). Every other task is refused at load
+with an error naming the piece that cannot run here. Skipped with the reason when the task files are absent.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from _osworld_standins import EXAMPLES, Case, calc_case, task_ids, task_path
+from rlanything_core.envs.desktop.episode_fs import EpisodeFS
+from rlanything_core.envs.desktop.file_check import score_files
+from rlanything_core.envs.desktop.osworld_cache import MissingTaskFile
+from rlanything_core.envs.desktop.task import UnsupportedTaskError, load_task
+
+pytest.importorskip("openpyxl")
+ABSENT = pytest.mark.skipif(not EXAMPLES.is_dir(), reason=f"OSWorld task files not found at {EXAMPLES}")
+
+# tasks refused at load, with the piece the refusal names (the docs' supported-check table lists them)
+CALC_REFUSED: dict[str, str] = {}
+
+
+def _ids(domain: str) -> list[str]:
+    return task_ids(domain) or ["absent"]
+
+
+def _prove(task_path_: Path, case: Case, cache: Path, work: Path) -> None:
+    case.write_cache()
+    task = load_task(task_path_, cache_dir=cache)
+    good = EpisodeFS(work / "good")
+    Case.apply(case.good, good)
+    outcome = score_files(task, good)
+    assert outcome.score == 1.0, f"correct result scored {outcome}"
+    assert case.wrongs, "a proof needs at least one wrong result"
+    for label, files in case.wrongs.items():
+        fs = EpisodeFS(work / label.replace(":", "_"))
+        Case.apply(files, fs)
+        outcome = score_files(task, fs)
+        assert outcome.score == 0.0, f"wrong result {label!r} scored {outcome}"
+    # the untouched episode (nothing saved) scores 0 too
+    assert score_files(task, EpisodeFS(work / "empty")).score == 0.0
+
+
+@ABSENT
+@pytest.mark.parametrize("task_id", _ids("libreoffice_calc"))
+def test_calc_task(task_id: str, tmp_path: Path) -> None:
+    path = task_path("libreoffice_calc", task_id)
+    raw = json.loads(path.read_text())
+    cache = tmp_path / "cache"
+    if raw["evaluator"]["func"] == "infeasible":
+        task = load_task(path, cache_dir=cache)
+        assert score_files(task, EpisodeFS(tmp_path / "ep"), last_action="FAIL").score == 1.0
+        assert score_files(task, EpisodeFS(tmp_path / "ep"), last_action="DONE").score == 0.0
+        return
+    if task_id in CALC_REFUSED:
+        calc_case(raw, cache).write_cache()
+        with pytest.raises(UnsupportedTaskError, match=CALC_REFUSED[task_id]):
+            load_task(path, cache_dir=cache)
+        return
+    _prove(path, calc_case(raw, cache), cache, tmp_path)
+
+
+@ABSENT
+def test_a_missing_cache_file_names_task_url_and_path(tmp_path: Path) -> None:
+    task_id = _ids("libreoffice_calc")[1]
+    path = task_path("libreoffice_calc", task_id)
+    raw = json.loads(path.read_text())
+    url = raw["config"][0]["parameters"]["files"][0]["url"]
+    with pytest.raises(UnsupportedTaskError) as info:
+        load_task(path, cache_dir=tmp_path / "cache")
+    message = str(info.value)
+    assert task_id in message and url in message and str(tmp_path / "cache" / task_id) in message
+    with pytest.raises(UnsupportedTaskError, match="no cache folder is set"):
+        load_task(path)
+    assert issubclass(MissingTaskFile, FileNotFoundError)
