@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from _osworld_standins import EXAMPLES, Case, calc_case, task_ids, task_path
+
 from rlanything_core.envs.desktop.episode_fs import EpisodeFS
 from rlanything_core.envs.desktop.file_check import score_files
 from rlanything_core.envs.desktop.osworld_cache import MissingTaskFile
