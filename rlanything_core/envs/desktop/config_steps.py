@@ -8,7 +8,8 @@
                         LibreOffice, and wait for its window
 ``launch``              ``command``: start ``libreoffice``/``soffice`` (other programs are refused at load)
 ``execute``/``command`` ``command`` (+ ``shell``): ``python -c CODE`` runs CODE in the action sandbox (it is
-                        pyautogui code, e.g. the Ctrl+S of a postconfig); a LibreOffice command is a launch;
+                        pyautogui code, e.g. the Ctrl+S of a postconfig); a LibreOffice command is a launch, or
+                        with ``--convert-to`` a headless export (the CSV a ``sheet_print`` rule reads);
                         any other command runs in the command sandbox with ``/home/user`` mapped; commands that need
                         the VM's root, desktop session or package manager (:data:`VM_ONLY`) are refused at load
 ``sleep``               ``seconds``
@@ -24,6 +25,8 @@ from __future__ import annotations
 
 import shlex
 import shutil
+import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,6 +159,20 @@ def needs_display(step: dict[str, Any]) -> bool:
     return False
 
 
+def _convert(ctx: StepContext, argv: list[str]) -> str:
+    """``libreoffice --convert-to ... --outdir DIR FILE``: a headless export with its own throw-away profile.
+
+    The profile is private so that the export does not hand itself to the GUI instance the agent works in.
+    """
+    args = [str(ctx.fs.local(a)) if a.startswith(("/", "~")) else a for a in argv[1:]]
+    with tempfile.TemporaryDirectory(prefix="lo-convert-") as profile:
+        cmd = ["soffice", f"-env:UserInstallation={Path(profile).as_uri()}", "--headless", "--norestore", *args]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"libreoffice --convert-to failed ({proc.returncode}): {proc.stderr.strip()[-300:]}")
+    return f"converted: {proc.stdout.strip()[-200:]}"
+
+
 def _launch(ctx: StepContext, argv: list[str]) -> None:
     args = []
     for arg in argv[1:]:
@@ -196,6 +213,8 @@ def run_step(step: dict[str, Any], ctx: StepContext) -> str:
             return f"activated {params['window_name']!r}"
         return f"no window {params['window_name']!r} to activate"  # OSWorld logs and goes on
     argv = _argv(params["command"])
+    if _program(argv) in _OFFICE and "--convert-to" in argv:
+        return _convert(ctx, argv)
     if kind == "launch" or _program(argv) in _OFFICE:
         _launch(ctx, argv)
         return f"launched {' '.join(argv)}"
