@@ -55,7 +55,10 @@ def _check_paths(cfg: dict[str, Any], _files: TaskFiles) -> None:
 def _check_vm_paths(cfg: dict[str, Any], files: TaskFiles) -> None:
     _check_paths(cfg, files)
     for path in _paths(cfg)[0]:
-        check_vm_path(path)
+        if "/.config/libreoffice/" in check_vm_path(path) + "/":
+            raise ValueError(
+                f"vm_file {path!r}: the local LibreOffice keeps its profile in a private folder, not under /home/user"
+            )
 
 
 def _give(copies: list[Path], gives: set[int], multi: bool) -> Any:
