@@ -315,8 +315,28 @@ def _files_for(paths: list[str], book: Book) -> dict[str, Writer]:
     return out
 
 
-def _as_list(value: Any) -> list[Any]:
+def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
+
+
+_as_list = as_list
+
+
+def gold_cache(case: Case, raw: dict[str, Any], cache_dir: Path, write: Writer) -> None:
+    """Every ``cloud_file`` of the task's expected getters, written by ``write`` where OSWorld's cache keeps it."""
+    for cfg in as_list(raw["evaluator"].get("expected") or []):
+        if cfg and cfg.get("type") == "cloud_file":
+            for dest in as_list(cfg["dest"]):
+                case.cache[cloud_cache_path(cache_dir, raw["id"], dest)] = write
+
+
+def cache_inputs(case: Case, raw: dict[str, Any], cache_dir: Path, start: Writer) -> None:
+    """Every downloaded file in the cache: ``start`` for a file of the result's kind, a text stand-in otherwise."""
+    results = [cfg for cfg in as_list(raw["evaluator"].get("result") or []) if cfg and "path" in cfg]
+    kinds = {Path(p).suffix for cfg in results for p in as_list(cfg["path"])}
+    for url, vm_path in _download_files(raw):
+        target = download_cache_path(cache_dir, raw["id"], url, vm_path)
+        case.cache[target] = start if Path(vm_path).suffix in kinds else _bytes(url)
 
 
 def _download_files(raw: dict[str, Any]) -> list[tuple[str, str]]:
@@ -390,3 +410,12 @@ def calc_case(raw: dict[str, Any], cache_dir: Path) -> Case:
 
 def _bytes(url: str) -> Writer:
     return lambda path: path.write_text(f"stand-in for {url}\n")
+
+
+def placeholders(raw: dict[str, Any], cache_dir: Path) -> None:
+    """A text stand-in for every file the task downloads or compares with (a refused task is refused for its checks,
+    not for a missing file)."""
+    case = Case(good={}, wrongs={})
+    gold_cache(case, raw, cache_dir, _bytes("gold"))
+    cache_inputs(case, raw, cache_dir, _bytes("input"))
+    case.write_cache()

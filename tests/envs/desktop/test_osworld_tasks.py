@@ -12,7 +12,9 @@ import json
 from pathlib import Path
 
 import pytest
-from _osworld_standins import EXAMPLES, Case, calc_case, task_ids, task_path
+from _osworld_impress_standins import impress_case
+from _osworld_standins import EXAMPLES, Case, calc_case, placeholders, task_ids, task_path
+from _osworld_writer_standins import writer_case
 
 from rlanything_core.envs.desktop.episode_fs import EpisodeFS
 from rlanything_core.envs.desktop.file_check import score_files
@@ -79,3 +81,54 @@ def test_a_missing_cache_file_names_task_url_and_path(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedTaskError, match="no cache folder is set"):
         load_task(path)
     assert issubclass(MissingTaskFile, FileNotFoundError)
+
+
+def _unsupported(path: Path, cache: Path, named: str) -> None:
+    with pytest.raises(UnsupportedTaskError, match=named):
+        load_task(path, cache_dir=cache)
+
+
+def _domain_test(domain: str, make_case, refused: dict[str, str], task_id: str, tmp_path: Path) -> None:
+    path = task_path(domain, task_id)
+    raw = json.loads(path.read_text())
+    cache = tmp_path / "cache"
+    if raw["evaluator"]["func"] == "infeasible":
+        placeholders(raw, cache)
+        task = load_task(path, cache_dir=cache)
+        assert score_files(task, EpisodeFS(tmp_path / "ep"), last_action="FAIL").score == 1.0
+        assert score_files(task, EpisodeFS(tmp_path / "ep"), last_action="DONE").score == 0.0
+        return
+    if task_id in refused:
+        placeholders(raw, cache)
+        _unsupported(path, cache, refused[task_id])
+        return
+    _prove(path, make_case(raw, cache), cache, tmp_path)
+
+
+# Writer and Impress tasks refused at load, with the piece the refusal names
+WRITER_REFUSED = {
+    "4bcb1253-a636-4df4-8cb0-a35c04dfef31": "compare_pdfs",
+    "6a33f9b9-0a56-4844-9c3f-96ec3ffb3ba2": "check_highlighted_words",
+    "8472fece-c7dd-4241-8d65-9b3cd1a0b568": "evaluate_colored_words_in_tables",
+    "f178a4a9-d090-4b56-bc4c-4b72a61a035d": "find_default_font",
+}
+IMPRESS_REFUSED = {
+    "455d3c66-7dc6-4537-a39a-36d3e9119df7": "compare_images",
+    "c59742c0-4323-4b9d-8a02-723c251deaa0": "compare_audios",
+    "ef9d12bd-bcee-4ba0-a40e-918400f43ddf": "check_left_panel",
+    "0f84bef9-9790-432e-92b7-eece357603fb": "check_presenter_console_disable",
+    "ac9bb6cb-1888-43ab-81e4-a98a547918cd": "check_page_number_colors",
+    "2cd43775-7085-45d8-89fa-9e35c0a915cf": "check_auto_saving_time",
+}
+
+
+@ABSENT
+@pytest.mark.parametrize("task_id", _ids("libreoffice_writer"))
+def test_writer_task(task_id: str, tmp_path: Path) -> None:
+    _domain_test("libreoffice_writer", writer_case, WRITER_REFUSED, task_id, tmp_path)
+
+
+@ABSENT
+@pytest.mark.parametrize("task_id", _ids("libreoffice_impress"))
+def test_impress_task(task_id: str, tmp_path: Path) -> None:
+    _domain_test("libreoffice_impress", impress_case, IMPRESS_REFUSED, task_id, tmp_path)

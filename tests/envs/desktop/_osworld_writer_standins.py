@@ -1,0 +1,136 @@
+"""Stand-in ``.docx`` files for OSWorld's Writer tasks, authored from what each metric checks (python-docx).
+
+For each metric: ``good`` options describe a document that satisfies it (the gold file is written from the same
+options, separately), and ``wrongs`` the variants that break it. Input files are the first wrong variant.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from _osworld_standins import Case, Writer, as_list, cache_inputs, gold_cache
+from PIL import Image
+
+TEXT = ["Water Facts", "H2O is water.", "It boils at 100 degrees.", "Keep this paragraph."]
+
+
+def _png() -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (20, 10), (200, 30, 30)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def write_doc(path: Path, spec: dict[str, Any]) -> None:
+    """A document from ``spec`` (keys below; each optional)."""
+    from docx import Document
+    from docx.enum.text import WD_BREAK, WD_PARAGRAPH_ALIGNMENT, WD_TAB_ALIGNMENT
+    from docx.shared import Inches, Pt
+
+    doc = Document()
+    texts = spec.get("texts", TEXT)
+    for i, text in enumerate(texts):
+        paragraph = doc.add_paragraph()
+        if i == 1 and spec.get("subscript") is not None:
+            paragraph.add_run("H")
+            run = paragraph.add_run("2")
+            run.font.subscript = spec["subscript"]
+            paragraph.add_run(text[2:])
+        elif spec.get("tabs"):  # three words, a tab, a value: the layout check_tabstops counts words in
+            paragraph.add_run(f"{spec.get('tab_words', 'Chapter Page Title')}\t{i + 1}")
+            paragraph.paragraph_format.tab_stops.add_tab_stop(Inches(4), spec["tabs"])
+        else:
+            run = paragraph.add_run(text)
+            if spec.get("font"):
+                run.font.name = spec["font"] if i else spec.get("first_font", spec["font"])
+            if spec.get("italic_pt") and i == 2:
+                run.italic = True
+                run.font.size = Pt(spec["italic_pt"])
+        if spec.get("spacing"):
+            paragraph.paragraph_format.line_spacing = spec["spacing"]
+        if i == 0 and spec.get("centered") is not None:
+            paragraph.alignment = WD_PARAGRAPH_ALIGNMENT.CENTER if spec["centered"] else WD_PARAGRAPH_ALIGNMENT.LEFT
+        if i == len(texts) - 1 and spec.get("strike") is not None:
+            for run in paragraph.runs:
+                run.font.strike = spec["strike"]
+    if spec.get("page_break"):
+        doc.paragraphs[1].runs[-1].add_break(WD_BREAK.PAGE)
+    if "image" in spec:
+        paragraph = doc.add_paragraph()
+        if spec["image"]:
+            paragraph.add_run().add_picture(io.BytesIO(_png()), width=Inches(1))
+        else:
+            paragraph.add_run("an image goes here")
+    if "table" in spec:
+        table = doc.add_table(rows=len(spec["table"]), cols=len(spec["table"][0]))
+        for r, row in enumerate(spec["table"]):
+            for c, value in enumerate(row):
+                table.cell(r, c).text = value
+    if "footer" in spec:
+        doc.sections[0].footer.paragraphs[0].text = spec["footer"]
+    doc.save(path)
+    _ = WD_TAB_ALIGNMENT  # the tab alignments come in through spec["tabs"]
+
+
+def _tab(kind: str) -> Any:
+    from docx.enum.text import WD_TAB_ALIGNMENT
+
+    return getattr(WD_TAB_ALIGNMENT, kind)
+
+
+TABLE = [["Task", "Hours"], ["Draft", "3"], ["Review", "1"]]
+
+
+def writer_specs(func: str, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """``(good spec, {label: wrong spec})`` for one Writer metric."""
+    changed = {"texts": [*TEXT[:2], "It boils at 90 degrees.", TEXT[3]]}
+    table: dict[str, tuple[dict[str, Any], dict[str, dict[str, Any]]]] = {
+        "compare_docx_files": ({}, {"text": changed}),
+        "compare_docx_lines": ({}, {"line missing": {"texts": TEXT[:3]}}),
+        "compare_line_spacing": ({"spacing": 2.0}, {"spacing": {"spacing": 1.0}, "text": {**changed, "spacing": 2.0}}),
+        "check_tabstops": (
+            {"tabs": _tab("RIGHT")},
+            {"alignment": {"tabs": _tab("CENTER")}, "words before the tab": {"tabs": _tab("RIGHT"), "tab_words": "x"}},
+        ),
+        "compare_subscript_contains": ({"subscript": True}, {"no subscript": {"subscript": False}}),
+        "has_page_numbers_in_footers": ({"footer": "Page 1"}, {"no number": {"footer": "Page"}}),
+        "compare_font_names": (
+            {"font": "Times New Roman"},
+            {"one run in Arial": {"font": "Times New Roman", "first_font": "Arial"}},
+        ),
+        "is_first_line_centered": ({"centered": True}, {"left": {"centered": False}}),
+        "compare_docx_tables": ({"table": TABLE}, {"cell": {"table": [*TABLE[:2], ["Review", "2"]]}}),
+        "compare_contains_image": ({"image": True}, {"no image": {"image": False}}),
+        "evaluate_strike_through_last_paragraph": ({"strike": True}, {"not struck": {"strike": False}}),
+        "check_italic_font_size_14": ({"italic_pt": 14}, {"12 pt": {"italic_pt": 12}, "text": changed}),
+        "contains_page_break": ({"page_break": True}, {"no break": {"page_break": False}}),
+    }
+    return table[func]
+
+
+def _doc_writer(spec: dict[str, Any]) -> Writer:
+    return lambda path: write_doc(path, spec)
+
+
+def writer_case(raw: dict[str, Any], cache_dir: Path) -> Case:
+    """Stand-ins for one ``libreoffice_writer`` task (funcs combined with ``and``: every metric's spec merged)."""
+    ev = raw["evaluator"]
+    funcs = as_list(ev["func"])
+    options = as_list(ev.get("options", {}))
+    good: dict[str, Any] = {}
+    wrongs: dict[str, dict[str, Any]] = {}
+    for func, opts in zip(funcs, options + [{}] * (len(funcs) - len(options))):
+        spec, bad = writer_specs(func, opts or {})
+        good.update(spec)
+        wrongs.update({f"{func}:{label}": w for label, w in bad.items()})
+    result = as_list(ev["result"])[0]["path"]
+    case = Case(
+        good={result: _doc_writer(good)},
+        wrongs={label: {result: _doc_writer({**good, **w})} for label, w in wrongs.items()},
+    )
+    gold_cache(case, raw, cache_dir, _doc_writer(good))
+    start: Callable[[Path], None] = _doc_writer({**good, **next(iter(wrongs.values()))})
+    cache_inputs(case, raw, cache_dir, start)
+    return case
