@@ -12,6 +12,7 @@ only fail later.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,7 @@ class DesktopTask:
         cache_dir: the root of the OSWorld-layout file cache its remote files come from (``None``: files shipped
             beside the task; see :mod:`.osworld_cache`).
         cache_key: the id the cache files are kept under when it differs from ``task_id`` (a variant of a task).
+        json_path: the file the task was loaded from (``None`` for a task built from a dict).
     """
 
     task_id: str
@@ -53,6 +55,7 @@ class DesktopTask:
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
     cache_dir: Path | None = None
     cache_key: str = ""
+    json_path: Path | None = None
 
     @property
     def files(self) -> TaskFiles:
@@ -81,6 +84,7 @@ class DesktopTask:
             raw,
             self.cache_dir,
             self.cache_key or self.task_id,
+            self.json_path,
         )
 
 
@@ -183,4 +187,4 @@ def load_task(path: str | Path, *, cache_dir: str | Path | None = None) -> Deskt
         raw = json.loads(file.read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise UnsupportedTaskError(f"cannot read task {file}: {exc}") from None
-    return parse_task(raw, file.parent, cache_dir=cache_dir)
+    return dataclasses.replace(parse_task(raw, file.parent, cache_dir=cache_dir), json_path=file.resolve())
