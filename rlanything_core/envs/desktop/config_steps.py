@@ -36,7 +36,16 @@ from rlanything_core.envs.desktop.actions import InvalidAction, parse_action
 from rlanything_core.envs.desktop.episode_fs import EpisodeFS, run_task_command
 from rlanything_core.envs.desktop.osworld_cache import MissingTaskFile, TaskFiles, check_vm_path
 
-__all__ = ["DOCUMENTS", "STEP_TYPES", "VM_ONLY", "StepContext", "check_step", "needs_display", "run_step"]
+__all__ = [
+    "DOCUMENTS",
+    "STEP_TYPES",
+    "VM_ONLY",
+    "StepContext",
+    "check_step",
+    "needs_display",
+    "run_step",
+    "vm_only_word",
+]
 
 STEP_TYPES = ("download", "open", "launch", "execute", "command", "sleep", "activate_window")
 _OFFICE = ("libreoffice", "soffice", "localc", "scalc")
@@ -44,7 +53,19 @@ _PYTHON = ("python", "python3")
 _SHEETS = (".xlsx", ".xls", ".ods", ".csv")
 DOCUMENTS = (*_SHEETS, ".docx", ".doc", ".odt", ".rtf", ".txt", ".pptx", ".ppt", ".odp")
 # what only OSWorld's VM has: root (sudo), the GNOME session (gsettings, gio, xdg-open over D-Bus), a package manager
-VM_ONLY = ("sudo", "gsettings", "gio", "xdg-open", "DBUS_SESSION_BUS_ADDRESS", "apt-get", "apt", "su")
+VM_ONLY = (
+    "sudo",
+    "su",
+    "gsettings",
+    "gio",
+    "xdg-open",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "apt-get",
+    "apt",
+    "pulseaudio",
+    "pactl",
+    "timedatectl",
+)
 _NO_WINDOWS = ("terminal",)
 
 
@@ -87,7 +108,7 @@ def _fill(text: str, screen: tuple[int, int]) -> str:
     return text.replace("{SCREEN_HEIGHT}", str(h))
 
 
-def _vm_only_word(command: Any) -> str | None:
+def vm_only_word(command: Any) -> str | None:
     """The first word of :data:`VM_ONLY` the command uses (as a shell word), or None."""
     text = command if isinstance(command, str) else " ".join(str(c) for c in command)
     words = set(text.replace(";", " ").replace("|", " ").replace("&", " ").replace("=", " ").split())
@@ -134,7 +155,7 @@ def check_step(step: Any, where: str, task_files: TaskFiles, error: type[Excepti
                 parse_action(code)
             except InvalidAction as exc:
                 raise error(f"{where}: python -c code does not compile: {exc}") from None
-        elif _program(argv) not in _OFFICE and (word := _vm_only_word(params["command"])) is not None:
+        elif _program(argv) not in _OFFICE and (word := vm_only_word(params["command"])) is not None:
             raise error(f"{where}: {kind} command uses {word!r}, which only OSWorld's VM has: {params['command']!r}")
     elif kind == "sleep":
         seconds = params.get("seconds")

@@ -8,7 +8,11 @@
 ``local_file``         ``path`` relative to the task's folder
 ``cache_file``         ``path``: a file already in the episode cache
 ``rule``               ``rules``: returned as given
-``vm_command_line``    ``command`` (+ ``shell``): its stdout, run in the command sandbox
+``vm_command_line``    ``command`` (+ ``shell``): its stdout, run in the command sandbox (a command that needs
+                       the VM's root or desktop session, :data:`~.config_steps.VM_ONLY`, is refused at load)
+``list_directory``     ``path``: the folder's tree, ``{"type": "directory", "name", "children": [...]}`` with
+                       ``{"type": "file", "name"}`` leaves (OSWorld's server's layout); a missing folder raises
+                       ``FileNotFoundError``
 =====================  =======================================================================================
 """
 
@@ -117,8 +121,31 @@ def _check_rules(cfg: dict[str, Any], _files: TaskFiles) -> None:
 
 
 def _check_command(cfg: dict[str, Any], _files: TaskFiles) -> None:
+    from rlanything_core.envs.desktop.config_steps import vm_only_word
+
     if not isinstance(cfg.get("command"), (str, list)):
         raise ValueError("getter 'vm_command_line' needs a 'command' string or list")
+    word = vm_only_word(cfg["command"])
+    if word is not None:
+        raise ValueError(f"vm_command_line uses {word!r}, which only OSWorld's VM has: {cfg['command']!r}")
+
+
+def _check_directory(cfg: dict[str, Any], _files: TaskFiles) -> None:
+    check_vm_path(cfg.get("path"))
+
+
+def _tree(folder: Path) -> dict[str, Any]:
+    children: list[dict[str, Any]] = []
+    for entry in sorted(folder.iterdir()):
+        children.append(_tree(entry) if entry.is_dir() else {"type": "file", "name": entry.name})
+    return {"type": "directory", "name": folder.name, "children": children}
+
+
+def _list_directory(ctx: Any, cfg: dict[str, Any]) -> dict[str, Any]:
+    folder: Path = ctx.fs.local(cfg["path"])
+    if not folder.is_dir():
+        raise FileNotFoundError(f"list_directory {cfg['path']!r} is not a folder")
+    return _tree(folder)
 
 
 def _command_line(ctx: Any, cfg: dict[str, Any]) -> str:
@@ -144,4 +171,5 @@ GETTERS: dict[str, Getter] = {
     "cache_file": Getter(_check_cache, _cache_file),
     "rule": Getter(_check_rules, lambda ctx, cfg: cfg["rules"]),
     "vm_command_line": Getter(_check_command, _command_line),
+    "list_directory": Getter(_check_directory, _list_directory),
 }

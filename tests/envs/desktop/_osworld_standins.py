@@ -419,3 +419,22 @@ def placeholders(raw: dict[str, Any], cache_dir: Path) -> None:
     gold_cache(case, raw, cache_dir, _bytes("gold"))
     cache_inputs(case, raw, cache_dir, _bytes("input"))
     case.write_cache()
+
+
+def os_case(raw: dict[str, Any], cache_dir: Path) -> Case:
+    """Stand-ins for the ``os`` tasks whose checks run here (``check_moved_jpgs`` on a folder listing)."""
+    ev = raw["evaluator"]
+    if ev["func"] != "check_moved_jpgs":
+        raise KeyError(ev["func"])
+    folder = ev["result"]["path"]
+    names = list(ev["expected"]["rules"]["expected"])
+
+    def files(chosen: list[str]) -> dict[str, Writer]:
+        return {f"{folder}/{name}": (lambda path: path.write_bytes(b"\xff\xd8 stand-in jpeg")) for name in chosen}
+
+    case = Case(
+        good=files(names),
+        wrongs={"one missing": files(names[:-1]), "a png too": files([*names, "us_3.png"])},
+    )
+    cache_inputs(case, raw, cache_dir, _bytes("photo"))
+    return case

@@ -12,7 +12,12 @@ from collections.abc import Callable
 from typing import Any
 
 from rlanything_core.envs.desktop.metrics import docs, slides
-from rlanything_core.envs.desktop.metrics.general import check_include_exclude, exact_match, literal_match
+from rlanything_core.envs.desktop.metrics.general import (
+    check_include_exclude,
+    check_moved_jpgs,
+    exact_match,
+    literal_match,
+)
 from rlanything_core.envs.desktop.metrics.pdf import check_pdf_pages, check_pdf_rules
 from rlanything_core.envs.desktop.metrics.table import check_table_options, compare_csv, compare_table
 
@@ -33,6 +38,7 @@ METRICS: dict[str, Callable[..., float]] = {
     "check_include_exclude": check_include_exclude,
     "exact_match": exact_match,
     "literal_match": literal_match,
+    "check_moved_jpgs": check_moved_jpgs,
     "check_pdf_pages": check_pdf_pages,
     **{name: getattr(docs, name) for name in docs.__all__},
     **{name: getattr(slides, name) for name in slides.__all__ if name != "PPTX_OPTIONS"},
@@ -46,8 +52,9 @@ def _needs(keys: dict[str, type | tuple[type, ...]]) -> Callable[[Any], None]:
         if not isinstance(rules, dict):
             raise ValueError(f"rules must be a dict with {sorted(keys)}, got {rules!r}")
         for key, kind in keys.items():
-            if not isinstance(rules.get(key), kind) or isinstance(rules.get(key), bool):
-                raise ValueError(f"rules need {key!r} of type {kind}, got {rules.get(key)!r}")
+            value = rules.get(key)
+            if key not in rules or not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                raise ValueError(f"rules need {key!r} of type {kind}, got {value!r}")
 
     return check
 
@@ -72,6 +79,7 @@ _RULE_CHECKS: dict[str, Callable[[Any], None]] = {
     "check_transition": _needs({"slide_idx": int, "transition_type": str}),
     "evaluate_presentation_fill_to_rgb_distance": _rgb_rules,
     "exact_match": _needs({"expected": object}),
+    "check_moved_jpgs": _needs({"expected": list}),
     "check_include_exclude": _include_exclude_rules,
 }
 _DOCX_OPTIONS = ("ignore_blanks", "ignore_case", "ignore_order")
