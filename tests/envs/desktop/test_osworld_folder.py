@@ -131,3 +131,14 @@ def test_setting_trains_on_osworld_tasks_from_a_cache(tmp_path: Path) -> None:
             )
         )
     shutil.rmtree(cache)
+
+
+@ABSENT
+def test_coverage_counts_loaded_and_refused_tasks(capsys) -> None:  # type: ignore[no-untyped-def]
+    from rlanything_core.envs.desktop.coverage import domain_coverage, main
+
+    tasks, loaded, reasons = domain_coverage(EXAMPLES, "os")
+    assert tasks == len(task_ids("os")) and loaded + sum(reasons.values()) == tasks
+    assert any("sudo" in r for r in reasons) and loaded >= 1
+    assert main([str(EXAMPLES), "--domains", "libreoffice_calc"]) == 0
+    assert f"libreoffice_calc tasks={len(task_ids('libreoffice_calc'))} loaded=" in capsys.readouterr().out
