@@ -2,7 +2,8 @@
 
 =====================  =======================================================================================
 ``vm_file``            ``path`` (+ ``dest``, or lists with ``multi``/``gives``): the VM file copied to the cache
-                       as ``dest``; a missing file raises ``FileNotFoundError`` (OSWorld then scores 0)
+                       as ``dest``; a missing file raises ``FileNotFoundError`` (OSWorld then scores 0); LibreOffice's
+                       profile (``~/.config/libreoffice/4/user/...``) is read from the running app's own profile
 ``cloud_file``         ``path`` = a URL: the file OSWorld's cache keeps as ``<task id>/<dest>`` (no network here;
                        without a cache, the file shipped beside the task), copied as ``dest``
 ``local_file``         ``path`` relative to the task's folder
@@ -27,7 +28,7 @@ from typing import Any
 from rlanything_core.envs.desktop.episode_fs import run_task_command
 from rlanything_core.envs.desktop.osworld_cache import MissingTaskFile, TaskFiles, check_vm_path
 
-__all__ = ["GETTERS", "Getter"]
+__all__ = ["GETTERS", "VM_PROFILE", "Getter", "vm_local_path"]
 
 
 @dataclass(frozen=True)
@@ -56,13 +57,26 @@ def _check_paths(cfg: dict[str, Any], _files: TaskFiles) -> None:
         raise ValueError(f"getter {cfg.get('type')!r}: 'path'/'dest' must be strings (lists of equal length)")
 
 
+# where OSWorld's VM keeps LibreOffice's user profile; here the running app has a private one (OfficeApp.profile_dir)
+VM_PROFILE = "/home/user/.config/libreoffice/4/"
+
+
 def _check_vm_paths(cfg: dict[str, Any], files: TaskFiles) -> None:
     _check_paths(cfg, files)
     for path in _paths(cfg)[0]:
-        if "/.config/libreoffice/" in check_vm_path(path) + "/":
-            raise ValueError(
-                f"vm_file {path!r}: the local LibreOffice keeps its profile in a private folder, not under /home/user"
-            )
+        normal = check_vm_path(path)
+        if normal.startswith("/home/user/.config/libreoffice/") and not normal.startswith(VM_PROFILE + "user/"):
+            raise ValueError(f"vm_file {path!r}: only the profile's user folder ({VM_PROFILE}user/) is mapped")
+
+
+def vm_local_path(ctx: Any, path: str) -> Path:
+    """The local file of a VM path: the episode folder, or for LibreOffice's profile the running app's own."""
+    normal = check_vm_path(path)
+    office = getattr(ctx, "office", None)
+    if normal.startswith(VM_PROFILE) and office is not None and getattr(office, "profile_dir", None) is not None:
+        return Path(office.profile_dir) / normal[len(VM_PROFILE) :]
+    local: Path = ctx.fs.local(path)
+    return local
 
 
 def _give(copies: list[Path], gives: set[int], multi: bool) -> Any:
@@ -87,7 +101,7 @@ def _copy_to_cache(ctx: Any, cfg: dict[str, Any], source_of: Callable[[str], Pat
 
 def _vm_file(ctx: Any, cfg: dict[str, Any]) -> Any:
     def source_of(path: str) -> Path:
-        source: Path = ctx.fs.local(path)
+        source = vm_local_path(ctx, path)
         if not source.is_file():
             raise FileNotFoundError(f"vm_file {path!r} does not exist")
         return source

@@ -438,3 +438,43 @@ def os_case(raw: dict[str, Any], cache_dir: Path) -> Case:
     )
     cache_inputs(case, raw, cache_dir, _bytes("photo"))
     return case
+
+
+PROFILE_FUNCS = ("find_default_font", "check_presenter_console_disable", "check_auto_saving_time")
+
+
+def _xcu(items: list[tuple[str, str, str]]) -> Writer:
+    def write(path: Path) -> None:
+        body = "".join(
+            f'<item oor:path="{p}"><prop oor:name="{n}" oor:op="fuse"><value>{v}</value></prop></item>\n'
+            for p, n, v in items
+        )
+        path.write_text(
+            '<?xml version="1.0" encoding="UTF-8"?>\n<oor:items xmlns:oor="http://openoffice.org/2001/registry">\n'
+            f"{body}</oor:items>\n"
+        )
+
+    return write
+
+
+def profile_case(raw: dict[str, Any], cache_dir: Path) -> Case:
+    """Stand-ins for the tasks checked on LibreOffice's settings file (a profile's ``registrymodifications.xcu``)."""
+    ev = raw["evaluator"]
+    func, rules = ev["func"], (ev.get("expected") or {}).get("rules", {})
+    common = ("/org.openoffice.Office.Common/Misc", "UseSystemFileDialog", "false")
+    if func == "find_default_font":
+        key = ("/org.openoffice.Office.Writer/DefaultFont", "Standard")
+        good, bad = [(*key, rules["font_name"])], [(*key, "Liberation Serif")]
+    elif func == "check_presenter_console_disable":
+        key = ("/org.openoffice.Office.Impress/Misc/Start", "EnablePresenterScreen")
+        good, bad = [(*key, "false")], [(*key, "true")]
+    else:
+        key = ("/org.openoffice.Office.Common/Save/Document", "AutoSaveTimeIntervall")
+        good, bad = [(*key, str(rules["minutes"]))], [(*key, "10")]
+    result = ev["result"]["path"]
+    case = Case(
+        good={result: _xcu([common, *good])},
+        wrongs={"other value": {result: _xcu([common, *bad])}, "never set": {result: _xcu([common])}},
+    )
+    cache_inputs(case, raw, cache_dir, _bytes("document"))
+    return case

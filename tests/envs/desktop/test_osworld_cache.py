@@ -148,3 +148,18 @@ def test_convert_to_step_writes_the_csv_a_sheet_print_rule_reads(tmp_path: Path)
     }
     run_step(step, StepContext(fs, None, None, tmp_path, (1920, 1080)))
     assert fs.local("/home/user/A-Sheet1.csv").read_text().splitlines() == ["Item,2.5"]
+
+
+def test_the_libreoffice_profile_path_reads_the_running_apps_profile(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from rlanything_core.envs.desktop.getters import vm_local_path
+
+    fs = EpisodeFS(tmp_path / "ep")
+    xcu = "/home/user/.config/libreoffice/4/user/registrymodifications.xcu"
+    office = SimpleNamespace(profile_dir=tmp_path / "profile")  # the one attribute of OfficeApp this reads
+    with_app = StepContext(fs, office, None, tmp_path, (1920, 1080))
+    assert vm_local_path(with_app, xcu) == tmp_path / "profile" / "user" / "registrymodifications.xcu"
+    assert vm_local_path(with_app, "~/a.docx") == fs.home / "a.docx"
+    without_app = StepContext(fs, None, None, tmp_path, (1920, 1080))  # the checker path: files as written
+    assert vm_local_path(without_app, xcu) == fs.home / ".config/libreoffice/4/user/registrymodifications.xcu"

@@ -13,7 +13,17 @@ from pathlib import Path
 
 import pytest
 from _osworld_impress_standins import impress_case
-from _osworld_standins import EXAMPLES, Case, calc_case, os_case, placeholders, task_ids, task_path
+from _osworld_standins import (
+    EXAMPLES,
+    PROFILE_FUNCS,
+    Case,
+    calc_case,
+    os_case,
+    placeholders,
+    profile_case,
+    task_ids,
+    task_path,
+)
 from _osworld_writer_standins import writer_case
 
 from rlanything_core.envs.desktop.episode_fs import EpisodeFS
@@ -102,7 +112,8 @@ def _domain_test(domain: str, make_case, refused: dict[str, str], task_id: str, 
         assert score_files(task, EpisodeFS(tmp_path / "ep"), last_action="FAIL").score == 1.0
         assert score_files(task, EpisodeFS(tmp_path / "ep"), last_action="DONE").score == 0.0
         return
-    _prove(path, make_case(raw, cache), cache, tmp_path)
+    maker = profile_case if raw["evaluator"]["func"] in PROFILE_FUNCS else make_case
+    _prove(path, maker(raw, cache), cache, tmp_path)
 
 
 # Writer and Impress tasks refused at load, with the piece the refusal names
@@ -110,15 +121,12 @@ WRITER_REFUSED = {
     "4bcb1253-a636-4df4-8cb0-a35c04dfef31": "compare_pdfs",
     "6a33f9b9-0a56-4844-9c3f-96ec3ffb3ba2": "check_highlighted_words",
     "8472fece-c7dd-4241-8d65-9b3cd1a0b568": "evaluate_colored_words_in_tables",
-    "f178a4a9-d090-4b56-bc4c-4b72a61a035d": "find_default_font",
 }
 IMPRESS_REFUSED = {
     "455d3c66-7dc6-4537-a39a-36d3e9119df7": "compare_images",
     "c59742c0-4323-4b9d-8a02-723c251deaa0": "compare_audios",
     "ef9d12bd-bcee-4ba0-a40e-918400f43ddf": "check_left_panel",
-    "0f84bef9-9790-432e-92b7-eece357603fb": "check_presenter_console_disable",
     "ac9bb6cb-1888-43ab-81e4-a98a547918cd": "check_page_number_colors",
-    "2cd43775-7085-45d8-89fa-9e35c0a915cf": "check_auto_saving_time",
 }
 
 

@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from rlanything_core.envs.desktop.metrics import docs, slides
+from rlanything_core.envs.desktop.metrics import docs, profile, slides
 from rlanything_core.envs.desktop.metrics.general import (
     check_include_exclude,
     check_moved_jpgs,
@@ -42,6 +42,7 @@ METRICS: dict[str, Callable[..., float]] = {
     "check_pdf_pages": check_pdf_pages,
     **{name: getattr(docs, name) for name in docs.__all__},
     **{name: getattr(slides, name) for name in slides.__all__ if name != "PPTX_OPTIONS"},
+    **{name: getattr(profile, name) for name in profile.__all__ if name != "registry_value"},
 }
 
 
@@ -76,6 +77,8 @@ def _include_exclude_rules(rules: Any) -> None:
 _RULE_CHECKS: dict[str, Callable[[Any], None]] = {
     "check_pdf_pages": check_pdf_rules,
     "compare_font_names": _needs({"font_name": str}),
+    "find_default_font": _needs({"font_name": str}),
+    "check_auto_saving_time": _needs({"minutes": int}),
     "check_transition": _needs({"slide_idx": int, "transition_type": str}),
     "evaluate_presentation_fill_to_rgb_distance": _rgb_rules,
     "exact_match": _needs({"expected": object}),
