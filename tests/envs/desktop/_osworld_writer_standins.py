@@ -27,7 +27,7 @@ def write_doc(path: Path, spec: dict[str, Any]) -> None:
     """A document from ``spec`` (keys below; each optional)."""
     from docx import Document
     from docx.enum.text import WD_BREAK, WD_PARAGRAPH_ALIGNMENT, WD_TAB_ALIGNMENT
-    from docx.shared import Inches, Pt
+    from docx.shared import Inches, Pt, RGBColor
 
     doc = Document()
     texts = spec.get("texts", TEXT)
@@ -68,6 +68,13 @@ def write_doc(path: Path, spec: dict[str, Any]) -> None:
         for r, row in enumerate(spec["table"]):
             for c, value in enumerate(row):
                 table.cell(r, c).text = value
+    if "word_table" in spec:  # one word per cell, each run in its colour
+        words = spec["word_table"]
+        table = doc.add_table(rows=1, cols=len(words))
+        for c, (word, rgb) in enumerate(words):
+            run = table.cell(0, c).paragraphs[0].add_run(word)
+            if rgb is not None:
+                run.font.color.rgb = RGBColor(*rgb)
     if "footer" in spec:
         doc.sections[0].footer.paragraphs[0].text = spec["footer"]
     doc.save(path)
@@ -81,6 +88,40 @@ def _tab(kind: str) -> Any:
 
 
 TABLE = [["Task", "Hours"], ["Draft", "3"], ["Review", "1"]]
+RED, BLUE = (255, 0, 0), (0, 0, 255)
+WORDS = [("and", RED), ("big", BLUE), ("over", RED), ("the", BLUE)]
+
+
+def write_odt(path: Path, spec: dict[str, Any]) -> None:
+    """A minimal OpenDocument text: the paragraphs of ``spec["texts"]``, a span highlighted yellow if asked."""
+    import zipfile
+
+    ns = (
+        'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+        'xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0" '
+        'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
+        'xmlns:fo="urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0"'
+    )
+    color = "#ffff00" if spec.get("highlight") else "transparent"
+    paragraphs = "".join(
+        f'<text:p>{t[:5]}<text:span text:style-name="T1">{t[5:]}</text:span></text:p>' for t in spec.get("texts", TEXT)
+    )
+    content = (
+        f'<?xml version="1.0" encoding="UTF-8"?><office:document-content {ns} office:version="1.2">'
+        '<office:automatic-styles><style:style style:name="T1" style:family="text">'
+        f'<style:text-properties fo:background-color="{color}"/></style:style></office:automatic-styles>'
+        f"<office:body><office:text>{paragraphs}</office:text></office:body></office:document-content>"
+    )
+    manifest = (
+        '<?xml version="1.0" encoding="UTF-8"?><manifest:manifest '
+        'xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0" manifest:version="1.2">'
+        '<manifest:file-entry manifest:full-path="/" manifest:media-type="application/vnd.oasis.opendocument.text"/>'
+        '<manifest:file-entry manifest:full-path="content.xml" manifest:media-type="text/xml"/></manifest:manifest>'
+    )
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(zipfile.ZipInfo("mimetype"), "application/vnd.oasis.opendocument.text")
+        z.writestr("META-INF/manifest.xml", manifest)
+        z.writestr("content.xml", content)
 
 
 def writer_specs(func: str, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
@@ -106,12 +147,21 @@ def writer_specs(func: str, options: dict[str, Any]) -> tuple[dict[str, Any], di
         "evaluate_strike_through_last_paragraph": ({"strike": True}, {"not struck": {"strike": False}}),
         "check_italic_font_size_14": ({"italic_pt": 14}, {"12 pt": {"italic_pt": 12}, "text": changed}),
         "contains_page_break": ({"page_break": True}, {"no break": {"page_break": False}}),
+        "evaluate_colored_words_in_tables": (
+            {"word_table": WORDS},
+            {
+                "a vowel word blue": {"word_table": [("and", BLUE), *WORDS[1:]]},
+                "uncoloured": {"word_table": [("and", None), *WORDS[1:]]},
+                "text": changed,
+            },
+        ),
+        "check_highlighted_words": ({"highlight": False}, {"still highlighted": {"highlight": True}, "text": changed}),
     }
     return table[func]
 
 
 def _doc_writer(spec: dict[str, Any]) -> Writer:
-    return lambda path: write_doc(path, spec)
+    return lambda path: write_odt(path, spec) if path.suffix == ".odt" else write_doc(path, spec)
 
 
 def writer_case(raw: dict[str, Any], cache_dir: Path) -> Case:

@@ -119,8 +119,6 @@ def _domain_test(domain: str, make_case, refused: dict[str, str], task_id: str, 
 # Writer and Impress tasks refused at load, with the piece the refusal names
 WRITER_REFUSED = {
     "4bcb1253-a636-4df4-8cb0-a35c04dfef31": "compare_pdfs",
-    "6a33f9b9-0a56-4844-9c3f-96ec3ffb3ba2": "check_highlighted_words",
-    "8472fece-c7dd-4241-8d65-9b3cd1a0b568": "evaluate_colored_words_in_tables",
 }
 IMPRESS_REFUSED = {
     "455d3c66-7dc6-4537-a39a-36d3e9119df7": "compare_images",

@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from rlanything_core.envs.desktop.metrics import docs, profile, slides
+from rlanything_core.envs.desktop.metrics import docs, odt, profile, slides
 from rlanything_core.envs.desktop.metrics.general import (
     check_include_exclude,
     check_moved_jpgs,
@@ -43,6 +43,7 @@ METRICS: dict[str, Callable[..., float]] = {
     **{name: getattr(docs, name) for name in docs.__all__},
     **{name: getattr(slides, name) for name in slides.__all__ if name != "PPTX_OPTIONS"},
     **{name: getattr(profile, name) for name in profile.__all__ if name != "registry_value"},
+    "check_highlighted_words": odt.check_highlighted_words,
 }
 
 
@@ -102,6 +103,10 @@ def check_metric_options(name: str, options: dict[str, Any]) -> None:
         unknown = set(options) - set(slides.PPTX_OPTIONS) - set(slides.IGNORED_OPTIONS)
         if unknown:
             raise ValueError(f"compare_pptx_files: unsupported options {sorted(unknown)}")
+    elif name == "evaluate_colored_words_in_tables":
+        unknown = set(options) - {"threshold"}
+        if unknown:
+            raise ValueError(f"evaluate_colored_words_in_tables: unsupported options {sorted(unknown)}")
     elif name == "check_tabstops":
         unknown = set(options) - {"word_number_split_by_tabstop", "index"}
         if unknown:

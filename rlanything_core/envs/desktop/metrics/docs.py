@@ -4,7 +4,8 @@ Source of the semantics: OSWorld's ``desktop_env/evaluators/metrics/docs.py`` (A
 Every metric scores 0 for a missing or unreadable file. Two-file metrics take ``(result, expected)``.
 
 =========================================  ==========================================================================
-``compare_docx_files``                     paragraph texts equal: with ``ignore_blanks`` (default) the texts joined
+``compare_docx_files``                     (``.docx`` or ``.odt`` pairs) paragraph texts equal: with ``ignore_blanks``
+                                           (default) the texts joined
                                            with runs of white space made one space; else paragraph by paragraph;
                                            ``ignore_case``, ``ignore_order`` (sorted paragraphs)
 ``compare_docx_lines``                     the sets of non-empty stripped paragraph texts are equal
@@ -21,6 +22,9 @@ Every metric scores 0 for a missing or unreadable file. Two-file metrics take ``
 ``is_first_line_centered``                 the first paragraph is centred
 ``contains_page_break``                    some run holds a page break
 ``compare_font_names``                     (``rules = {"font_name"}``) every run uses that font
+``evaluate_colored_words_in_tables``       ``compare_docx_files`` and, in the result's tables, every run starting
+                                           with a vowel is red and every other run blue (CIEDE2000 within
+                                           ``threshold``, 3.5); a run without an explicit colour fails
 =========================================  ==========================================================================
 """
 
@@ -41,6 +45,7 @@ __all__ = [
     "compare_line_spacing",
     "compare_subscript_contains",
     "contains_page_break",
+    "evaluate_colored_words_in_tables",
     "evaluate_strike_through_last_paragraph",
     "has_page_numbers_in_footers",
     "is_first_line_centered",
@@ -66,9 +71,19 @@ def _open_both(result: Any, expected: Any) -> tuple[Any, Any] | None:
     return None if one is None or two is None else (one, two)
 
 
-def _texts_equal(one: Any, two: Any, *, ignore_blanks: bool, ignore_case: bool, ignore_order: bool) -> bool:
-    first = [p.text for p in one.paragraphs]
-    second = [p.text for p in two.paragraphs]
+def _paragraph_texts(path: Any) -> list[str] | None:
+    """The paragraph texts of a ``.docx`` (python-docx) or ``.odt`` (:func:`.odt.odt_paragraphs`) file, or None."""
+    from rlanything_core.envs.desktop.metrics.odt import odt_paragraphs
+
+    if str(path).endswith(".odt"):
+        return odt_paragraphs(path)
+    doc = _open(path)
+    return None if doc is None else [p.text for p in doc.paragraphs]
+
+
+def _texts_equal(
+    first: list[str], second: list[str], *, ignore_blanks: bool, ignore_case: bool, ignore_order: bool
+) -> bool:
     if ignore_order:
         first, second = sorted(first), sorted(second)
     if ignore_blanks:
@@ -83,13 +98,19 @@ def _texts_equal(one: Any, two: Any, *, ignore_blanks: bool, ignore_case: bool, 
 
 
 def compare_docx_files(result: Any, expected: Any, **options: Any) -> float:
-    """1.0 when the paragraph texts agree (module docstring; ``content_only`` is refused at load)."""
-    docs = _open_both(result, expected)
-    if docs is None:
+    """1.0 when the paragraph texts agree (module docstring; ``content_only`` is refused at load).
+
+    Both files are ``.docx`` or both ``.odt``; any other pair scores 0.
+    """
+    if not result or not expected or str(result).endswith(".odt") != str(expected).endswith(".odt"):
+        return 0.0
+    first, second = _paragraph_texts(result), _paragraph_texts(expected)
+    if first is None or second is None:
         return 0.0
     return float(
         _texts_equal(
-            *docs,
+            first,
+            second,
             ignore_blanks=bool(options.get("ignore_blanks", True)),
             ignore_case=bool(options.get("ignore_case", False)),
             ignore_order=bool(options.get("ignore_order", False)),
@@ -261,3 +282,28 @@ def compare_font_names(result: Any, rules: dict[str, Any]) -> float:
         return 0.0
     want = rules["font_name"]
     return float(all(run.font.name == want for p in doc.paragraphs for run in p.runs))
+
+
+def evaluate_colored_words_in_tables(result: Any, expected: Any, **options: Any) -> float:
+    """1.0 when the texts agree and the table words are coloured by their first letter (module docstring)."""
+    from rlanything_core.envs.desktop.metrics.color import delta_e_2000, srgb_to_lab
+
+    docs = _open_both(result, expected)
+    if docs is None or not compare_docx_files(result, expected):
+        return 0.0
+    threshold = float(options.get("threshold", 3.5))
+    red, blue = srgb_to_lab((255, 0, 0)), srgb_to_lab((0, 0, 255))
+    for table in docs[0].tables:
+        for row in table.rows:
+            for cell in row.cells:
+                for paragraph in cell.paragraphs:
+                    for run in paragraph.runs:
+                        if not run.text:
+                            continue
+                        rgb = run.font.color.rgb if run.font.color is not None and run.font.color.type else None
+                        if rgb is None:
+                            return 0.0
+                        want = red if run.text[0].lower() in "aeiou" else blue
+                        if delta_e_2000(srgb_to_lab(tuple(rgb)), want) > threshold:
+                            return 0.0
+    return 1.0
