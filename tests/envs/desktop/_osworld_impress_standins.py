@@ -130,8 +130,36 @@ def impress_specs(raw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], 
     raise KeyError(func)
 
 
+def _picture(shift: int) -> Writer:
+    """A 200x120 picture of bars (another ``shift`` draws another picture: other bars, another background)."""
+
+    def write(path: Path) -> None:
+        image = Image.new("RGB", (200, 120), (235, 235, 235) if shift == 0 else (40, 40, 40))
+        for i in range(5):
+            x = (i * 40 + shift) % 200
+            image.paste((30 + 40 * i, 60, 160), (x, 10 + 20 * i, x + 25, 110))
+        image.save(path)
+
+    return write
+
+
+def image_case(raw: dict[str, Any], cache_dir: Path) -> Case:
+    """``compare_images`` (SSIM): the exported slide image; graded, so a different picture only scores low."""
+    result = raw["evaluator"]["result"]["path"]
+    case = Case(
+        good={result: _picture(0)},
+        wrongs={"not exported": {}, "another picture": {result: _picture(20)}},
+        wrong_max={"another picture": 0.5},
+    )
+    gold_cache(case, raw, cache_dir, _picture(0))
+    cache_inputs(case, raw, cache_dir, _deck({}))
+    return case
+
+
 def impress_case(raw: dict[str, Any], cache_dir: Path) -> Case:
     """Stand-ins for one ``libreoffice_impress`` task."""
+    if raw["evaluator"]["func"] == "compare_images":
+        return image_case(raw, cache_dir)
     expected, good, wrongs = impress_specs(raw)
     result = as_list(raw["evaluator"]["result"])[0]["path"]
     case = Case(good={result: _deck(good)}, wrongs={k: {result: _deck(v)} for k, v in wrongs.items()})

@@ -47,6 +47,8 @@ class Case:
     good: dict[str, Writer]
     wrongs: dict[str, dict[str, Writer]]
     cache: dict[Path, Writer] = field(default_factory=dict)
+    # a wrong result's highest allowed score where the metric is graded (SSIM), else 0.0
+    wrong_max: dict[str, float] = field(default_factory=dict)
 
     def write_cache(self) -> None:
         for path, write in self.cache.items():

@@ -223,3 +223,46 @@ def test_vm_paths_stay_inside_the_episode(tmp_path: Path) -> None:
     assert fs.local("/home/user/Desktop/b.xlsx") == fs.home / "Desktop" / "b.xlsx"
     assert fs.local("c.txt") == fs.home / "c.txt"
     assert str(fs.local("/../../etc/passwd")).startswith(str(fs.root))
+
+
+def test_ssim_matches_a_plain_python_reference() -> None:
+    np = pytest.importorskip("numpy")
+    from rlanything_core.envs.desktop.metrics.images import ssim
+
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 256, (12, 15)).astype(float)
+    b = np.clip(a + rng.integers(-40, 40, a.shape), 0, 255)
+
+    def plain(x, y) -> float:  # type: ignore[no-untyped-def]
+        c1, c2, n, values = (0.01 * 255) ** 2, (0.03 * 255) ** 2, 49, []
+        for i in range(x.shape[0] - 6):
+            for j in range(x.shape[1] - 6):
+                wx, wy = x[i : i + 7, j : j + 7].ravel(), y[i : i + 7, j : j + 7].ravel()
+                mx, my = sum(wx) / n, sum(wy) / n
+                vx = sum((v - mx) ** 2 for v in wx) / (n - 1)
+                vy = sum((v - my) ** 2 for v in wy) / (n - 1)
+                cxy = sum((p - mx) * (q - my) for p, q in zip(wx, wy)) / (n - 1)
+                values.append(((2 * mx * my + c1) * (2 * cxy + c2)) / ((mx**2 + my**2 + c1) * (vx + vy + c2)))
+        return sum(values) / len(values)
+
+    assert ssim(a, b) == pytest.approx(plain(a, b), rel=1e-9)
+    assert ssim(a, a) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="7x7"):
+        ssim(a[:5], b[:5])
+
+
+@pytest.mark.parametrize(
+    ("lab1", "lab2", "expected"),
+    [  # Sharma, Wu and Dalal (2005), test pairs 1, 7, 13, 25 and 34
+        ((50.0, 2.6772, -79.7751), (50.0, 0.0, -82.7485), 2.0425),
+        ((50.0, 0.0, 0.0), (50.0, -1.0, 2.0), 2.3669),
+        ((50.0, 2.5, 0.0), (50.0, 3.2592, 0.3350), 1.0),
+        ((60.2574, -34.0099, 36.2677), (60.4626, -34.1751, 39.4387), 1.2644),
+        ((90.8027, -2.0831, 1.4410), (91.1528, -1.6435, 0.0447), 1.4441),
+    ],
+)
+def test_ciede2000_reference_pairs(lab1, lab2, expected: float) -> None:  # type: ignore[no-untyped-def]
+    from rlanything_core.envs.desktop.metrics.color import delta_e_2000, srgb_to_lab
+
+    assert delta_e_2000(lab1, lab2) == pytest.approx(expected, abs=1e-4)
+    assert delta_e_2000(srgb_to_lab((255, 0, 0)), srgb_to_lab((255, 0, 0))) == 0.0

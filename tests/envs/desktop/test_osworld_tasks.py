@@ -54,7 +54,8 @@ def _prove(task_path_: Path, case: Case, cache: Path, work: Path) -> None:
         fs = EpisodeFS(work / label.replace(":", "_"))
         Case.apply(files, fs)
         outcome = score_files(task, fs)
-        assert outcome.score == 0.0, f"wrong result {label!r} scored {outcome}"
+        limit = case.wrong_max.get(label, 0.0)
+        assert outcome.score <= limit, f"wrong result {label!r} scored {outcome} (at most {limit})"
     # the untouched episode (nothing saved) scores 0 too
     assert score_files(task, EpisodeFS(work / "empty")).score == 0.0
 
@@ -121,7 +122,6 @@ WRITER_REFUSED = {
     "4bcb1253-a636-4df4-8cb0-a35c04dfef31": "compare_pdfs",
 }
 IMPRESS_REFUSED = {
-    "455d3c66-7dc6-4537-a39a-36d3e9119df7": "compare_images",
     "c59742c0-4323-4b9d-8a02-723c251deaa0": "compare_audios",
     "ef9d12bd-bcee-4ba0-a40e-918400f43ddf": "check_left_panel",
     "ac9bb6cb-1888-43ab-81e4-a98a547918cd": "check_page_number_colors",
