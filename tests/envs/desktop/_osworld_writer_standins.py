@@ -164,9 +164,52 @@ def _doc_writer(spec: dict[str, Any]) -> Writer:
     return lambda path: write_odt(path, spec) if path.suffix == ".odt" else write_doc(path, spec)
 
 
+def write_text_pdf(path: Path, lines: list[str]) -> None:
+    """A one-page PDF showing ``lines`` in Helvetica (hand-written objects and cross-reference table)."""
+    text = " ".join(f"({line}) Tj 0 -16 Td" for line in lines)
+    stream = f"BT /F1 12 Tf 72 720 Td {text} ET".encode()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for i, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % i + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    path.write_bytes(bytes(out))
+
+
+def pdf_case(raw: dict[str, Any], cache_dir: Path) -> Case:
+    """``compare_pdfs`` (graded text similarity): the exported PDF; another text only scores low."""
+    result = as_list(raw["evaluator"]["result"])[0]["path"]
+
+    def pdf(lines: list[str]) -> Writer:
+        return lambda path: write_text_pdf(path, lines)
+
+    other = ["0123 4567 89", "9876 5432 10"]
+    case = Case(
+        good={result: pdf(TEXT)},
+        wrongs={"not exported": {}, "another text": {result: pdf(other)}},
+        wrong_max={"another text": 0.3},
+    )
+    gold_cache(case, raw, cache_dir, pdf(TEXT))
+    cache_inputs(case, raw, cache_dir, _doc_writer({}))
+    return case
+
+
 def writer_case(raw: dict[str, Any], cache_dir: Path) -> Case:
     """Stand-ins for one ``libreoffice_writer`` task (funcs combined with ``and``: every metric's spec merged)."""
     ev = raw["evaluator"]
+    if ev["func"] == "compare_pdfs":
+        return pdf_case(raw, cache_dir)
     funcs = as_list(ev["func"])
     options = as_list(ev.get("options", {}))
     good: dict[str, Any] = {}

@@ -266,3 +266,25 @@ def test_ciede2000_reference_pairs(lab1, lab2, expected: float) -> None:  # type
 
     assert delta_e_2000(lab1, lab2) == pytest.approx(expected, abs=1e-4)
     assert delta_e_2000(srgb_to_lab((255, 0, 0)), srgb_to_lab((255, 0, 0))) == 0.0
+
+
+def test_lcs_matches_dynamic_programming() -> None:
+    import random
+
+    from rlanything_core.envs.desktop.metrics.pdf import lcs_length, text_ratio
+
+    def plain(a: str, b: str) -> int:
+        prev = [0] * (len(b) + 1)
+        for x in a:
+            cur = [0]
+            for j, y in enumerate(b):
+                cur.append(prev[j] + 1 if x == y else max(prev[j + 1], cur[j]))
+            prev = cur
+        return prev[-1]
+
+    rng = random.Random(0)
+    for _ in range(200):
+        a = "".join(rng.choice("abc ") for _ in range(rng.randint(0, 40)))
+        b = "".join(rng.choice("abcd") for _ in range(rng.randint(0, 40)))
+        assert lcs_length(a, b) == plain(a, b)
+    assert text_ratio("", "") == 1.0 and text_ratio("abc", "") == 0.0 and text_ratio("abcd", "abcf") == 0.75

@@ -118,9 +118,7 @@ def _domain_test(domain: str, make_case, refused: dict[str, str], task_id: str, 
 
 
 # Writer and Impress tasks refused at load, with the piece the refusal names
-WRITER_REFUSED = {
-    "4bcb1253-a636-4df4-8cb0-a35c04dfef31": "compare_pdfs",
-}
+WRITER_REFUSED: dict[str, str] = {}
 IMPRESS_REFUSED = {
     "c59742c0-4323-4b9d-8a02-723c251deaa0": "compare_audios",
     "ef9d12bd-bcee-4ba0-a40e-918400f43ddf": "check_left_panel",

@@ -18,7 +18,7 @@ from rlanything_core.envs.desktop.metrics.general import (
     exact_match,
     literal_match,
 )
-from rlanything_core.envs.desktop.metrics.pdf import check_pdf_pages, check_pdf_rules
+from rlanything_core.envs.desktop.metrics.pdf import check_pdf_pages, check_pdf_rules, compare_pdfs
 from rlanything_core.envs.desktop.metrics.table import check_table_options, compare_csv, compare_table
 
 __all__ = [
@@ -40,6 +40,7 @@ METRICS: dict[str, Callable[..., float]] = {
     "literal_match": literal_match,
     "check_moved_jpgs": check_moved_jpgs,
     "check_pdf_pages": check_pdf_pages,
+    "compare_pdfs": compare_pdfs,
     **{name: getattr(docs, name) for name in docs.__all__},
     **{name: getattr(slides, name) for name in slides.__all__ if name != "PPTX_OPTIONS"},
     **{name: getattr(profile, name) for name in profile.__all__ if name != "registry_value"},
