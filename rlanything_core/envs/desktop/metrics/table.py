@@ -267,12 +267,12 @@ def _rule_holds(books: _Workbooks, rule: dict[str, Any]) -> bool:
         one = books.sheet(rule["sheet_idx"])
         return one is not None and bool(match_value_to_rule(one.sheet_view.zoomScale or 100.0, rule))
     if kind == "sheet_print":
-        lines = [books.printed(rule["sheet_idx0"]), books.printed(rule["sheet_idx1"])]
-        if lines[0] is None or lines[1] is None:
+        first, second = books.printed(rule["sheet_idx0"]), books.printed(rule["sheet_idx1"])
+        if first is None or second is None:
             return False
         if rule.get("ignore_case", False):
-            lines = [[line.lower() for line in side] for side in lines]
-        return lines[0] == lines[1]
+            first, second = [line.lower() for line in first], [line.lower() for line in second]
+        return first == second
     if kind == "data_validation":
         return validations_hold(books.sheet(rule["sheet_idx"]), rule["dv_props"])
     if kind in _PROP_LISTS:
