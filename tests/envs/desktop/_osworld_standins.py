@@ -182,7 +182,8 @@ def _sheet_names(rules: list[dict[str, Any]]) -> list[str]:
 
 
 def _printed(rows: list[list[Any]]) -> list[str]:
-    return [",".join(f"{v:.2f}" if isinstance(v, float) else str(v) for v in row) for row in rows]
+    """The rows as LibreOffice's CSV export prints General-format cells (3.0 as 3, 4.25 as 4.25)."""
+    return [",".join(format(v, "g") if isinstance(v, float) else str(v) for v in row) for row in rows]
 
 
 def calc_book(rules: list[dict[str, Any]]) -> Book:
