@@ -45,3 +45,44 @@ def test_an_osworld_calc_task_runs_from_its_cache(desktop_env, tmp_path: Path) -
         env.step(action)
     solved = env.evaluate()
     assert (solved.score, solved.error) == (1.0, ""), solved
+
+
+CENTRED_HEADING_TASK = "3ef2b351-8a84-4ff2-8724-d86eae9b842e"  # Writer: is_first_line_centered
+SLIDES_TASK = "550ce7e7-747b-495f-b122-acdc4d0b8e54"  # Impress: compare_pptx_files
+
+
+def _cached(domain: str, task_id: str, make_case, tmp_path: Path):  # type: ignore[no-untyped-def]
+    path = task_path(domain, task_id)
+    cache = tmp_path / "cache"
+    make_case(json.loads(path.read_text()), cache).write_cache()
+    return load_task(path, cache_dir=cache)
+
+
+def test_an_osworld_writer_task_runs_from_its_cache(desktop_env, tmp_path: Path) -> None:
+    from _osworld_writer_standins import writer_case
+
+    pytest.importorskip("docx")
+    task = _cached("libreoffice_writer", CENTRED_HEADING_TASK, writer_case, tmp_path)
+    env = desktop_env
+    env.reset(task)
+    assert not env.failure, env.failure
+    env.step("DONE")
+    assert env.evaluate().score == 0.0  # the stand-in input's heading is left-aligned
+    env.reset(task)
+    for action in ("pyautogui.hotkey('ctrl', 'home'); pyautogui.hotkey('ctrl', 'e')", "DONE"):
+        env.step(action)
+    solved = env.evaluate()
+    assert (solved.score, solved.error) == (1.0, ""), solved
+
+
+def test_an_osworld_impress_task_opens_and_scores_untouched_zero(desktop_env, tmp_path: Path) -> None:
+    from _osworld_impress_standins import impress_case
+
+    pytest.importorskip("pptx")
+    task = _cached("libreoffice_impress", SLIDES_TASK, impress_case, tmp_path)
+    env = desktop_env
+    env.reset(task)
+    assert not env.failure, env.failure
+    env.step("DONE")
+    outcome = env.evaluate()  # the input is the stand-in's first wrong deck: saved through Impress, still wrong
+    assert outcome.score == 0.0 and "postconfig" not in outcome.error, outcome
