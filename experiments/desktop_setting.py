@@ -66,8 +66,9 @@ def desktop_tasks(cfg: DictConfig) -> tuple[list[Any], dict[str, str]]:
             "point it at OSWorld's evaluation_examples or a folder of task JSONs, "
             "with their files in setting.cache_dir, or set setting.skip_unsupported=true",
         ) from None
-    tasks = [t for t in folder.tasks if _opens_a_sheet(t) or t.infeasible]
-    if not any(_opens_a_sheet(t) for t in tasks):
+    # the text view reads the grid of the spreadsheet a task opens: a task that opens none cannot be played
+    tasks = [t for t in folder.tasks if _opens_a_sheet(t)]
+    if not tasks:
         raise ConfigError(
             "setting.tasks_dir",
             "no task opens a spreadsheet (the text view drives Calc)",
@@ -176,6 +177,7 @@ def build_desktop(cfg: DictConfig) -> Any:
     st = cfg.setting
     if int(st.env_workers) != 1:
         raise ConfigError("setting.env_workers", "desktop episodes share a display pool in-process", "set it to 1")
+    desktop_tasks(cfg)  # a bad tasks_dir or cache_dir fails here, before any model is loaded
     run_dir, policy, judge, tokenizer, pad_id = prepare(cfg)
     batch = int(cfg.model.batch_size)
     policy_backend = TransformersBackend(policy, tokenizer, batch_size=batch)
