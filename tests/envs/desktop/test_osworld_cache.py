@@ -163,3 +163,21 @@ def test_the_libreoffice_profile_path_reads_the_running_apps_profile(tmp_path: P
     assert vm_local_path(with_app, "~/a.docx") == fs.home / "a.docx"
     without_app = StepContext(fs, None, None, tmp_path, (1920, 1080))  # the checker path: files as written
     assert vm_local_path(without_app, xcu) == fs.home / ".config/libreoffice/4/user/registrymodifications.xcu"
+
+
+@pytest.mark.parametrize("dest", ["../../etc/passwd", "sub/gold.xlsx", ".."])
+def test_a_cloud_file_dest_cannot_leave_the_task_folder(tmp_path: Path, dest: str) -> None:
+    # a task JSON is input too: its gold file's name must not point the cache reader (or the copy) elsewhere
+    raw = {
+        "id": "t1",
+        "instruction": "do it",
+        "config": [],
+        "evaluator": {
+            "func": "compare_table",
+            "result": {"type": "vm_file", "path": "/home/user/a.xlsx", "dest": "a.xlsx"},
+            "expected": {"type": "cloud_file", "path": DRIVE.format("g"), "dest": dest},
+            "options": {"rules": [{"type": "sheet_data", "sheet_idx0": 0, "sheet_idx1": "EI0"}]},
+        },
+    }
+    with pytest.raises(UnsupportedTaskError, match="plain file name"):
+        parse_task(raw, tmp_path, cache_dir=tmp_path / "cache")
