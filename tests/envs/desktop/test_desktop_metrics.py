@@ -288,3 +288,31 @@ def test_lcs_matches_dynamic_programming() -> None:
         b = "".join(rng.choice("abcd") for _ in range(rng.randint(0, 40)))
         assert lcs_length(a, b) == plain(a, b)
     assert text_ratio("", "") == 1.0 and text_ratio("abc", "") == 0.0 and text_ratio("abcd", "abcf") == 0.75
+
+
+@pytest.mark.parametrize(
+    ("rule", "named"),
+    [
+        ({"type": "sheet_data", "sheet_idx0": 0}, "sheet_idx1"),
+        ({"type": "chart", "sheet_idx0": 0, "sheet_idx1": "XX0", "chart_props": ["type"]}, "XX0"),
+        ({"type": "chart", "sheet_idx0": 0, "sheet_idx1": "EI0", "chart_props": ["colour"]}, "chart_props"),
+        ({"type": "pivot_table", "sheet_idx0": 0, "sheet_idx1": "EIx", "pivot_props": []}, "EIx"),
+        ({"type": "zoom", "sheet_idx": 0, "method": "approximately", "ref": 1}, "approximately"),
+        ({"type": "data_validation", "sheet_idx": 0, "dv_props": [{"colour": {"method": "eq", "ref": 1}}]}, "colour"),
+        (
+            {
+                "type": "data_validation",
+                "sheet_idx": 0,
+                "dv_props": [{"ranges": {"method": "spreadsheet_range", "ref": "A1"}}],
+            },
+            "spreadsheet_range",
+        ),
+        ({"type": "sparkline", "sheet_idx0": 0, "sheet_idx1": "EI0"}, "sparkline"),
+        ({"type": "check_cell", "sheet_idx": True, "coordinate": "A1", "props": {}}, "sheet index"),
+    ],
+)
+def test_malformed_table_rules_are_refused_naming_the_part(rule: dict, named: str) -> None:
+    from rlanything_core.envs.desktop.metrics.table import check_table_options
+
+    with pytest.raises(ValueError, match=named):
+        check_table_options({"rules": [rule]})

@@ -80,6 +80,18 @@ _PROP_LISTS = {
 _FUZZY_TYPES = ("exact_match", "includes", "included_by")
 
 
+_ONE_SHEET, _TWO_SHEETS = ("sheet_idx",), ("sheet_idx0", "sheet_idx1")
+_ONE_SHEET_RULES = ("zoom", "check_cell", "data_validation")
+
+
+def _check_sheet_index(idx: Any, where: str) -> None:
+    """A sheet index is an int or ``RI<n>``/``EI<n>``/``RN<name>``/``EN<name>`` (see the module docstring)."""
+    if isinstance(idx, bool) or not isinstance(idx, (int, str)):
+        raise ValueError(f"{where}: a sheet index is an int or a string like 'RI0' or 'ENSheet1', got {idx!r}")
+    if isinstance(idx, str) and (idx[:2] not in ("RI", "RN", "EI", "EN") or (idx[1] == "I" and not idx[2:].isdigit())):
+        raise ValueError(f"{where}: unrecognized sheet index {idx!r} (RI<n>, RN<name>, EI<n> or EN<name>)")
+
+
 def check_table_options(options: dict[str, Any]) -> None:
     """Raise ``ValueError`` naming the first rule (or rule part) outside the supported subset."""
     rules = options.get("rules")
@@ -90,6 +102,12 @@ def check_table_options(options: dict[str, Any]) -> None:
         kind = rule.get("type") if isinstance(rule, dict) else None
         if kind not in TABLE_RULES:
             raise ValueError(f"{where}: unsupported compare_table rule type {kind!r} (supported: {TABLE_RULES})")
+        needed = () if kind == "sheet_name" else _ONE_SHEET if kind in _ONE_SHEET_RULES else _TWO_SHEETS
+        missing = [k for k in needed if k not in rule]
+        if missing:
+            raise ValueError(f"{where}: {kind} needs {missing}")
+        for key in needed:
+            _check_sheet_index(rule[key], f"{where}.{key}")
         if kind == "sheet_fuzzy":
             for sub in rule.get("rules", []):
                 if sub.get("type") not in _FUZZY_TYPES:
