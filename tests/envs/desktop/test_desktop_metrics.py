@@ -316,3 +316,40 @@ def test_malformed_table_rules_are_refused_naming_the_part(rule: dict, named: st
 
     with pytest.raises(ValueError, match=named):
         check_table_options({"rules": [rule]})
+
+
+def _weekend_book(path: Path, *, conditional: str | None) -> str:
+    """Dates 45000..45013 (spreadsheet serials) in A2:A15; weekends yellow, by hand or by a conditional format."""
+    import datetime
+
+    import openpyxl
+    from openpyxl.formatting.rule import Rule
+    from openpyxl.styles import PatternFill
+    from openpyxl.styles.differential import DifferentialStyle
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "Sheet1"
+    sheet.append(["Date"])
+    for i in range(14):
+        sheet.append([45000 + i])
+        weekday = (datetime.date(1899, 12, 30) + datetime.timedelta(days=45000 + i)).weekday()
+        if conditional is None and weekday >= 5:
+            sheet.cell(row=i + 2, column=1).fill = PatternFill("solid", fgColor="FFFFFF00", bgColor="FFFFFF00")
+    if conditional is not None:
+        rule = Rule(
+            type="expression", dxf=DifferentialStyle(fill=PatternFill(bgColor="FFFFFF00")), formula=[conditional]
+        )
+        sheet.conditional_formatting.add("A2:A15", rule)
+    book.save(path)
+    return str(path)
+
+
+def test_style_evaluates_conditional_formats_as_osworld(tmp_path: Path) -> None:
+    pytest.importorskip("formulas")
+    gold = _weekend_book(tmp_path / "gold.xlsx", conditional=None)
+    rules = [{"type": "style", "sheet_idx0": 0, "sheet_idx1": "EI0", "props": ["bgcolor"]}]
+    # a conditional format that colours the weekends equals the hand-coloured gold file, cell by cell
+    assert compare_table(_weekend_book(tmp_path / "a.xlsx", conditional="WEEKDAY(A2,2)>5"), gold, rules=rules) == 1.0
+    assert compare_table(_weekend_book(tmp_path / "b.xlsx", conditional="WEEKDAY(A2,2)>6"), gold, rules=rules) == 0.0
+    assert compare_table(_weekend_book(tmp_path / "c.xlsx", conditional=None), gold, rules=rules) == 1.0

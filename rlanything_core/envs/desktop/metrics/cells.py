@@ -99,15 +99,22 @@ def read_cell_value(xlsx_file: str, sheet_name: str, coordinate: str) -> Any:
     return None
 
 
-def read_cell_style(prop: str, cell: Any) -> Any:
-    """One style property of an openpyxl cell (names in :data:`STYLE_PROPS`)."""
+def read_cell_style(prop: str, cell: Any, diff: Any = None) -> Any:
+    """One style property of an openpyxl cell (names in :data:`STYLE_PROPS`).
+
+    ``diff``: a conditional format's differential style that applies to the cell; its font, fill and number format
+    stand in for the cell's own (a part it does not set reads ``None``).
+    """
     empty = cell.value is None
+    source = diff if diff is not None else cell
     if prop == "number_format":
-        return cell.number_format if not empty and cell.data_type == "n" else None
-    if prop.startswith("font_"):
-        if empty:
+        if empty or cell.data_type != "n":
             return None
-        font = cell.font
+        return cell.number_format if diff is None else getattr(diff.numFmt, "formatCode", None)
+    if prop.startswith("font_"):
+        font = getattr(source, "font", None)
+        if empty or font is None:
+            return None
         attr = {"font_name": "name", "font_family": "family", "font_bold": "bold", "font_italic": "italic"}.get(prop)
         if attr is not None:
             return getattr(font, attr)
@@ -118,11 +125,11 @@ def read_cell_style(prop: str, cell: Any) -> Any:
         if prop == "font_size":
             return font.size
     if prop == "fill_type":
-        return getattr(cell.fill, "tagname", None)
+        return getattr(getattr(source, "fill", None), "tagname", None)
     if prop == "hyperlink":
         return None if empty else (cell.hyperlink or "")
     if prop in ("bgcolor", "fgcolor"):
-        color = getattr(cell.fill, "bgColor" if prop == "bgcolor" else "fgColor", None)
+        color = getattr(getattr(source, "fill", None), "bgColor" if prop == "bgcolor" else "fgColor", None)
         return getattr(color, "rgb", None)
     raise ValueError(f"unsupported cell style property {prop!r} (supported: {STYLE_PROPS})")
 

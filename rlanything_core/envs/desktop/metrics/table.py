@@ -20,7 +20,7 @@ result sheet), ``"RNname"`` (result sheet by name), ``"EIi"``/``"ENname"`` (expe
                     (a postconfig writes it), lines stripped, trailing empty lines dropped (``ignore_case``)
 ``chart``           the charts of both sheets, keyed by their data references, with ``chart_props``
 ``pivot_table``     the pivot tables of both sheets, keyed by their source range, with ``pivot_props``
-``style``           every cell's style ``props`` and the conditional formats (compared as written)
+``style``           every cell's style ``props``, conditional formats applied as OSWorld evaluates them
 ``row_props``       the row dimensions' ``props`` (``hidden``, ``collapsed``, ``height``); ``col_props`` likewise
 ``data_validation`` every data validation of the sheet matches one of ``dv_props`` (value rules per attribute)
 ==================  ==================================================================================================
@@ -302,7 +302,10 @@ def _rule_holds(books: _Workbooks, rule: dict[str, Any]) -> bool:
         elif kind == "pivot_table":
             summaries = [pivot_summary(sheet, props) for sheet in sheets]
         elif kind == "style":
-            summaries = [style_summary(sheet, props) for sheet in sheets]
+            summaries = []
+            for sheet, key in zip(sheets, ("sheet_idx0", "sheet_idx1")):
+                side, name = books.index(rule[key])
+                summaries.append(style_summary(sheet, props, book_path=books.path(side), sheet_name=name))
         else:
             obj = "row" if kind == "row_props" else "column"
             summaries = [dimension_summary(sheet, obj, props) for sheet in sheets]

@@ -8,9 +8,11 @@ properties exist and how they are keyed; these are written from that description
   :data:`CHART_PROPS`.
 * :func:`pivot_summary`: ``{"<source type>;<first cell>:<last cell>;<source sheet>": {prop: value}}`` per pivot
   table, props among :data:`PIVOT_PROPS`; field indices are counted from the first source column that a field uses.
-* :func:`style_summary`: ``{coordinate: [prop values]}`` of every cell, props among
-  :data:`~.cells.STYLE_PROPS`, plus, under ``"conditional"``, each conditional format's cell ranges, rule type,
-  formulas and the named props of its differential style (compared as written, not evaluated: see the docs).
+* :func:`style_summary`: ``{coordinate: [prop values]}`` of every cell, props among :data:`~.cells.STYLE_PROPS`;
+  a cell that a conditional format's expression makes active takes that format's style instead, as OSWorld
+  evaluates it: the formula compiled by the ``formulas`` package and called with the cell's stored value, then the
+  values of the formula's absolute references (``$A$1``, or a list for ``$A$1:$B$2``). Other conditional format
+  types raise ``ValueError`` (OSWorld does not evaluate them either).
 * :func:`dimension_summary`: ``{row or column key: {prop: value}}`` (:data:`ROW_PROPS`, :data:`COL_PROPS`).
 * :func:`validations_hold`: every data validation of the sheet matches one of the rule's ``dv_props`` patterns.
 """
@@ -18,9 +20,10 @@ properties exist and how they are keyed; these are written from that description
 from __future__ import annotations
 
 import itertools
+import re
 from typing import Any
 
-from rlanything_core.envs.desktop.metrics.cells import match_value_to_rule, read_cell_style
+from rlanything_core.envs.desktop.metrics.cells import match_value_to_rule, read_cell_style, read_cell_value
 
 __all__ = [
     "CHART_PROPS",
@@ -176,44 +179,54 @@ def pivot_summary(sheet: Any, props: list[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def style_summary(sheet: Any, props: list[str]) -> dict[str, Any]:
-    """Each cell's named style properties, and the sheet's conditional formats (see the module docstring)."""
+_ABSOLUTE = re.compile(r"\$(?P<col1>[A-Z]{1,3})\$(?P<row1>\d+)(?::\$(?P<col2>[A-Z]{1,3})\$(?P<row2>\d+))?")
+
+
+def _condition(formula: str) -> Any:
+    import formulas
+
+    return formulas.Parser().ast("=" + formula)[1].compile()
+
+
+def style_summary(sheet: Any, props: list[str], *, book_path: str = "", sheet_name: str = "") -> dict[str, Any]:
+    """Each cell's named style properties, conditional formats applied (module docstring).
+
+    Args:
+        sheet: the openpyxl worksheet (``None``: an empty summary).
+        props: the properties, among :data:`~.cells.STYLE_PROPS`.
+        book_path: the workbook's file, whose stored values the conditions read.
+        sheet_name: the sheet's name in it.
+    """
+    from openpyxl.utils import get_column_letter
+    from openpyxl.worksheet.cell_range import CellRange
+
     if sheet is None:
         return {}
     out: dict[str, Any] = {}
     for column in sheet.iter_cols():
         for cell in column:
             out[cell.coordinate] = [read_cell_style(p, cell) for p in props]
-    conditional = []
     for fmt in sheet.conditional_formatting:
         for rule in fmt.rules:
-            dxf = [_dxf_prop(p, rule.dxf) for p in props]
-            conditional.append((str(fmt.sqref), rule.type, rule.operator, tuple(rule.formula or ()), tuple(dxf)))
-    out["conditional"] = sorted(conditional, key=repr)
+            if rule.type != "expression" or not rule.formula:
+                raise ValueError(f"conditional format type {rule.type!r} on {fmt.sqref} is not evaluated")
+            condition = _condition(rule.formula[0])
+            arguments: list[Any] = []
+            for m in _ABSOLUTE.finditer(rule.formula[0]):
+                if m["col2"] is None:
+                    arguments.append(read_cell_value(book_path, sheet_name, f"{m['col1']}{m['row1']}"))
+                else:
+                    cells = CellRange(f"{m['col1']}{m['row1']}:{m['col2']}{m['row2']}").cells
+                    arguments.append(
+                        [read_cell_value(book_path, sheet_name, f"{get_column_letter(c)}{r}") for r, c in cells]
+                    )
+            for cell_range in fmt.cells:
+                for row, col in cell_range.cells:
+                    coordinate = f"{get_column_letter(col)}{row}"
+                    if bool(condition(read_cell_value(book_path, sheet_name, coordinate), *arguments)):
+                        cell = sheet.cell(row=row, column=col)
+                        out[coordinate] = [read_cell_style(p, cell, rule.dxf) for p in props]
     return out
-
-
-def _dxf_prop(prop: str, dxf: Any) -> Any:
-    """One style property of a conditional format's differential style (``None`` where it sets none)."""
-    if dxf is None:
-        return None
-    font, fill = dxf.font, dxf.fill
-    if prop == "number_format":
-        return dxf.numFmt.formatCode if dxf.numFmt is not None else None
-    if prop.startswith("font_"):
-        if font is None:
-            return None
-        if prop == "font_color":
-            return font.color.rgb if font.color is not None else None
-        attr = {"font_name": "name", "font_family": "family", "font_bold": "b", "font_italic": "i"}.get(prop)
-        attr = attr or {"font_underline": "u", "font_size": "sz"}.get(prop, prop)
-        return getattr(font, attr, None)
-    if fill is None:
-        return None
-    if prop == "fill_type":
-        return getattr(fill, "tagname", None)
-    color = getattr(fill, "bgColor" if prop == "bgcolor" else "fgColor", None)
-    return getattr(color, "rgb", None)
 
 
 def dimension_summary(sheet: Any, obj: str, props: list[str]) -> dict[Any, dict[str, Any]]:
