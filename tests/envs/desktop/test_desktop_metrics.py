@@ -124,6 +124,9 @@ def test_sheet_fuzzy_exact_and_includes(tmp_path: Path) -> None:
     assert compare_table(result, gold, rules=rules("included_by")) == 0.0
     assert compare_table(result, gold, rules=rules("exact_match", trim_leadings="1")) == 1.0  # both become "2.0"
     assert compare_table(result, gold, rules=rules("exact_match", normalization=[["112", "12"]])) == 1.0
+    # fuzzy_match: rapidfuzz's ratio of "112.0" and "12.0" is 2 * 4 / 9 = 88.9 percent
+    assert compare_table(result, gold, rules=rules("fuzzy_match")) == 1.0
+    assert compare_table(result, gold, rules=rules("fuzzy_match", threshold=90)) == 0.0
 
 
 def test_inline_strings_read_as_none_like_osworld(tmp_path: Path) -> None:

@@ -12,7 +12,8 @@ result sheet), ``"RNname"`` (result sheet by name), ``"EIi"``/``"ENname"`` (expe
                     ``DataFrame.equals``: same shape, same dtypes, same values
 ``sheet_fuzzy``     per-cell string comparison over ``range`` lists with the ``exact_match``, ``includes`` and
                     ``included_by`` types and the normalisations ``normalization``, ``trim_leadings``,
-                    ``trim_trailings``, ``ignore_chars``, ``ignore_case`` (``fuzzy_match`` is not supported)
+                    ``trim_trailings``, ``ignore_chars``, ``ignore_case``; ``fuzzy_match``: the Indel ratio (rapidfuzz's
+                    ``fuzz.ratio``, :func:`~.pdf.text_ratio`) at least ``threshold`` (85) percent
 ``freeze``          the same ``freeze_panes``
 ``zoom``            the result sheet's zoom (100 when unset) matches a value rule
 ``check_cell``      ``props``: ``{"value" or a style property: rule}`` on one ``coordinate``
@@ -25,7 +26,7 @@ result sheet), ``"RNname"`` (result sheet by name), ``"EIi"``/``"ENname"`` (expe
 ``data_validation`` every data validation of the sheet matches one of ``dv_props`` (value rules per attribute)
 ==================  ==================================================================================================
 
-OSWorld's ``sparkline`` and ``filter`` rules and the ``fuzzy_match`` type of ``sheet_fuzzy`` are refused at load.
+OSWorld's ``sparkline`` and ``filter`` rules are refused at load (no published task of these domains uses them).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from rlanything_core.envs.desktop.metrics.cells import (
     read_cell_style,
     read_cell_value,
 )
+from rlanything_core.envs.desktop.metrics.pdf import text_ratio
 from rlanything_core.envs.desktop.metrics.workbook_parts import (
     CHART_PROPS,
     COL_PROPS,
@@ -77,7 +79,7 @@ _PROP_LISTS = {
     "row_props": ("props", ROW_PROPS),
     "col_props": ("props", COL_PROPS),
 }
-_FUZZY_TYPES = ("exact_match", "includes", "included_by")
+_FUZZY_TYPES = ("exact_match", "includes", "included_by", "fuzzy_match")
 
 
 _ONE_SHEET, _TWO_SHEETS = ("sheet_idx",), ("sheet_idx0", "sheet_idx1")
@@ -245,6 +247,8 @@ def _fuzzy_holds(books: _Workbooks, rule: dict[str, Any]) -> bool:
                     ok = ok and two_s in one_s
                 elif sub["type"] == "included_by":
                     ok = ok and one_s in two_s
+                elif sub["type"] == "fuzzy_match":
+                    ok = ok and 100 * text_ratio(one_s, two_s) >= float(sub.get("threshold", 85.0))
                 else:
                     ok = ok and one_s == two_s
     return ok
