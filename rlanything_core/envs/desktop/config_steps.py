@@ -34,7 +34,7 @@ from typing import Any
 
 from rlanything_core.envs.desktop.actions import InvalidAction, parse_action
 from rlanything_core.envs.desktop.episode_fs import EpisodeFS, run_task_command
-from rlanything_core.envs.desktop.osworld_cache import MissingTaskFile, TaskFiles, check_vm_path
+from rlanything_core.envs.desktop.osworld_cache import MissingTaskFile, TaskFiles, check_vm_path, episode_path
 
 __all__ = [
     "DOCUMENTS",
@@ -213,12 +213,12 @@ def run_step(step: dict[str, Any], ctx: StepContext) -> str:
     if kind == "download":
         for f in params["files"]:
             source = ctx.task_files.download_source(f["url"], f["path"])
-            target = ctx.fs.local(f["path"])
+            target = episode_path(ctx.fs, f["path"])
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
         return f"downloaded {len(params['files'])} file(s)"
     if kind == "open":
-        local = ctx.fs.local(params["path"])
+        local = episode_path(ctx.fs, params["path"])
         if local.suffix.lower() in _SHEETS:
             ctx.office.open(local)
         else:  # Writer and Impress: LibreOffice picks the module from the file

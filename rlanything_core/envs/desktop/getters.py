@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from rlanything_core.envs.desktop.episode_fs import run_task_command
-from rlanything_core.envs.desktop.osworld_cache import MissingTaskFile, TaskFiles, check_vm_path
+from rlanything_core.envs.desktop.osworld_cache import MissingTaskFile, TaskFiles, check_vm_path, episode_path
 
 __all__ = ["GETTERS", "VM_PROFILE", "Getter", "vm_local_path"]
 
@@ -75,8 +75,7 @@ def vm_local_path(ctx: Any, path: str) -> Path:
     office = getattr(ctx, "office", None)
     if normal.startswith(VM_PROFILE) and office is not None and getattr(office, "profile_dir", None) is not None:
         return Path(office.profile_dir) / normal[len(VM_PROFILE) :]
-    local: Path = ctx.fs.local(path)
-    return local
+    return episode_path(ctx.fs, path)
 
 
 def _give(copies: list[Path], gives: set[int], multi: bool) -> Any:
@@ -156,7 +155,7 @@ def _tree(folder: Path) -> dict[str, Any]:
 
 
 def _list_directory(ctx: Any, cfg: dict[str, Any]) -> dict[str, Any]:
-    folder: Path = ctx.fs.local(cfg["path"])
+    folder = episode_path(ctx.fs, cfg["path"])
     if not folder.is_dir():
         raise FileNotFoundError(f"list_directory {cfg['path']!r} is not a folder")
     return _tree(folder)

@@ -22,6 +22,7 @@ import os
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "check_vm_path",
     "cloud_cache_path",
     "download_cache_path",
+    "episode_path",
     "vm_path_to_local",
 ]
 
@@ -94,6 +96,11 @@ def vm_path_to_local(vm_path: str, *, home: str | Path, tmp: str | Path) -> Path
     if normal == VM_HOME or normal.startswith(VM_HOME + "/"):
         return Path(home) / normal[len(VM_HOME) :].lstrip("/")
     return Path(tmp) / normal[len(VM_TMP) :].lstrip("/")
+
+
+def episode_path(fs: Any, vm_path: str) -> Path:
+    """:func:`vm_path_to_local` for an episode folder (an ``EpisodeFS``: ``home`` and ``root / "tmp"``)."""
+    return vm_path_to_local(vm_path, home=fs.home, tmp=Path(fs.root) / VM_TMP.lstrip("/"))
 
 
 def _is_remote(url: str) -> bool:

@@ -181,3 +181,13 @@ def test_a_cloud_file_dest_cannot_leave_the_task_folder(tmp_path: Path, dest: st
     }
     with pytest.raises(UnsupportedTaskError, match="plain file name"):
         parse_task(raw, tmp_path, cache_dir=tmp_path / "cache")
+
+
+@pytest.mark.parametrize("vm", ["/home/user/Desktop/a.xlsx", "~/b.docx", "c.sh", "/tmp/d/e.csv", "/home/user"])
+def test_episode_path_agrees_with_the_episode_folder(tmp_path: Path, vm: str) -> None:
+    from rlanything_core.envs.desktop.osworld_cache import episode_path
+
+    fs = EpisodeFS(tmp_path / "ep")
+    assert episode_path(fs, vm) == fs.local(vm)
+    with pytest.raises(ValueError):
+        episode_path(fs, "/etc/passwd")
