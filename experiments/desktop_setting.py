@@ -5,6 +5,13 @@ At CPU scale the policy reads the cell grid and scores the candidate actions der
 GUI actions in real LibreOffice on Xvfb, and the episode is won when the task's OSWorld evaluator scores 1.0.
 Environment adaptation adds or removes the task's hint (the evaluator never changes). Evaluation splits: ``calc``
 (the shipped tasks as written) and ``calc_hint`` (the same tasks with their hints). Hooked into ``builders.build``.
+
+Own tasks: ``setting.tasks_dir`` names a folder of OSWorld-format tasks (OSWorld's ``evaluation_examples`` or a
+folder of JSONs, see :mod:`rlanything_core.envs.desktop.task_folder`), ``setting.domains`` the OSWorld domains to
+take from it, ``setting.cache_dir`` the file cache in OSWorld's layout, ``setting.skip_unsupported`` whether a task
+that cannot run here is skipped (and counted) or stops the run; an optional ``hints.json`` (``{task id: hint}``)
+beside the tasks gives the hint variants. The text view drives spreadsheets: tasks that open no spreadsheet are
+refused.
 """
 
 from __future__ import annotations
@@ -15,27 +22,85 @@ from omegaconf import DictConfig
 
 from experiments.config_checks import ConfigError
 
-__all__ = ["build_desktop", "desktop_roots", "desktop_env_task"]
+__all__ = ["build_desktop", "desktop_env_task", "desktop_roots", "desktop_tasks"]
+
+_SHEETS = (".xlsx", ".xls", ".ods", ".csv")
+
+
+def _opens_a_sheet(task: Any) -> bool:
+    return any(
+        step.get("type") == "open" and str(step.get("parameters", {}).get("path", "")).lower().endswith(_SHEETS)
+        for step in task.config
+    )
+
+
+def desktop_tasks(cfg: DictConfig) -> tuple[list[Any], dict[str, str]]:
+    """``(tasks sorted by id, {task id: hint})``: the shipped tasks, or those of ``setting.tasks_dir``.
+
+    Raises:
+        ConfigError: ``setting.tasks_dir``/``setting.cache_dir`` is not a folder, a task does not load (without
+            ``setting.skip_unsupported``), or no task the text view can drive is left.
+    """
+    import json
+    from pathlib import Path
+
+    from rlanything_core.envs.desktop.task import UnsupportedTaskError
+    from rlanything_core.envs.desktop.task_folder import load_task_folder
+    from rlanything_core.envs.desktop.variants import load_hints, shipped_tasks
+
+    st = cfg.setting
+    if st.get("tasks_dir") is None:
+        if st.get("cache_dir") is not None:
+            raise ConfigError("setting.cache_dir", "a cache applies to setting.tasks_dir only", "set both or neither")
+        return shipped_tasks(), load_hints()
+    domains = list(st.domains) if st.get("domains") else None
+    try:
+        folder = load_task_folder(
+            st.tasks_dir, domains=domains, cache_dir=st.get("cache_dir"), skip_unsupported=bool(st.skip_unsupported)
+        )
+    except (ValueError, UnsupportedTaskError) as exc:
+        key = "setting.cache_dir" if "cache_dir" in str(exc).split(" ")[0] else "setting.tasks_dir"
+        raise ConfigError(
+            key,
+            str(exc),
+            "point it at OSWorld's evaluation_examples or a folder of task JSONs, "
+            "with their files in setting.cache_dir, or set setting.skip_unsupported=true",
+        ) from None
+    # the text view reads the grid of the spreadsheet a task opens: a task that opens none cannot be played
+    tasks = [t for t in folder.tasks if _opens_a_sheet(t)]
+    if not tasks:
+        raise ConfigError(
+            "setting.tasks_dir",
+            "no task opens a spreadsheet (the text view drives Calc)",
+            "choose setting.domains=[libreoffice_calc] or add Calc tasks",
+        )
+    hints_file = Path(st.tasks_dir) / "hints.json"
+    hints = dict(json.loads(hints_file.read_text())) if hints_file.is_file() else {}
+    return sorted(tasks, key=lambda t: t.task_id), hints
 
 
 def desktop_roots(cfg: DictConfig) -> list[Any]:
     """The training pool: the first ``setting.train_games`` shipped tasks (sorted by id), as ``TaskSpec``."""
     from rlanything_core.environment.rewriters.protocol import TaskSpec
-    from rlanything_core.envs.desktop.variants import load_hints, shipped_tasks
 
-    tasks = [t for t in shipped_tasks() if not t.infeasible or bool(cfg.setting.include_infeasible)]
+    every, hints = desktop_tasks(cfg)
+    tasks = [t for t in every if not t.infeasible or bool(cfg.setting.include_infeasible)]
     limit = cfg.setting.train_games
     tasks = tasks if limit is None else tasks[: int(limit)]
     if not tasks:
-        raise ConfigError("setting.train_games", "no shipped desktop task selected", "set setting.train_games >= 1")
-    hints = load_hints()
+        raise ConfigError("setting.train_games", "no desktop task selected", "set setting.train_games >= 1")
+    cache = cfg.setting.get("cache_dir")
     return [
         TaskSpec(
             task_id=t.task_id,
             kind="desktop",
             root_id=t.task_id,
-            data={"task_json": str(t.task_dir / f"{t.task_id}.json"), "instruction": t.instruction,
-                  "hint": hints.get(t.task_id, "")},
+            data={
+                "task_json": str(t.json_path or t.task_dir / f"{t.task_id}.json"),
+                "instruction": t.instruction,
+                "hint": hints.get(t.task_id, ""),
+                "cache_dir": cache,
+            },
         )
         for t in tasks
     ]
@@ -45,7 +110,8 @@ def desktop_env_task(spec: Any) -> Any:
     """A pool task -> the ``DesktopTask`` it stands for (its instruction as rewritten, the JSON's evaluator)."""
     from rlanything_core.envs.desktop.task import load_task
 
-    return load_task(spec.data["task_json"]).with_instruction(spec.data["instruction"], task_id=spec.task_id)
+    task = load_task(spec.data["task_json"], cache_dir=spec.data.get("cache_dir"))
+    return task.with_instruction(spec.data["instruction"], task_id=spec.task_id)
 
 
 def _eval_splits(cfg: DictConfig) -> list[Any]:
@@ -53,16 +119,17 @@ def _eval_splits(cfg: DictConfig) -> list[Any]:
 
     ``calc`` holds the first ``eval.games`` feasible shipped tasks, ``calc_hint`` the same tasks with their hints.
     """
-    from rlanything_core.envs.desktop.variants import hint_variant, load_hints, shipped_tasks
+    from rlanything_core.envs.desktop.variants import hint_variant
     from rlanything_core.loop.evaluation import EvalSplit
 
-    hints = load_hints()
-    evals = [t for t in shipped_tasks() if not t.infeasible][: int(cfg.eval.games)]
+    every, hints = desktop_tasks(cfg)
+    evals = [t for t in every if not t.infeasible][: int(cfg.eval.games)]
     return [
         EvalSplit("calc", tuple(evals), tuple(t.task_id for t in evals)),
         EvalSplit(
             "calc_hint",
-            tuple(hint_variant(t, hints[t.task_id]) for t in evals),
+            # a task without a hint (own tasks need no hints.json) appears as written
+            tuple(hint_variant(t, hints[t.task_id]) if hints.get(t.task_id) else t for t in evals),
             tuple(f"{t.task_id}__hint" for t in evals),
         ),
     ]
@@ -110,6 +177,7 @@ def build_desktop(cfg: DictConfig) -> Any:
     st = cfg.setting
     if int(st.env_workers) != 1:
         raise ConfigError("setting.env_workers", "desktop episodes share a display pool in-process", "set it to 1")
+    desktop_tasks(cfg)  # a bad tasks_dir or cache_dir fails here, before any model is loaded
     run_dir, policy, judge, tokenizer, pad_id = prepare(cfg)
     batch = int(cfg.model.batch_size)
     policy_backend = TransformersBackend(policy, tokenizer, batch_size=batch)

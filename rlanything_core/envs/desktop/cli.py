@@ -1,4 +1,6 @@
-"""``python -m rlanything_core.envs.desktop run-task TASK.json --actions ACTIONS.py [--screenshot PATH]``.
+"""``python -m rlanything_core.envs.desktop run-task TASK.json --actions ACTIONS.py [--screenshot P] [--cache-dir D]``.
+
+``--cache-dir`` names the task's file cache in OSWorld's layout (:mod:`.osworld_cache`).
 
 ACTIONS.py holds one literal list (bare, or assigned to ``ACTIONS``) of pyautogui code strings and computer_13 dicts,
 ending with ``"DONE"`` or ``"FAIL"``. The file is read with :func:`ast.literal_eval`, never executed here; every
@@ -42,7 +44,12 @@ def load_actions(path: str | Path) -> list[Any]:
 
 
 def run_task(
-    task_path: str | Path, actions: list[Any], *, screenshot: str | Path | None = None, env: Any = None
+    task_path: str | Path,
+    actions: list[Any],
+    *,
+    screenshot: str | Path | None = None,
+    env: Any = None,
+    cache_dir: str | Path | None = None,
 ) -> dict[str, Any]:
     """Play ``actions`` on the task and evaluate; ``env`` (a :class:`LocalDesktopEnv`) is reused when given."""
     from rlanything_core.envs.desktop.env import LocalDesktopEnv
@@ -51,7 +58,7 @@ def run_task(
     t0 = time.perf_counter()
     report: dict[str, Any] = {"task_id": None, "score": 0.0, "steps": 0, "done": False, "error": ""}
     try:
-        task = load_task(task_path)
+        task = load_task(task_path, cache_dir=cache_dir)
     except UnsupportedTaskError as exc:
         report.update(error=f"unsupported task: {exc}", wall_s=round(time.perf_counter() - t0, 3))
         return report
@@ -98,13 +105,14 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("task", help="the task JSON")
     run.add_argument("--actions", required=True, help="ACTIONS.py: a literal list of actions ending in DONE/FAIL")
     run.add_argument("--screenshot", default=None, help="write the final screen here (PNG)")
+    run.add_argument("--cache-dir", default=None, help="the task files' cache, in OSWorld's layout")
     args = parser.parse_args(argv)
     try:
         actions = load_actions(args.actions)
     except (OSError, SyntaxError, ValueError) as exc:
         print(json.dumps({"score": 0.0, "steps": 0, "done": False, "error": f"bad actions file: {exc}", "wall_s": 0}))
         return 2
-    print(json.dumps(run_task(args.task, actions, screenshot=args.screenshot)))
+    print(json.dumps(run_task(args.task, actions, screenshot=args.screenshot, cache_dir=args.cache_dir)))
     return 0
 
 

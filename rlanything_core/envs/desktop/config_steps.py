@@ -1,36 +1,72 @@
 """OSWorld's set-up steps (``config`` and ``evaluator.postconfig``) with local equivalents.
 
 ======================  ===================================================================================
-``download``            ``files: [{url, path}]``: copy a local/``file://`` file, or an ``http(s)`` file shipped
-                        beside the task under the URL's file name, to the VM path
-``open``                ``path``: open a spreadsheet in LibreOffice Calc and wait for its window
+``download``            ``files: [{url, path}]``: copy a local/``file://`` file, or an ``http(s)`` file from the task's
+                        OSWorld cache (:mod:`.osworld_cache`; without a cache: shipped beside the task under the
+                        URL's file name), to the VM path (under ``/home/user`` or ``/tmp``)
+``open``                ``path``: open a spreadsheet in LibreOffice Calc, or a document or presentation in
+                        LibreOffice, and wait for its window
 ``launch``              ``command``: start ``libreoffice``/``soffice`` (other programs are refused at load)
 ``execute``/``command`` ``command`` (+ ``shell``): ``python -c CODE`` runs CODE in the action sandbox (it is
-                        pyautogui code, e.g. the Ctrl+S of a postconfig); a LibreOffice command is a launch;
-                        any other command runs in the command sandbox with ``/home/user`` mapped
+                        pyautogui code, e.g. the Ctrl+S of a postconfig); a LibreOffice command is a launch, or
+                        with ``--convert-to`` a headless export (the CSV a ``sheet_print`` rule reads);
+                        any other command runs in the command sandbox with ``/home/user`` mapped; commands that need
+                        the VM's root, desktop session or package manager (:data:`VM_ONLY`) are refused at load
 ``sleep``               ``seconds``
-``activate_window``     ``window_name`` (+ ``strict``): raise and focus the window
+``activate_window``     ``window_name`` (+ ``strict``): raise and focus the window (a ``Terminal`` is refused at load:
+                        no terminal emulator runs on the local desktop)
 ======================  ===================================================================================
+
+Every step is checked at load by :func:`check_step`, which raises the caller's error naming the step and what in it
+cannot run; a remote file missing from the cache is named with its task, URL and expected path.
 """
 
 from __future__ import annotations
 
 import shlex
 import shutil
+import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rlanything_core.envs.desktop.actions import InvalidAction, parse_action
-from rlanything_core.envs.desktop.episode_fs import EpisodeFS, resolve_shipped_file, run_task_command
+from rlanything_core.envs.desktop.episode_fs import EpisodeFS, run_task_command
+from rlanything_core.envs.desktop.osworld_cache import MissingTaskFile, TaskFiles, check_vm_path, episode_path
 
-__all__ = ["STEP_TYPES", "StepContext", "check_step", "run_step"]
+__all__ = [
+    "DOCUMENTS",
+    "STEP_TYPES",
+    "VM_ONLY",
+    "StepContext",
+    "check_step",
+    "needs_display",
+    "run_step",
+    "vm_only_word",
+]
 
 STEP_TYPES = ("download", "open", "launch", "execute", "command", "sleep", "activate_window")
 _OFFICE = ("libreoffice", "soffice", "localc", "scalc")
 _PYTHON = ("python", "python3")
 _SHEETS = (".xlsx", ".xls", ".ods", ".csv")
+DOCUMENTS = (*_SHEETS, ".docx", ".doc", ".odt", ".rtf", ".txt", ".pptx", ".ppt", ".odp")
+# what only OSWorld's VM has: root (sudo), the GNOME session (gsettings, gio, xdg-open over D-Bus), a package manager
+VM_ONLY = (
+    "sudo",
+    "su",
+    "gsettings",
+    "gio",
+    "xdg-open",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "apt-get",
+    "apt",
+    "pulseaudio",
+    "pactl",
+    "timedatectl",
+)
+_NO_WINDOWS = ("terminal",)
 
 
 @dataclass
@@ -42,6 +78,12 @@ class StepContext:
     sandbox: Any  # ActionSandbox
     task_dir: Path
     screen: tuple[int, int]
+    files: TaskFiles | None = None
+
+    @property
+    def task_files(self) -> TaskFiles:
+        """Where the task's files come from (files shipped beside the task when the context names none)."""
+        return self.files if self.files is not None else TaskFiles(self.task_dir.name, self.task_dir)
 
 
 def _argv(command: Any) -> list[str]:
@@ -66,8 +108,15 @@ def _fill(text: str, screen: tuple[int, int]) -> str:
     return text.replace("{SCREEN_HEIGHT}", str(h))
 
 
-def check_step(step: Any, where: str, task_dir: Path, error: type[Exception]) -> None:
-    """Raise ``error`` naming what in ``step`` cannot run here."""
+def vm_only_word(command: Any) -> str | None:
+    """The first word of :data:`VM_ONLY` the command uses (as a shell word), or None."""
+    text = command if isinstance(command, str) else " ".join(str(c) for c in command)
+    words = set(text.replace(";", " ").replace("|", " ").replace("&", " ").replace("=", " ").split())
+    return next((w for w in VM_ONLY if w in words), None)
+
+
+def check_step(step: Any, where: str, task_files: TaskFiles, error: type[Exception]) -> None:
+    """Raise ``error`` naming what in ``step`` cannot run here (``task_files``: where the task's files come from)."""
     if not isinstance(step, dict) or not isinstance(step.get("type"), str):
         raise error(f"{where} must be a dict with a string 'type', got {step!r}")
     kind, params = step["type"], step.get("parameters", {}) or {}
@@ -81,12 +130,19 @@ def check_step(step: Any, where: str, task_dir: Path, error: type[Exception]) ->
             url = f.get("url") if isinstance(f, dict) else None
             if not isinstance(url, str) or not isinstance(f.get("path"), str):
                 raise error(f"{where}: each download file needs string 'url' and 'path', got {f!r}")
-            if resolve_shipped_file(url, task_dir) is None:
-                raise error(f"{where}: download url {url!r} is neither a local file nor shipped beside the task")
+            try:
+                check_vm_path(f["path"])
+                task_files.download_source(url, f["path"])
+            except (MissingTaskFile, ValueError) as exc:
+                raise error(f"{where}: {exc}") from None
     elif kind == "open":
         path = params.get("path")
-        if not isinstance(path, str) or Path(path).suffix.lower() not in _SHEETS:
-            raise error(f"{where}: open supports spreadsheets {_SHEETS} only, got {path!r}")
+        if not isinstance(path, str) or Path(path).suffix.lower() not in DOCUMENTS:
+            raise error(f"{where}: open supports LibreOffice documents {DOCUMENTS} only, got {path!r}")
+        try:
+            check_vm_path(path)
+        except ValueError as exc:
+            raise error(f"{where}: {exc}") from None
     elif kind in ("launch", "execute", "command"):
         if "command" not in params:
             raise error(f"{where}: {kind} needs 'command'")
@@ -99,12 +155,43 @@ def check_step(step: Any, where: str, task_dir: Path, error: type[Exception]) ->
                 parse_action(code)
             except InvalidAction as exc:
                 raise error(f"{where}: python -c code does not compile: {exc}") from None
+        elif _program(argv) not in _OFFICE and (word := vm_only_word(params["command"])) is not None:
+            raise error(f"{where}: {kind} command uses {word!r}, which only OSWorld's VM has: {params['command']!r}")
     elif kind == "sleep":
         seconds = params.get("seconds")
         if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
             raise error(f"{where}: sleep needs 'seconds' >= 0, got {seconds!r}")
-    elif kind == "activate_window" and not isinstance(params.get("window_name"), str):
-        raise error(f"{where}: activate_window needs a string 'window_name'")
+    elif kind == "activate_window":
+        name = params.get("window_name")
+        if not isinstance(name, str):
+            raise error(f"{where}: activate_window needs a string 'window_name'")
+        if name.strip().lower() in _NO_WINDOWS:
+            raise error(f"{where}: activate_window {name!r}: no terminal emulator runs on the local desktop")
+
+
+def needs_display(step: dict[str, Any]) -> bool:
+    """Whether a checked step acts on the desktop (windows, keys, the office app) rather than on files only."""
+    kind, params = step["type"], step.get("parameters", {}) or {}
+    if kind in ("open", "launch", "activate_window", "sleep"):
+        return True
+    if kind in ("execute", "command"):
+        argv = _argv(params["command"])
+        return _python_code(argv) is not None or _program(argv) in _OFFICE
+    return False
+
+
+def _convert(ctx: StepContext, argv: list[str]) -> str:
+    """``libreoffice --convert-to ... --outdir DIR FILE``: a headless export with its own throw-away profile.
+
+    The profile is private so that the export does not hand itself to the GUI instance the agent works in.
+    """
+    args = [str(ctx.fs.local(a)) if a.startswith(("/", "~")) else a for a in argv[1:]]
+    with tempfile.TemporaryDirectory(prefix="lo-convert-") as profile:
+        cmd = ["soffice", f"-env:UserInstallation={Path(profile).as_uri()}", "--headless", "--norestore", *args]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"libreoffice --convert-to failed ({proc.returncode}): {proc.stderr.strip()[-300:]}")
+    return f"converted: {proc.stdout.strip()[-200:]}"
 
 
 def _launch(ctx: StepContext, argv: list[str]) -> None:
@@ -125,15 +212,17 @@ def run_step(step: dict[str, Any], ctx: StepContext) -> str:
     kind, params = step["type"], step.get("parameters", {}) or {}
     if kind == "download":
         for f in params["files"]:
-            source = resolve_shipped_file(f["url"], ctx.task_dir)
-            if source is None:
-                raise FileNotFoundError(f"download source {f['url']!r} vanished")
-            target = ctx.fs.local(f["path"])
+            source = ctx.task_files.download_source(f["url"], f["path"])
+            target = episode_path(ctx.fs, f["path"])
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
         return f"downloaded {len(params['files'])} file(s)"
     if kind == "open":
-        ctx.office.open(ctx.fs.local(params["path"]))
+        local = episode_path(ctx.fs, params["path"])
+        if local.suffix.lower() in _SHEETS:
+            ctx.office.open(local)
+        else:  # Writer and Impress: LibreOffice picks the module from the file
+            ctx.office.launch([str(local)], wait_for=local.name)
         return f"opened {params['path']}"
     if kind == "sleep":
         time.sleep(float(params["seconds"]))
@@ -145,6 +234,8 @@ def run_step(step: dict[str, Any], ctx: StepContext) -> str:
             return f"activated {params['window_name']!r}"
         return f"no window {params['window_name']!r} to activate"  # OSWorld logs and goes on
     argv = _argv(params["command"])
+    if _program(argv) in _OFFICE and "--convert-to" in argv:
+        return _convert(ctx, argv)
     if kind == "launch" or _program(argv) in _OFFICE:
         _launch(ctx, argv)
         return f"launched {' '.join(argv)}"

@@ -111,7 +111,12 @@ class LocalDesktopEnv:
     def _context(self) -> StepContext:
         assert self.task is not None
         return StepContext(
-            self.fs, self.office, self.sandbox, self.task.task_dir, (self.display.width, self.display.height)
+            self.fs,
+            self.office,
+            self.sandbox,
+            self.task.task_dir,
+            (self.display.width, self.display.height),
+            self.task.files,
         )
 
     def _observe(self, info: StepInfo | None = None) -> DesktopObservation:
@@ -132,8 +137,8 @@ class LocalDesktopEnv:
         t0 = time.perf_counter()
         self.task = task if isinstance(task, DesktopTask) else load_task(task)
         self.sandbox.close()
-        # the task's own folder holds its expected files: the agent's code must not read them
-        self.sandbox.hidden_paths = (str(self.work_dir), str(self.task.task_dir))
+        # the task's own folder and its file cache hold its expected files: the agent's code must not read them
+        self.sandbox.hidden_paths = (str(self.work_dir), *self.task.private_paths)
         self.office.close()
         self.fs.reset()
         self.steps, self.done, self.failure, self.last_action = 0, False, "", None

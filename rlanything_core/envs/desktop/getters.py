@@ -2,12 +2,18 @@
 
 =====================  =======================================================================================
 ``vm_file``            ``path`` (+ ``dest``, or lists with ``multi``/``gives``): the VM file copied to the cache
-                       as ``dest``; a missing file raises ``FileNotFoundError`` (OSWorld then scores 0)
-``cloud_file``         ``path`` = a URL: the file shipped beside the task (no network here), copied as ``dest``
+                       as ``dest``; a missing file raises ``FileNotFoundError`` (OSWorld then scores 0); LibreOffice's
+                       profile (``~/.config/libreoffice/4/user/...``) is read from the running app's own profile
+``cloud_file``         ``path`` = a URL: the file OSWorld's cache keeps as ``<task id>/<dest>`` (no network here;
+                       without a cache, the file shipped beside the task), copied as ``dest``
 ``local_file``         ``path`` relative to the task's folder
 ``cache_file``         ``path``: a file already in the episode cache
 ``rule``               ``rules``: returned as given
-``vm_command_line``    ``command`` (+ ``shell``): its stdout, run in the command sandbox
+``vm_command_line``    ``command`` (+ ``shell``): its stdout, run in the command sandbox (a command that needs
+                       the VM's root or desktop session, :data:`~.config_steps.VM_ONLY`, is refused at load)
+``list_directory``     ``path``: the folder's tree, ``{"type": "directory", "name", "children": [...]}`` with
+                       ``{"type": "file", "name"}`` leaves (OSWorld's server's layout); a missing folder raises
+                       ``FileNotFoundError``
 =====================  =======================================================================================
 """
 
@@ -19,16 +25,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlanything_core.envs.desktop.episode_fs import resolve_shipped_file, run_task_command
+from rlanything_core.envs.desktop.episode_fs import run_task_command
+from rlanything_core.envs.desktop.osworld_cache import MissingTaskFile, TaskFiles, check_vm_path, episode_path
 
-__all__ = ["GETTERS", "Getter"]
+__all__ = ["GETTERS", "VM_PROFILE", "Getter", "vm_local_path"]
 
 
 @dataclass(frozen=True)
 class Getter:
-    """A getter: ``check(cfg, task_dir)`` raises ``ValueError`` at load; ``get(ctx, cfg)`` reads the state."""
+    """A getter: ``check(cfg, files)`` raises ``ValueError`` at load; ``get(ctx, cfg)`` reads the state."""
 
-    check: Callable[[dict[str, Any], Path], None]
+    check: Callable[[dict[str, Any], TaskFiles], None]
     get: Callable[[Any, dict[str, Any]], Any]
 
 
@@ -40,12 +47,35 @@ def _paths(cfg: dict[str, Any]) -> tuple[list[str], list[str], set[int], bool]:
     return list(paths), list(dests), gives, multi
 
 
-def _check_paths(cfg: dict[str, Any], _task_dir: Path) -> None:
+def _check_paths(cfg: dict[str, Any], _files: TaskFiles) -> None:
     if "path" not in cfg:
         raise ValueError(f"getter {cfg.get('type')!r} needs 'path'")
+    if cfg.get("time_suffix"):
+        raise ValueError(f"getter {cfg.get('type')!r}: 'time_suffix' (a date in the file name) is not supported")
     paths, dests, _, multi = _paths(cfg)
     if not all(isinstance(p, str) for p in paths) or (multi and len(dests) != len(paths)):
         raise ValueError(f"getter {cfg.get('type')!r}: 'path'/'dest' must be strings (lists of equal length)")
+
+
+# where OSWorld's VM keeps LibreOffice's user profile; here the running app has a private one (OfficeApp.profile_dir)
+VM_PROFILE = "/home/user/.config/libreoffice/4/"
+
+
+def _check_vm_paths(cfg: dict[str, Any], files: TaskFiles) -> None:
+    _check_paths(cfg, files)
+    for path in _paths(cfg)[0]:
+        normal = check_vm_path(path)
+        if normal.startswith("/home/user/.config/libreoffice/") and not normal.startswith(VM_PROFILE + "user/"):
+            raise ValueError(f"vm_file {path!r}: only the profile's user folder ({VM_PROFILE}user/) is mapped")
+
+
+def vm_local_path(ctx: Any, path: str) -> Path:
+    """The local file of a VM path: the episode folder, or for LibreOffice's profile the running app's own."""
+    normal = check_vm_path(path)
+    office = getattr(ctx, "office", None)
+    if normal.startswith(VM_PROFILE) and office is not None and getattr(office, "profile_dir", None) is not None:
+        return Path(office.profile_dir) / normal[len(VM_PROFILE) :]
+    return episode_path(ctx.fs, path)
 
 
 def _give(copies: list[Path], gives: set[int], multi: bool) -> Any:
@@ -70,7 +100,7 @@ def _copy_to_cache(ctx: Any, cfg: dict[str, Any], source_of: Callable[[str], Pat
 
 def _vm_file(ctx: Any, cfg: dict[str, Any]) -> Any:
     def source_of(path: str) -> Path:
-        source: Path = ctx.fs.local(path)
+        source = vm_local_path(ctx, path)
         if not source.is_file():
             raise FileNotFoundError(f"vm_file {path!r} does not exist")
         return source
@@ -78,43 +108,64 @@ def _vm_file(ctx: Any, cfg: dict[str, Any]) -> Any:
     return _copy_to_cache(ctx, cfg, source_of)
 
 
-def _check_cloud(cfg: dict[str, Any], task_dir: Path) -> None:
-    _check_paths(cfg, task_dir)
-    for url in _paths(cfg)[0]:
-        if resolve_shipped_file(url, task_dir) is None:
-            raise ValueError(f"cloud_file {url!r} is not shipped beside the task (no network here)")
+def _check_cloud(cfg: dict[str, Any], files: TaskFiles) -> None:
+    _check_paths(cfg, files)
+    for url, dest in zip(*_paths(cfg)[:2]):
+        try:
+            files.cloud_source(url, dest)
+        except MissingTaskFile as exc:
+            raise ValueError(str(exc)) from None
 
 
 def _cloud_file(ctx: Any, cfg: dict[str, Any]) -> Any:
-    def source_of(url: str) -> Path:
-        source = resolve_shipped_file(url, ctx.task_dir)
-        if source is None:
-            raise FileNotFoundError(f"cloud_file {url!r} is not shipped beside the task")
-        return source
-
-    return _copy_to_cache(ctx, cfg, source_of)
+    urls, dests = _paths(cfg)[:2]
+    dest_of = dict(zip(urls, dests))
+    return _copy_to_cache(ctx, cfg, lambda url: ctx.task_files.cloud_source(url, dest_of[url]))
 
 
-def _check_local(cfg: dict[str, Any], task_dir: Path) -> None:
-    if not isinstance(cfg.get("path"), str) or not (task_dir / cfg["path"]).is_file():
-        raise ValueError(f"local_file {cfg.get('path')!r} is not a file in {task_dir}")
+def _check_local(cfg: dict[str, Any], files: TaskFiles) -> None:
+    if not isinstance(cfg.get("path"), str) or not (files.task_dir / cfg["path"]).is_file():
+        raise ValueError(f"local_file {cfg.get('path')!r} is not a file in {files.task_dir}")
 
 
-def _check_rules(cfg: dict[str, Any], _task_dir: Path) -> None:
+def _check_rules(cfg: dict[str, Any], _files: TaskFiles) -> None:
     if "rules" not in cfg:
         raise ValueError("getter 'rule' needs 'rules'")
 
 
-def _check_command(cfg: dict[str, Any], _task_dir: Path) -> None:
+def _check_command(cfg: dict[str, Any], _files: TaskFiles) -> None:
+    from rlanything_core.envs.desktop.config_steps import vm_only_word
+
     if not isinstance(cfg.get("command"), (str, list)):
         raise ValueError("getter 'vm_command_line' needs a 'command' string or list")
+    word = vm_only_word(cfg["command"])
+    if word is not None:
+        raise ValueError(f"vm_command_line uses {word!r}, which only OSWorld's VM has: {cfg['command']!r}")
+
+
+def _check_directory(cfg: dict[str, Any], _files: TaskFiles) -> None:
+    check_vm_path(cfg.get("path"))
+
+
+def _tree(folder: Path) -> dict[str, Any]:
+    children: list[dict[str, Any]] = []
+    for entry in sorted(folder.iterdir()):
+        children.append(_tree(entry) if entry.is_dir() else {"type": "file", "name": entry.name})
+    return {"type": "directory", "name": folder.name, "children": children}
+
+
+def _list_directory(ctx: Any, cfg: dict[str, Any]) -> dict[str, Any]:
+    folder = episode_path(ctx.fs, cfg["path"])
+    if not folder.is_dir():
+        raise FileNotFoundError(f"list_directory {cfg['path']!r} is not a folder")
+    return _tree(folder)
 
 
 def _command_line(ctx: Any, cfg: dict[str, Any]) -> str:
     return run_task_command(cfg["command"], shell=bool(cfg.get("shell", False)), fs=ctx.fs).stdout
 
 
-def _check_cache(cfg: dict[str, Any], _task_dir: Path) -> None:
+def _check_cache(cfg: dict[str, Any], _files: TaskFiles) -> None:
     if not isinstance(cfg.get("path"), str):
         raise ValueError("getter 'cache_file' needs a string 'path'")
 
@@ -127,10 +178,11 @@ def _cache_file(ctx: Any, cfg: dict[str, Any]) -> str:
 
 
 GETTERS: dict[str, Getter] = {
-    "vm_file": Getter(_check_paths, _vm_file),
+    "vm_file": Getter(_check_vm_paths, _vm_file),
     "cloud_file": Getter(_check_cloud, _cloud_file),
     "local_file": Getter(_check_local, lambda ctx, cfg: str(ctx.task_dir / cfg["path"])),
     "cache_file": Getter(_check_cache, _cache_file),
     "rule": Getter(_check_rules, lambda ctx, cfg: cfg["rules"]),
     "vm_command_line": Getter(_check_command, _command_line),
+    "list_directory": Getter(_check_directory, _list_directory),
 }

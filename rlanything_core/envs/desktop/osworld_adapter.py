@@ -5,6 +5,10 @@ a CI dependency) and a provider OSWorld supports: ``vmware``, ``virtualbox``, ``
 ``azure``, ``gcp``, ``aliyun``, ``volcengine``). The package is imported only when an adapter is built. Tasks are
 OSWorld JSONs (a path, a dict, or a :class:`DesktopTask`), handed to ``DesktopEnv.reset(task_config=...)`` as they
 are, so every task of OSWorld runs, not only the local subset; ``evaluate()`` is OSWorld's own score.
+
+The files ``DesktopEnv`` downloads land in ``cache_dir`` in OSWorld's layout (``<cache_dir>/<task id>/...``), the
+layout the local environment reads (:mod:`.osworld_cache`): a cache filled here, on a machine with a network, serves
+the same tasks on :class:`~.env.LocalDesktopEnv` (``load_task(path, cache_dir=...)``, ``setting.cache_dir``).
 """
 
 from __future__ import annotations

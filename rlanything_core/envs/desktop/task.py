@@ -12,6 +12,7 @@ only fail later.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,8 @@ from typing import Any
 
 from rlanything_core.envs.desktop.config_steps import check_step
 from rlanything_core.envs.desktop.getters import GETTERS
-from rlanything_core.envs.desktop.metrics import METRICS, check_metric_options
+from rlanything_core.envs.desktop.metrics import METRICS, check_metric_options, check_metric_rules
+from rlanything_core.envs.desktop.osworld_cache import TaskFiles
 
 __all__ = ["DesktopTask", "UnsupportedTaskError", "load_task", "parse_task"]
 
@@ -39,6 +41,10 @@ class DesktopTask:
         evaluator: the evaluator dict as given.
         task_dir: the folder of the JSON (relative file references resolve against it).
         raw: the whole JSON object.
+        cache_dir: the root of the OSWorld-layout file cache its remote files come from (``None``: files shipped
+            beside the task; see :mod:`.osworld_cache`).
+        cache_key: the id the cache files are kept under when it differs from ``task_id`` (a variant of a task).
+        json_path: the file the task was loaded from (``None`` for a task built from a dict).
     """
 
     task_id: str
@@ -47,6 +53,19 @@ class DesktopTask:
     evaluator: dict[str, Any]
     task_dir: Path
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
+    cache_dir: Path | None = None
+    cache_key: str = ""
+    json_path: Path | None = None
+
+    @property
+    def files(self) -> TaskFiles:
+        """Where this task's input and gold files come from (cached under the id of the JSON it was loaded from)."""
+        return TaskFiles(self.cache_key or self.task_id, self.task_dir, self.cache_dir)
+
+    @property
+    def private_paths(self) -> tuple[str, ...]:
+        """Folders holding the task's expected files: an agent's code must never read them."""
+        return (str(self.task_dir),) + ((str(self.cache_dir),) if self.cache_dir is not None else ())
 
     @property
     def infeasible(self) -> bool:
@@ -56,33 +75,43 @@ class DesktopTask:
     def with_instruction(self, instruction: str, *, task_id: str | None = None) -> DesktopTask:
         """The same task (same set-up, same evaluator) with another instruction, e.g. a hint added or removed."""
         raw = {**self.raw, "instruction": instruction, "id": task_id or self.task_id}
-        return DesktopTask(task_id or self.task_id, instruction, self.config, self.evaluator, self.task_dir, raw)
+        return DesktopTask(
+            task_id or self.task_id,
+            instruction,
+            self.config,
+            self.evaluator,
+            self.task_dir,
+            raw,
+            self.cache_dir,
+            self.cache_key or self.task_id,
+            self.json_path,
+        )
 
 
 def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-def _check_getter(cfg: Any, where: str, task_dir: Path) -> None:
+def _check_getter(cfg: Any, where: str, files: TaskFiles) -> None:
     if not isinstance(cfg, dict) or not isinstance(cfg.get("type"), str):
         raise UnsupportedTaskError(f"{where} must be a getter dict with a string 'type', got {cfg!r}")
     kind = cfg["type"]
     if kind not in GETTERS:
         raise UnsupportedTaskError(f"{where}: unsupported getter type {kind!r} (supported: {sorted(GETTERS)})")
     try:
-        GETTERS[kind].check(cfg, task_dir)
+        GETTERS[kind].check(cfg, files)
     except ValueError as exc:
         raise UnsupportedTaskError(f"{where}: {exc}") from None
 
 
-def _check_evaluator(evaluator: Any, task_dir: Path) -> None:
+def _check_evaluator(evaluator: Any, files: TaskFiles) -> None:
     if not isinstance(evaluator, dict):
         raise UnsupportedTaskError(f"'evaluator' must be a dict, got {type(evaluator).__name__}")
     func = evaluator.get("func")
     if func is None:
         raise UnsupportedTaskError("evaluator.func is missing")
     for i, step in enumerate(evaluator.get("postconfig", []) or []):
-        check_step(step, f"evaluator.postconfig[{i}]", task_dir, UnsupportedTaskError)
+        check_step(step, f"evaluator.postconfig[{i}]", files, UnsupportedTaskError)
     if func == "infeasible":
         return
     funcs = _as_list(func)
@@ -96,14 +125,19 @@ def _check_evaluator(evaluator: Any, task_dir: Path) -> None:
     if len(results) != len(funcs):
         raise UnsupportedTaskError(f"evaluator has {len(funcs)} funcs but {len(results)} result getters")
     for i, cfg in enumerate(results):
-        _check_getter(cfg, f"evaluator.result[{i}]", task_dir)
+        _check_getter(cfg, f"evaluator.result[{i}]", files)
     if evaluator.get("expected") is not None:
         expected = _as_list(evaluator["expected"])
         if len(expected) != len(funcs):
             raise UnsupportedTaskError(f"evaluator has {len(funcs)} funcs but {len(expected)} expected getters")
-        for i, cfg in enumerate(expected):
+        for i, (name, cfg) in enumerate(zip(funcs, expected)):
             if cfg:  # OSWorld allows an empty slot in a list of expected getters
-                _check_getter(cfg, f"evaluator.expected[{i}]", task_dir)
+                _check_getter(cfg, f"evaluator.expected[{i}]", files)
+                if cfg["type"] == "rule":
+                    try:
+                        check_metric_rules(name, cfg["rules"])
+                    except ValueError as exc:
+                        raise UnsupportedTaskError(f"evaluator.expected[{i}]: {exc}") from None
     options = evaluator.get("options", {} if len(funcs) == 1 else [{}] * len(funcs))
     options_list = _as_list(options) if isinstance(func, list) else [options]
     if len(options_list) != len(funcs):
@@ -115,8 +149,14 @@ def _check_evaluator(evaluator: Any, task_dir: Path) -> None:
             raise UnsupportedTaskError(str(exc)) from None
 
 
-def parse_task(raw: Any, task_dir: str | Path) -> DesktopTask:
+def parse_task(raw: Any, task_dir: str | Path, *, cache_dir: str | Path | None = None) -> DesktopTask:
     """Check a task dict (see the module docstring) and wrap it.
+
+    Args:
+        raw: the task's JSON object.
+        task_dir: the folder relative file references resolve against.
+        cache_dir: the root of an OSWorld-layout file cache (see :mod:`.osworld_cache`); every remote file the task
+            downloads or compares with must be there.
 
     Raises:
         UnsupportedTaskError: a missing field, or a piece outside the local subset (named in the message).
@@ -129,20 +169,22 @@ def parse_task(raw: Any, task_dir: str | Path) -> DesktopTask:
     if not isinstance(raw["instruction"], str) or not raw["instruction"].strip():
         raise UnsupportedTaskError("'instruction' must be a non-empty string")
     folder = Path(task_dir).resolve()
+    cache = Path(cache_dir).resolve() if cache_dir is not None else None
+    files = TaskFiles(str(raw["id"]), folder, cache)
     config = raw.get("config", []) or []
     if not isinstance(config, list):
         raise UnsupportedTaskError(f"'config' must be a list, got {type(config).__name__}")
     for i, step in enumerate(config):
-        check_step(step, f"config[{i}]", folder, UnsupportedTaskError)
-    _check_evaluator(raw["evaluator"], folder)
-    return DesktopTask(str(raw["id"]), raw["instruction"], tuple(config), raw["evaluator"], folder, raw)
+        check_step(step, f"config[{i}]", files, UnsupportedTaskError)
+    _check_evaluator(raw["evaluator"], files)
+    return DesktopTask(str(raw["id"]), raw["instruction"], tuple(config), raw["evaluator"], folder, raw, cache)
 
 
-def load_task(path: str | Path) -> DesktopTask:
-    """Read and check one task JSON file."""
+def load_task(path: str | Path, *, cache_dir: str | Path | None = None) -> DesktopTask:
+    """Read and check one task JSON file (``cache_dir``: see :func:`parse_task`)."""
     file = Path(path)
     try:
         raw = json.loads(file.read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise UnsupportedTaskError(f"cannot read task {file}: {exc}") from None
-    return parse_task(raw, file.parent)
+    return dataclasses.replace(parse_task(raw, file.parent, cache_dir=cache_dir), json_path=file.resolve())

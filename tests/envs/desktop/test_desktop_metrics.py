@@ -124,6 +124,9 @@ def test_sheet_fuzzy_exact_and_includes(tmp_path: Path) -> None:
     assert compare_table(result, gold, rules=rules("included_by")) == 0.0
     assert compare_table(result, gold, rules=rules("exact_match", trim_leadings="1")) == 1.0  # both become "2.0"
     assert compare_table(result, gold, rules=rules("exact_match", normalization=[["112", "12"]])) == 1.0
+    # fuzzy_match: rapidfuzz's ratio of "112.0" and "12.0" is 2 * 4 / 9 = 88.9 percent
+    assert compare_table(result, gold, rules=rules("fuzzy_match")) == 1.0
+    assert compare_table(result, gold, rules=rules("fuzzy_match", threshold=90)) == 0.0
 
 
 def test_inline_strings_read_as_none_like_osworld(tmp_path: Path) -> None:
@@ -223,3 +226,133 @@ def test_vm_paths_stay_inside_the_episode(tmp_path: Path) -> None:
     assert fs.local("/home/user/Desktop/b.xlsx") == fs.home / "Desktop" / "b.xlsx"
     assert fs.local("c.txt") == fs.home / "c.txt"
     assert str(fs.local("/../../etc/passwd")).startswith(str(fs.root))
+
+
+def test_ssim_matches_a_plain_python_reference() -> None:
+    np = pytest.importorskip("numpy")
+    from rlanything_core.envs.desktop.metrics.images import ssim
+
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 256, (12, 15)).astype(float)
+    b = np.clip(a + rng.integers(-40, 40, a.shape), 0, 255)
+
+    def plain(x, y) -> float:  # type: ignore[no-untyped-def]
+        c1, c2, n, values = (0.01 * 255) ** 2, (0.03 * 255) ** 2, 49, []
+        for i in range(x.shape[0] - 6):
+            for j in range(x.shape[1] - 6):
+                wx, wy = x[i : i + 7, j : j + 7].ravel(), y[i : i + 7, j : j + 7].ravel()
+                mx, my = sum(wx) / n, sum(wy) / n
+                vx = sum((v - mx) ** 2 for v in wx) / (n - 1)
+                vy = sum((v - my) ** 2 for v in wy) / (n - 1)
+                cxy = sum((p - mx) * (q - my) for p, q in zip(wx, wy)) / (n - 1)
+                values.append(((2 * mx * my + c1) * (2 * cxy + c2)) / ((mx**2 + my**2 + c1) * (vx + vy + c2)))
+        return sum(values) / len(values)
+
+    assert ssim(a, b) == pytest.approx(plain(a, b), rel=1e-9)
+    assert ssim(a, a) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="7x7"):
+        ssim(a[:5], b[:5])
+
+
+@pytest.mark.parametrize(
+    ("lab1", "lab2", "expected"),
+    [  # Sharma, Wu and Dalal (2005), test pairs 1, 7, 13, 25 and 34
+        ((50.0, 2.6772, -79.7751), (50.0, 0.0, -82.7485), 2.0425),
+        ((50.0, 0.0, 0.0), (50.0, -1.0, 2.0), 2.3669),
+        ((50.0, 2.5, 0.0), (50.0, 3.2592, 0.3350), 1.0),
+        ((60.2574, -34.0099, 36.2677), (60.4626, -34.1751, 39.4387), 1.2644),
+        ((90.8027, -2.0831, 1.4410), (91.1528, -1.6435, 0.0447), 1.4441),
+    ],
+)
+def test_ciede2000_reference_pairs(lab1, lab2, expected: float) -> None:  # type: ignore[no-untyped-def]
+    from rlanything_core.envs.desktop.metrics.color import delta_e_2000, srgb_to_lab
+
+    assert delta_e_2000(lab1, lab2) == pytest.approx(expected, abs=1e-4)
+    assert delta_e_2000(srgb_to_lab((255, 0, 0)), srgb_to_lab((255, 0, 0))) == 0.0
+
+
+def test_lcs_matches_dynamic_programming() -> None:
+    import random
+
+    from rlanything_core.envs.desktop.metrics.pdf import lcs_length, text_ratio
+
+    def plain(a: str, b: str) -> int:
+        prev = [0] * (len(b) + 1)
+        for x in a:
+            cur = [0]
+            for j, y in enumerate(b):
+                cur.append(prev[j] + 1 if x == y else max(prev[j + 1], cur[j]))
+            prev = cur
+        return prev[-1]
+
+    rng = random.Random(0)
+    for _ in range(200):
+        a = "".join(rng.choice("abc ") for _ in range(rng.randint(0, 40)))
+        b = "".join(rng.choice("abcd") for _ in range(rng.randint(0, 40)))
+        assert lcs_length(a, b) == plain(a, b)
+    assert text_ratio("", "") == 1.0 and text_ratio("abc", "") == 0.0 and text_ratio("abcd", "abcf") == 0.75
+
+
+@pytest.mark.parametrize(
+    ("rule", "named"),
+    [
+        ({"type": "sheet_data", "sheet_idx0": 0}, "sheet_idx1"),
+        ({"type": "chart", "sheet_idx0": 0, "sheet_idx1": "XX0", "chart_props": ["type"]}, "XX0"),
+        ({"type": "chart", "sheet_idx0": 0, "sheet_idx1": "EI0", "chart_props": ["colour"]}, "chart_props"),
+        ({"type": "pivot_table", "sheet_idx0": 0, "sheet_idx1": "EIx", "pivot_props": []}, "EIx"),
+        ({"type": "zoom", "sheet_idx": 0, "method": "approximately", "ref": 1}, "approximately"),
+        ({"type": "data_validation", "sheet_idx": 0, "dv_props": [{"colour": {"method": "eq", "ref": 1}}]}, "colour"),
+        (
+            {
+                "type": "data_validation",
+                "sheet_idx": 0,
+                "dv_props": [{"ranges": {"method": "spreadsheet_range", "ref": "A1"}}],
+            },
+            "spreadsheet_range",
+        ),
+        ({"type": "sparkline", "sheet_idx0": 0, "sheet_idx1": "EI0"}, "sparkline"),
+        ({"type": "check_cell", "sheet_idx": True, "coordinate": "A1", "props": {}}, "sheet index"),
+    ],
+)
+def test_malformed_table_rules_are_refused_naming_the_part(rule: dict, named: str) -> None:
+    from rlanything_core.envs.desktop.metrics.table import check_table_options
+
+    with pytest.raises(ValueError, match=named):
+        check_table_options({"rules": [rule]})
+
+
+def _weekend_book(path: Path, *, conditional: str | None) -> str:
+    """Dates 45000..45013 (spreadsheet serials) in A2:A15; weekends yellow, by hand or by a conditional format."""
+    import datetime
+
+    import openpyxl
+    from openpyxl.formatting.rule import Rule
+    from openpyxl.styles import PatternFill
+    from openpyxl.styles.differential import DifferentialStyle
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "Sheet1"
+    sheet.append(["Date"])
+    for i in range(14):
+        sheet.append([45000 + i])
+        weekday = (datetime.date(1899, 12, 30) + datetime.timedelta(days=45000 + i)).weekday()
+        if conditional is None and weekday >= 5:
+            sheet.cell(row=i + 2, column=1).fill = PatternFill("solid", fgColor="FFFFFF00", bgColor="FFFFFF00")
+    if conditional is not None:
+        rule = Rule(
+            type="expression", dxf=DifferentialStyle(fill=PatternFill(bgColor="FFFFFF00")), formula=[conditional]
+        )
+        sheet.conditional_formatting.add("A2:A15", rule)
+    book.save(path)
+    return str(path)
+
+
+def test_style_evaluates_conditional_formats_as_osworld(tmp_path: Path) -> None:
+    pytest.importorskip("formulas")
+    gold = _weekend_book(tmp_path / "gold.xlsx", conditional=None)
+    rules = [{"type": "style", "sheet_idx0": 0, "sheet_idx1": "EI0", "props": ["bgcolor"]}]
+    # a conditional format that colours the weekends equals the hand-coloured gold file, cell by cell
+    assert compare_table(_weekend_book(tmp_path / "a.xlsx", conditional="WEEKDAY(A2,2)>5"), gold, rules=rules) == 1.0
+    assert compare_table(_weekend_book(tmp_path / "b.xlsx", conditional="WEEKDAY(A2,2)>6"), gold, rules=rules) == 0.0
+    assert compare_table(_weekend_book(tmp_path / "c.xlsx", conditional=None), gold, rules=rules) == 1.0

@@ -64,7 +64,7 @@ def _base() -> dict:
     [
         (lambda t: t["config"].append({"type": "chrome_open_tabs", "parameters": {}}), "chrome_open_tabs"),
         (lambda t: t["config"].append({"type": "launch", "parameters": {"command": ["gimp"]}}), "gimp"),
-        (lambda t: t["config"].append({"type": "open", "parameters": {"path": "/home/user/a.docx"}}), "a.docx"),
+        (lambda t: t["config"].append({"type": "open", "parameters": {"path": "/home/user/a.png"}}), "a.png"),
         (lambda t: t["config"].append({"type": "sleep", "parameters": {"seconds": -1}}), "sleep"),
         (
             lambda t: t["config"].insert(
@@ -72,9 +72,9 @@ def _base() -> dict:
             ),
             "https://x.org/nope.xlsx",
         ),
-        (lambda t: t["evaluator"].update(func="compare_pptx_files"), "compare_pptx_files"),
+        (lambda t: t["evaluator"].update(func="compare_videos"), "compare_videos"),
         (lambda t: t["evaluator"]["result"].update(type="accessibility_tree"), "accessibility_tree"),
-        (lambda t: t["evaluator"]["options"]["rules"].append({"type": "pivot_table"}), "pivot_table"),
+        (lambda t: t["evaluator"]["options"]["rules"].append({"type": "sparkline"}), "sparkline"),
         (lambda t: t["evaluator"].update(conj="xor", func=["compare_table"]), "conj"),
         (lambda t: t["evaluator"]["postconfig"].append({"type": "googledrive", "parameters": {}}), "googledrive"),
         (lambda t: t.pop("instruction"), "instruction"),

@@ -7,7 +7,8 @@
   an empty cell, and ``number_format`` is ``None`` for a non-numeric cell.
 * :func:`match_value_to_rule`: ``eq ne le lt ge gt`` (Python operators), ``re[.FLAG...]`` (``re.search`` on the
   value as a string), ``approx:T`` (``|float(value) - ref| <= T``), ``range.XY`` (X, Y in ``e``/``t``: ``ref[0] <=/<
-  value <=/< ref[1]``), ``str_list_eq``/``str_set_eq`` (comma-separated value vs a list).
+  value <=/< ref[1]``), ``str_list_eq``/``str_set_eq`` (comma-separated value vs a list), ``spreadsheet_range``
+  (the value, a cell range, holds every range of ``ref[0]`` and lies inside the ranges of ``ref[1]``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,20 @@ __all__ = ["RULE_METHODS", "STYLE_PROPS", "check_rule", "match_value_to_rule", "
 _NS = {"m": "http://schemas.openxmlformats.org/spreadsheetml/2006/main"}
 _REL_NS = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
 _PKG_NS = {"r": "http://schemas.openxmlformats.org/package/2006/relationships"}
-RULE_METHODS = ("eq", "ne", "le", "lt", "ge", "gt", "re", "approx", "range", "str_list_eq", "str_set_eq")
+RULE_METHODS = (
+    "eq",
+    "ne",
+    "le",
+    "lt",
+    "ge",
+    "gt",
+    "re",
+    "approx",
+    "range",
+    "str_list_eq",
+    "str_set_eq",
+    "spreadsheet_range",
+)
 STYLE_PROPS = (
     "number_format",
     "font_name",
@@ -38,6 +52,7 @@ STYLE_PROPS = (
     "fill_type",
     "bgcolor",
     "fgcolor",
+    "hyperlink",
 )
 
 
@@ -84,15 +99,22 @@ def read_cell_value(xlsx_file: str, sheet_name: str, coordinate: str) -> Any:
     return None
 
 
-def read_cell_style(prop: str, cell: Any) -> Any:
-    """One style property of an openpyxl cell (names in :data:`STYLE_PROPS`)."""
+def read_cell_style(prop: str, cell: Any, diff: Any = None) -> Any:
+    """One style property of an openpyxl cell (names in :data:`STYLE_PROPS`).
+
+    ``diff``: a conditional format's differential style that applies to the cell; its font, fill and number format
+    stand in for the cell's own (a part it does not set reads ``None``).
+    """
     empty = cell.value is None
+    source = diff if diff is not None else cell
     if prop == "number_format":
-        return cell.number_format if not empty and cell.data_type == "n" else None
-    if prop.startswith("font_"):
-        if empty:
+        if empty or cell.data_type != "n":
             return None
-        font = cell.font
+        return cell.number_format if diff is None else getattr(diff.numFmt, "formatCode", None)
+    if prop.startswith("font_"):
+        font = getattr(source, "font", None)
+        if empty or font is None:
+            return None
         attr = {"font_name": "name", "font_family": "family", "font_bold": "bold", "font_italic": "italic"}.get(prop)
         if attr is not None:
             return getattr(font, attr)
@@ -103,9 +125,11 @@ def read_cell_style(prop: str, cell: Any) -> Any:
         if prop == "font_size":
             return font.size
     if prop == "fill_type":
-        return getattr(cell.fill, "tagname", None)
+        return getattr(getattr(source, "fill", None), "tagname", None)
+    if prop == "hyperlink":
+        return None if empty else (cell.hyperlink or "")
     if prop in ("bgcolor", "fgcolor"):
-        color = getattr(cell.fill, "bgColor" if prop == "bgcolor" else "fgColor", None)
+        color = getattr(getattr(source, "fill", None), "bgColor" if prop == "bgcolor" else "fgColor", None)
         return getattr(color, "rgb", None)
     raise ValueError(f"unsupported cell style property {prop!r} (supported: {STYLE_PROPS})")
 
@@ -118,6 +142,8 @@ def check_rule(rule: Any, where: str) -> None:
     base = method.split(".")[0].split(":")[0]
     if base not in RULE_METHODS:
         raise ValueError(f"{where}: unsupported rule method {method!r}")
+    if base == "spreadsheet_range" and not (isinstance(rule["ref"], list) and len(rule["ref"]) == 2):
+        raise ValueError(f"{where}: spreadsheet_range needs ref [inner ranges, outer ranges], got {rule['ref']!r}")
     if base == "re":
         for flag in method.split(".")[1:]:
             if not isinstance(getattr(re, flag, None), re.RegexFlag):
@@ -147,7 +173,20 @@ def match_value_to_rule(value: Any, rule: dict[str, Any]) -> bool:
             return bool(left(ref[0], value) and right(value, ref[1]))
         except TypeError:
             return False
+    if method == "spreadsheet_range":
+        return _range_within(ref[0], value) and _range_within(value, ref[1])
     if method in ("str_list_eq", "str_set_eq"):
         parts = str(value).strip("\"'").split(",")
         return parts == list(ref) if method == "str_list_eq" else set(parts) == set(ref)
     raise ValueError(f"unsupported rule method {method!r}")
+
+
+def _range_within(inner: Any, outer: Any) -> bool:
+    """Whether every range of ``inner`` lies inside one range of ``outer`` (cell-range strings or openpyxl ranges)."""
+    from openpyxl.worksheet.cell_range import MultiCellRange
+
+    try:
+        outer_ranges = MultiCellRange(str(outer)).ranges
+        return all(any(r.issubset(o) for o in outer_ranges) for r in MultiCellRange(str(inner)).ranges)
+    except (ValueError, TypeError):
+        return False

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["check_include_exclude", "exact_match", "literal_match"]
+__all__ = ["check_include_exclude", "check_moved_jpgs", "exact_match", "literal_match"]
 
 
 def check_include_exclude(result: str | None, rules: dict[str, list[str]]) -> float:
@@ -32,3 +32,15 @@ def literal_match(result: Any, expected: Any, **options: Any) -> float:
         result = [str(r).lower() for r in result] if isinstance(result, list) else str(result).lower()
         expected = [str(e).lower() for e in expected] if isinstance(expected, list) else str(expected).lower()
     return float(result == expected)
+
+
+def check_moved_jpgs(directory: dict[str, Any] | None, rules: dict[str, Any]) -> float:
+    """1.0 when the folder tree's top-level entries are exactly the names in ``rules["expected"]``.
+
+    (OSWorld's ``desktop_env/evaluators/metrics/basic_os.py``: names compared as a set, counts as a list.)
+    """
+    if not isinstance(directory, dict) or "children" not in directory:
+        return 0.0
+    names = [node["name"] for node in directory["children"]]
+    expected = list(rules["expected"])
+    return float(len(names) == len(expected) and set(names) == set(expected))
