@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from rlanything_core.envs.miniwob.catalog import shipped_pages
-from rlanything_core.envs.miniwob.tasks import CURATED_TASKS, Level, MiniwobTask, Setting
+from rlanything_core.envs.miniwob.curated import CURATED_TASKS, Level, MiniwobTask, Setting
 
 __all__ = ["MANIFEST", "OWN_FAMILY", "PageFolderError", "load_page_folder"]
 

@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from rlanything_core.envs.desktop.metrics import docs, images, odt, profile, slides
+from rlanything_core.envs.desktop.metrics import docs, images, profile, slides
 from rlanything_core.envs.desktop.metrics.general import (
     check_include_exclude,
     check_moved_jpgs,
@@ -44,7 +44,7 @@ METRICS: dict[str, Callable[..., float]] = {
     **{name: getattr(docs, name) for name in docs.__all__},
     **{name: getattr(slides, name) for name in slides.__all__ if name != "PPTX_OPTIONS"},
     **{name: getattr(profile, name) for name in profile.__all__ if name != "registry_value"},
-    "check_highlighted_words": odt.check_highlighted_words,
+    "check_highlighted_words": docs.check_highlighted_words,
     "compare_images": images.compare_images,
 }
 

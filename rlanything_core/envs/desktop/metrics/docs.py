@@ -34,7 +34,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from rlanything_core.envs.desktop.metrics.odt import has_yellow_highlight, odt_paragraphs
+
 __all__ = [
+    "check_highlighted_words",
     "check_italic_font_size_14",
     "check_tabstops",
     "compare_contains_image",
@@ -73,8 +76,6 @@ def _open_both(result: Any, expected: Any) -> tuple[Any, Any] | None:
 
 def _paragraph_texts(path: Any) -> list[str] | None:
     """The paragraph texts of a ``.docx`` (python-docx) or ``.odt`` (:func:`.odt.odt_paragraphs`) file, or None."""
-    from rlanything_core.envs.desktop.metrics.odt import odt_paragraphs
-
     if str(path).endswith(".odt"):
         return odt_paragraphs(path)
     doc = _open(path)
@@ -116,6 +117,13 @@ def compare_docx_files(result: Any, expected: Any, **options: Any) -> float:
             ignore_order=bool(options.get("ignore_order", False)),
         )
     )
+
+
+def check_highlighted_words(result: Any, expected: Any) -> float:
+    """1.0 when the ``.odt`` texts agree and nothing in the result is highlighted yellow (the task: remove it)."""
+    if has_yellow_highlight(result) is not False or not compare_docx_files(result, expected):
+        return 0.0
+    return 1.0
 
 
 def compare_docx_lines(result: Any, expected: Any) -> float:

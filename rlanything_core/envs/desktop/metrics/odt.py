@@ -5,8 +5,8 @@ the code here is ours.
 
 * :func:`odt_paragraphs`: each ``text:p`` of the document, in order, as the text directly inside it plus the text
   directly inside its ``text:span`` children (what OSWorld's ``compare_docx_files`` compares for ``.odt`` files).
-* :func:`check_highlighted_words`: the texts agree with the expected file and no span of the result uses an
-  automatic style with a yellow (``#ffff00``) background (the task: remove the highlighting).
+* :func:`has_yellow_highlight`: whether a span of the document uses an automatic style with a yellow (``#ffff00``)
+  background (``metrics.docs.check_highlighted_words`` builds the task's check on it).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
-__all__ = ["check_highlighted_words", "odt_paragraphs"]
+__all__ = ["has_yellow_highlight", "odt_paragraphs"]
 
 _TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
 _STYLE = "{urn:oasis:names:tc:opendocument:xmlns:style:1.0}"
@@ -57,20 +57,14 @@ def odt_paragraphs(path: Any) -> list[str] | None:
     return out
 
 
-def _highlighted(root: ElementTree.Element) -> bool:
+def has_yellow_highlight(path: Any) -> bool | None:
+    """Whether a span of the ``.odt`` file uses a style with a yellow background; ``None`` if it cannot be read."""
+    root = _content(path)
+    if root is None:
+        return None
     yellow = set()
     for style in root.iter(f"{_STYLE}style"):
         for props in style:
             if props.get(f"{_FO}background-color", "").lower() == "#ffff00":
                 yellow.add(style.get(f"{_STYLE}name"))
     return any(span.get(f"{_TEXT}style-name") in yellow for span in root.iter(f"{_TEXT}span"))
-
-
-def check_highlighted_words(result: Any, expected: Any) -> float:
-    """1.0 when the texts agree and nothing in the result is highlighted yellow."""
-    from rlanything_core.envs.desktop.metrics.docs import compare_docx_files
-
-    root = _content(result)
-    if root is None or not compare_docx_files(result, expected):
-        return 0.0
-    return float(not _highlighted(root))
