@@ -314,7 +314,8 @@ def preflight(cfg: DictConfig) -> None:
                 f"the memory plan needs {p.peak / GIB:.1f} GiB per GPU (training {p.training / GIB:.1f}, rollouts "
                 f"{p.rollout / GIB:.1f}), more than {p.capacity / GIB:.0f} GiB",
                 "a smaller model, lora.enabled=true with trainer.strategy=auto, a lower optim.micro_batch_tokens or "
-                "model.batch_size, more trainer.devices, or memory.gpu_gib if the GPU has more "
+                "model.batch_size, a lower backend.engine.gpu_memory_utilization with backend=vllm, more "
+                "trainer.devices, or memory.gpu_gib if the GPU has more "
                 "(python experiments/memory_plan.py <the same overrides> prints the plan)",
             )
 
