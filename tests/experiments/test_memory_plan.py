@@ -142,3 +142,9 @@ def test_checkpoint_interval_explicit_chosen_from_the_plan_or_every_iteration_on
     assert checkpoint_every(explicit) == 3
     with pytest.raises(ValueError, match="checkpoint.every_n_iterations: expected an integer >= 1"):
         checkpoint_every(_cfg("+setting=alfworld", "scale=1gpu", "checkpoint.every_n_iterations=0"))
+
+
+def test_one_gpu_with_vllm_needs_a_smaller_engine_share_for_the_1_5b_pair() -> None:
+    base = ["+setting=alfworld", "scale=1gpu", "model=qwen2.5-1.5b", "backend=vllm"]
+    assert not plan(_cfg(*base)).fits  # two engines at 0.2 of the GPU beside 46 GiB of training states
+    assert plan(_cfg(*base, "backend.engine.gpu_memory_utilization=0.15")).fits  # docs/scaling.md says so
