@@ -280,8 +280,8 @@ def checkpoint_every(cfg: DictConfig) -> int:
 def preflight(cfg: DictConfig) -> None:
     """Refuse, before any model is built, a GPU run that cannot work: each error names the key and the fix.
 
-    LoRA under FSDP2 (not supported: ``shard_model`` stores every parameter as an fp32 master) or without PEFT; a
-    torch without FSDP2's public API under ``trainer.strategy=fsdp2``; a GPU run whose memory plan exceeds
+    LoRA under FSDP2 (not supported: ``shard_model`` stores every parameter as an fp32 master), with vLLM, or without
+    PEFT; a torch without FSDP2's public API under ``trainer.strategy=fsdp2``; a GPU run whose memory plan exceeds
     ``memory.gpu_gib``.
     """
     from experiments.config_checks import ConfigError
@@ -293,6 +293,13 @@ def preflight(cfg: DictConfig) -> None:
                 "lora.enabled",
                 "LoRA is not supported under trainer.strategy=fsdp2 (FSDP2 would keep fp32 masters of the frozen base)",
                 "set trainer.strategy=auto (one GPU: the frozen base in bf16 needs no sharding) or lora.enabled=false",
+            )
+        if str(OmegaConf.select(cfg, "backend.name", default="transformers")) == "vllm":
+            raise ConfigError(
+                "lora.enabled",
+                "the vLLM engines receive full weights by name, not PEFT's adapter-wrapped modules",
+                "drop backend=vllm (the transformers backend generates with the LoRA-wrapped models) or set "
+                "lora.enabled=false",
             )
         import importlib.util
 

@@ -116,6 +116,9 @@ def test_preflight_refuses_before_anything_is_built(monkeypatch: pytest.MonkeyPa
         preflight(_cfg("+setting=alfworld", "scale=1gpu", "model=qwen2.5-7b"))  # a 7B pair on one 80 GB GPU
     with pytest.raises(ConfigError, match=r"'lora.enabled': LoRA is not supported under trainer.strategy=fsdp2"):
         preflight(_cfg("+setting=alfworld", "scale=1gpu", "model=qwen2.5-0.5b", "lora.enabled=true"))
+    lora_vllm = ["lora.enabled=true", "trainer.strategy=auto", "backend=vllm"]
+    with pytest.raises(ConfigError, match=r"'lora.enabled': the vLLM engines receive full weights"):
+        preflight(_cfg("+setting=alfworld", "scale=1gpu", "model=qwen2.5-0.5b", *lora_vllm))
     monkeypatch.setattr(sharding, "_fsdp", lambda: type("OldFsdp", (), {"FSDPModule": object}))
     with pytest.raises(ConfigError, match=r"'trainer.strategy': .*lacks FSDP2's FSDPModule.unshard.*torch>=2"):
         preflight(_cfg("+setting=alfworld", "scale=1gpu", "model=qwen2.5-0.5b"))
