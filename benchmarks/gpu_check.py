@@ -330,8 +330,8 @@ def _prompts(args: argparse.Namespace) -> list[list[int]]:
 
 
 def stage_generation(args: argparse.Namespace) -> dict[str, Any]:
+    """The transformers backend against a plain ``model.generate`` on the same prompts (generated tokens/s)."""
     from rlanything_core.generation.transformers_backend import TransformersBackend
-    from rlanything_core.generation.types import SamplingParams
     from rlanything_core.models.tiny import tiny_chat_tokenizer
 
     device = _device(args)
@@ -341,70 +341,73 @@ def stage_generation(args: argparse.Namespace) -> dict[str, Any]:
     new = 8 if args.dry else 128
     prompts = _prompts(args)
     backend = TransformersBackend(model, tiny_chat_tokenizer(), batch_size=len(prompts), stop_token_ids=[0])
-    params = SamplingParams(max_new_tokens=new, temperature=1.0, ignore_eos=True)
-    backend.generate(prompts[:2], SamplingParams(max_new_tokens=2))  # warm-up
-    bench_update._sync(device)
-    started = time.perf_counter()
-    generations = backend.generate(prompts, params)
-    bench_update._sync(device)
-    lib_s = time.perf_counter() - started
-    lib_tokens = sum(len(g.token_ids) for g in generations)
+    library_tps = _timed_generation(backend, prompts, new, device)
     ids = torch.tensor(prompts, device=device)
     with torch.no_grad():
         model.generate(ids[:2], max_new_tokens=2, do_sample=True, pad_token_id=0)
         bench_update._sync(device)
         started = time.perf_counter()
-        out = model.generate(
-            ids,
-            attention_mask=torch.ones_like(ids),
-            max_new_tokens=new,
-            min_new_tokens=new,
-            do_sample=True,
-            pad_token_id=0,
-        )
+        out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new, min_new_tokens=new,
+                             do_sample=True, pad_token_id=0)  # fmt: skip
         bench_update._sync(device)
-    plain_s = time.perf_counter() - started
-    plain_tokens = int(out.shape[0] * (out.shape[1] - ids.shape[1]))
-    args.generation_prompts, args.generation_new = prompts, new
-    return {
-        "prompts": len(prompts),
-        "new_tokens": new,
-        "library_tokens_per_s": round(lib_tokens / lib_s, 1),
-        "plain_tokens_per_s": round(plain_tokens / plain_s, 1),
-        "ratio": round((lib_tokens / lib_s) / (plain_tokens / plain_s), 3),
-        "library_decode_steps_per_s": round(new / lib_s, 2),
-    }
+    plain_tps = out.shape[0] * (out.shape[1] - ids.shape[1]) / (time.perf_counter() - started)
+    return {"prompts": len(prompts), "new_tokens": new, "library_tokens_per_s": round(library_tps, 1),
+            "plain_tokens_per_s": round(plain_tps, 1), "ratio": round(library_tps / plain_tps, 3),
+            "library_decode_steps_per_s": round(library_tps / len(prompts), 2)}  # fmt: skip
+
+
+def _timed_generation(backend: Any, prompts: list[list[int]], new: int, device: torch.device) -> float:
+    """Generated tokens/s of ``backend`` on ``prompts`` (``new`` tokens each, EOS ignored), after a warm-up."""
+    from rlanything_core.generation.types import SamplingParams
+
+    backend.generate(prompts[:2], SamplingParams(max_new_tokens=2))
+    bench_update._sync(device)
+    started = time.perf_counter()
+    generations = backend.generate(prompts, SamplingParams(max_new_tokens=new, temperature=1.0, ignore_eos=True))
+    bench_update._sync(device)
+    return sum(len(g.token_ids) for g in generations) / (time.perf_counter() - started)
 
 
 def stage_vllm(args: argparse.Namespace) -> dict[str, Any]:
+    """Decode tokens/s of vLLM next to the transformers backend's, on the same saved model and prompts.
+
+    The model is the 0.5B shape with the file-free tokenizer's vocabulary (259 ids), so that every id either engine
+    samples decodes (vLLM's detokenizer has no id outside its tokenizer to skip, unlike transformers').
+    """
     if importlib.util.find_spec("vllm") is None:
         raise Skipped("vllm is not importable here (GPUs: pip install -e '.[gpu]'; docs/scaling.md)")
     if args.dry:
         raise Skipped("--dry: vLLM's decode throughput is measured on a GPU only")
-    from rlanything_core.generation.types import SamplingParams
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from rlanything_core.generation.transformers_backend import TransformersBackend
     from rlanything_core.generation.vllm_backend import VLLMBackend
     from rlanything_core.models.tiny import tiny_chat_tokenizer
 
+    device = _device(args)
+    tokenizer = tiny_chat_tokenizer()
+    values = json.loads((REPO / bench_update.SHAPES["qwen2.5-0.5b"]).read_text())
+    values.update(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+                  bos_token_id=tokenizer.bos_token_id, max_position_embeddings=2048)  # fmt: skip
+    values.pop("torch_dtype", None)
     folder = Path(args.work) / "vllm-model"
-    model = _small_model(args, torch.device("cpu")).to(torch.bfloat16)
-    model.save_pretrained(folder)
-    tiny_chat_tokenizer().save_pretrained(folder)
-    del model
-    backend = VLLMBackend(folder, dtype="bfloat16", max_model_len=1024, enforce_eager=False, gpu_memory_utilization=0.4)
-    prompts = getattr(args, "generation_prompts", None) or _prompts(args)
-    new = getattr(args, "generation_new", 128)
-    params = SamplingParams(max_new_tokens=new, temperature=1.0, ignore_eos=True)
-    backend.generate(prompts[:2], SamplingParams(max_new_tokens=2))
-    started = time.perf_counter()
-    generations = backend.generate(prompts, params)
-    seconds = time.perf_counter() - started
-    tokens = sum(len(g.token_ids) for g in generations)
-    return {
-        "prompts": len(prompts),
-        "new_tokens": new,
-        "tokens_per_s": round(tokens / seconds, 1),
-        "decode_steps_per_s": round(new / seconds, 2),
-    }
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(AutoConfig.for_model(values.pop("model_type"), **values))
+    model.to(torch.bfloat16).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    g = torch.Generator().manual_seed(0)
+    prompts = [torch.randint(3, len(tokenizer) - 3, (256,), generator=g).tolist() for _ in range(32)]
+    new = 128
+    hf = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.bfloat16).to(device).eval()
+    transformers_tps = _timed_generation(TransformersBackend(hf, tokenizer, batch_size=32), prompts, new, device)
+    del hf, model
+    torch.cuda.empty_cache()
+    engine = VLLMBackend(folder, dtype="bfloat16", max_model_len=1024, enforce_eager=False,
+                         gpu_memory_utilization=0.4)  # fmt: skip
+    vllm_tps = _timed_generation(engine, prompts, new, device)
+    return {"prompts": len(prompts), "new_tokens": new, "vllm_tokens_per_s": round(vllm_tps, 1),
+            "transformers_tokens_per_s": round(transformers_tps, 1), "ratio": round(vllm_tps / transformers_tps, 3),
+            "vllm_decode_steps_per_s": round(vllm_tps / len(prompts), 2)}  # fmt: skip
 
 
 STAGES: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
