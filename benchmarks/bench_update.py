@@ -33,7 +33,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["build_model", "compare", "make_rows", "measure_side"]
+__all__ = ["build_model", "compare", "make_rows", "measure_side", "single_process_group"]
 
 REPO = Path(__file__).resolve().parents[1]
 MIB = 2**20
@@ -96,19 +96,25 @@ def make_rows(n: int, lo: int, hi: int, *, response_frac: float, vocab: int, see
     return TrainingRows(TokenRows(ids, mask, response, old, index), torch.randn(n, generator=g), torch.arange(n))
 
 
+def single_process_group(device: torch.device) -> None:
+    """A one-process group (NCCL on a GPU, gloo on the CPU) for FSDP2 on a one-device mesh, once per process."""
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 2000))
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=0, world_size=1)
+
+
 def _library_update(model: Any, rows: Any, device: torch.device, args: argparse.Namespace) -> Any:
     from rlanything_core.lightning.module import RLAnythingModule
     from rlanything_core.lightning.sharding import ShardingConfig, shard_model
     from rlanything_core.losses.policy import PolicyLoss
 
     if args.fsdp:
-        import torch.distributed as dist
         from torch.distributed.device_mesh import init_device_mesh
 
-        if not dist.is_initialized():
-            os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-            os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 2000))
-            dist.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=0, world_size=1)
+        single_process_group(device)
         config = ShardingConfig(activation_checkpointing=args.checkpointing)
         shard_model(model, init_device_mesh(device.type, (1,)), config)
     module = RLAnythingModule(model, micro_batch_tokens=args.micro_batch_tokens, max_grad_norm=1.0)
