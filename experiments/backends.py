@@ -16,6 +16,7 @@ from experiments.config_checks import ConfigError
 __all__ = [
     "RANK_VARIABLES",
     "agent_backend",
+    "apply_lora",
     "is_writer_rank",
     "judge_max_new_tokens",
     "load_models",
@@ -36,8 +37,30 @@ def is_writer_rank() -> bool:
     return all(int(os.environ.get(var, "0")) == 0 for var in RANK_VARIABLES)
 
 
+def apply_lora(model: Any, lora: DictConfig) -> Any:
+    """``model`` with PEFT LoRA adapters on ``lora.target_modules`` (rank ``lora.r``); its base weights frozen.
+
+    With ``lora.activation_checkpointing`` the decoder layers are recomputed in the backward (non-reentrant, so the
+    frozen embeddings need no gradient hook). The trainer then optimizes only the adapters (the only parameters that
+    require a gradient), and the module's packed update drives the wrapped model like any causal LM.
+    """
+    from peft import LoraConfig, get_peft_model
+
+    config = LoraConfig(
+        r=int(lora.r),
+        lora_alpha=int(lora.alpha),
+        lora_dropout=float(lora.dropout),
+        target_modules=list(lora.target_modules),
+        task_type="CAUSAL_LM",
+    )
+    wrapped = get_peft_model(model, config)
+    if bool(lora.get("activation_checkpointing", True)):
+        wrapped.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    return wrapped
+
+
 def load_models(cfg: DictConfig) -> tuple[Any, Any | None, Any]:
-    """``(policy, judge or None, tokenizer)``; the judge shares the policy's tokenizer."""
+    """``(policy, judge or None, tokenizer)``; the judge shares the policy's tokenizer; LoRA-wrapped with ``lora``."""
     built = instantiate(cfg.model.policy)
     policy, tokenizer = built if isinstance(built, tuple) else (built, None)
     if tokenizer is None:
@@ -56,11 +79,19 @@ def load_models(cfg: DictConfig) -> tuple[Any, Any | None, Any]:
 
             state = read_checkpoint(str(cfg.arm.judge_checkpoint))["state_dict"]  # one file or sharded
             judge.load_state_dict({k[len("judge.") :]: v for k, v in state.items() if k.startswith("judge.")})
+    lora = OmegaConf.select(cfg, "lora", default=None)
+    if lora is not None and bool(lora.get("enabled", False)):
+        policy = apply_lora(policy, lora)
+        if judge is not None and bool(cfg.arm.train_judge):
+            judge = apply_lora(judge, lora)
     return policy, judge, tokenizer
 
 
 def prepare(cfg: DictConfig) -> tuple[Path, Any, Any, Any, int]:
     """Run folder (with the resolved config), seeded models, tokenizer and pad id."""
+    from experiments.memory_plan import preflight
+
+    preflight(cfg)  # before anything is built or written: LoRA under FSDP2, FSDP2's API, a plan that does not fit
     run_dir = Path(str(cfg.run_dir)).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
     if is_writer_rank():  # one writer, atomically: the other ranks would race on the same file

@@ -53,9 +53,11 @@ def make_module(cfg: DictConfig, module_cls: Any, policy: Any, judge: Any, judge
 
 def make_run(cfg: DictConfig, run_dir: Path, module: Any, datamodule: Any) -> Run:
     """The trainer and the per-iteration checkpoint around ``module`` and ``datamodule``."""
+    from experiments.memory_plan import checkpoint_every
     from rlanything_core.lightning import IterationCheckpoint
 
-    checkpoint = IterationCheckpoint(run_dir / "checkpoints")
+    # every N iterations (checkpoint.every_n_iterations, or chosen from the checkpoint's size); the last always
+    checkpoint = IterationCheckpoint(run_dir / "checkpoints", every=checkpoint_every(cfg))
     trainer = make_trainer(cfg, run_dir, [checkpoint])
     resume_from = checkpoint.resume_from if bool(cfg.resume) else None  # a file, or a link to a sharded checkpoint
     return Run(module, datamodule, trainer, run_dir, checkpoint, resume_from)

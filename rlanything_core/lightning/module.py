@@ -8,8 +8,11 @@ models. Optimization is manual, with two optimizers (policy, judge). Each update
    vLLM sampling are all corrected against the trainer's own numbers);
 2. splits the rows into ``updates`` minibatches by task group (``group % updates``), so a group's rows stay together
    and the split is the same whatever the number of ranks;
-3. within a minibatch, packs rows by length into micro-batches of at most ``micro_batch_tokens`` padded tokens and
-   accumulates gradients, normalizing by the *global* token/sequence counts (micro-batch and rank invariant);
+3. within a minibatch, splits the rows into micro-batches of at most ``micro_batch_tokens`` tokens and accumulates
+   gradients, normalizing by the *global* token/sequence counts (micro-batch and rank invariant). With ``packing``
+   (the default for transformers causal LMs) a micro-batch is its rows concatenated into one sequence, without
+   padding, and the vocabulary head runs only at the response positions, in chunks (``training/packing.py``);
+   otherwise rows are padded to the micro-batch's longest;
 4. all-reduces gradients over ranks itself (no DDP hooks, so ranks may run different numbers of micro-batches;
    why DDP's hooks cannot: ``_disable_ddp_gradient_hooks`` and ``tests/lightning/test_gradient_sync.py``), clips,
    steps.
@@ -35,7 +38,8 @@ from rlanything_core.losses.aggregation import Aggregation
 from rlanything_core.losses.consistency import ConsistencyRewardLoss
 from rlanything_core.losses.policy import PolicyLoss
 from rlanything_core.training.logprobs import sequence_token_logprobs
-from rlanything_core.training.microbatch import pack_by_length
+from rlanything_core.training.microbatch import pack_by_length, pack_by_tokens
+from rlanything_core.training.packing import packable, packed_token_logprobs
 from rlanything_core.types import LossOutput
 
 __all__ = ["RLAnythingModule"]
@@ -66,13 +70,16 @@ class RLAnythingModule(L.LightningModule):
         judge_optimizer: same for the judge.
         policy_updates: optimizer steps per iteration for the policy (the paper: 4 in ALFWorld).
         judge_updates: optimizer steps per iteration for the judge.
-        micro_batch_tokens: padded-token budget of one forward/backward.
+        micro_batch_tokens: token budget of one forward/backward (real tokens when packed, padded ones otherwise).
         max_grad_norm: gradient clipping (the paper's DeepSpeed config: 1.0).
         sharding: how ``configure_model`` shards both models with FSDP2 when the strategy provides a device mesh
             (Lightning's ``ModelParallelStrategy``); ``None``: never sharded (single process, DDP).
         rollout_context: entered on every rank around the rollouts and evaluations; default: the models' full
             weights gathered (``sharding.gathered``), as the transformers backend generates with them. Generation
             engines (vLLM) pass their own (wake, push the weights, sleep after).
+        packing: pack each micro-batch's rows into one sequence (per-sequence attention through restarting
+            ``position_ids``) and score only the response positions; used for models ``training.packing.packable``
+            accepts (transformers causal LMs), padded rows otherwise. ``False``: always padded.
     """
 
     def __init__(
@@ -90,6 +97,7 @@ class RLAnythingModule(L.LightningModule):
         max_grad_norm: float = 1.0,
         sharding: ShardingConfig | None = None,
         rollout_context: Callable[[], AbstractContextManager[Any]] | None = None,
+        packing: bool = True,
     ) -> None:
         super().__init__()
         if policy_updates < 1 or judge_updates < 1:
@@ -113,6 +121,7 @@ class RLAnythingModule(L.LightningModule):
         self.max_grad_norm = max_grad_norm
         self.sharding = sharding
         self.rollout_context = rollout_context
+        self.packing = packing
         if judge is not None and judge_loss is None:
             judge.requires_grad_(False)
         self.update_history: list[dict[str, float]] = []
@@ -235,9 +244,9 @@ class RLAnythingModule(L.LightningModule):
 
         This rank's share of the collectives when it has fewer micro-batches than the busiest rank.
         """
-        ids = torch.zeros((1, 2), dtype=torch.int64, device=self.device)
+        ids = torch.zeros((1, 2), dtype=torch.int64)
         mask = torch.ones((1, 2), dtype=torch.bool)  # masks stay on the host: positions are chosen there
-        logp = sequence_token_logprobs(model, ids, mask, score_mask=mask)
+        logp = self._row_logprobs(model, TokenRows(ids, mask, mask, torch.zeros(1, 2), torch.zeros(1, 3).long()))
         if backward:
             self.manual_backward(logp.sum() * 0.0)
 
@@ -266,7 +275,7 @@ class RLAnythingModule(L.LightningModule):
         # on the module's device, like the log-probs the update compares them with (no host round trip)
         shape = rows.rows.input_ids.shape if rows is not None else (0, 0)
         out = torch.zeros(shape, dtype=torch.float32, device=self.device)
-        micros = pack_by_length(lengths, max_tokens=self.micro_batch_tokens)
+        micros = self._micro_batches(model, lengths)
         model.eval()
         with torch.no_grad():
             for _ in range(self._micro_batches_everywhere(model, len(micros)) - len(micros)):
@@ -278,15 +287,25 @@ class RLAnythingModule(L.LightningModule):
                 out[idx.to(self.device), : lp.shape[1]] = lp
         return out
 
+    def _packs(self, model: nn.Module) -> bool:
+        return self.packing and packable(model)
+
+    def _micro_batches(self, model: nn.Module, lengths: list[int]) -> list[list[int]]:
+        """Row indices per micro-batch: real tokens within the budget when packed, padded ones otherwise."""
+        if self._packs(model):
+            return pack_by_tokens(lengths, max_tokens=self.micro_batch_tokens)
+        return pack_by_length(lengths, max_tokens=self.micro_batch_tokens)
+
     def _row_logprobs(self, model: nn.Module, rows: TokenRows) -> Tensor:
-        """Per-token log-probs of ``rows`` on the module's device.
+        """Per-token log-probs of ``rows`` on the module's device (packed when the model allows, see ``packing``).
 
         Only the token ids travel to the device: the masks stay on the host, where the scored positions are chosen
         (no device synchronization, and a model on a device without data, ``meta``, runs the same path).
         """
-        return sequence_token_logprobs(
-            model, rows.input_ids.to(self.device), rows.attention_mask, score_mask=rows.response_mask
-        )
+        ids = rows.input_ids.to(self.device)
+        if self._packs(model):
+            return packed_token_logprobs(model, ids, rows.attention_mask, score_mask=rows.response_mask)
+        return sequence_token_logprobs(model, ids, rows.attention_mask, score_mask=rows.response_mask)
 
     def _update(
         self,
@@ -318,7 +337,7 @@ class RLAnythingModule(L.LightningModule):
             model.train()  # activation checkpointing runs in train mode only (the models have no dropout)
             part_rows = rows.subset(index) if rows is not None and index.numel() else None
             lengths = part_rows.rows.attention_mask.sum(dim=1).tolist() if part_rows is not None else []
-            micros = pack_by_length(lengths, max_tokens=self.micro_batch_tokens)
+            micros = self._micro_batches(model, lengths)
             for _ in range(self._micro_batches_everywhere(model, len(micros)) - len(micros)):
                 self._padding_pass(model, backward=True)
             if part_rows is not None:

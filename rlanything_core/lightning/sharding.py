@@ -10,7 +10,8 @@ runs as written. What the paper's scale needs, and what each function here does:
   activation checkpointing of every decoder layer (transformers' own, so parameter names do not change).
 - ``gathered``: every rank gathers the full weights once (one all-gather per unit, the same on every rank) and keeps
   them until the block ends, so rollouts and evaluation (different numbers of forwards on each rank) make no
-  collective call.
+  collective call. Only FSDP2's public API is used (``unshard``/``reshard``, ``set_reshard_after_forward``); a torch
+  without it is refused by ``require_fsdp2`` before anything is sharded.
 - ``clip_grad_norm``: the norm over the whole model (each rank holds a shard of each gradient: the local norm alone
   would clip each shard differently), then the same scale on every shard.
 - ``padding_rows``: a zero-weight micro-batch, so that ranks with fewer (or no) rows run as many forward/backward
@@ -33,8 +34,19 @@ __all__ = [
     "fsdp_units",
     "gathered",
     "is_sharded",
+    "require_fsdp2",
     "shard_model",
 ]
+
+# FSDP2's public API this module and training/packing.py use; torch 2.11 (on an H200) and 2.13 were run with it
+FSDP2_METHODS = (
+    "unshard",
+    "reshard",
+    "set_reshard_after_forward",
+    "set_gradient_divide_factor",
+    "set_force_sum_reduction_for_comms",
+)
+FSDP2_TORCH = "2.11"
 
 
 @dataclass(frozen=True)
@@ -58,6 +70,29 @@ def _fsdp() -> Any:
     from torch.distributed import fsdp
 
     return fsdp
+
+
+def require_fsdp2(fsdp: Any = None) -> None:
+    """Raise unless this torch's FSDP2 has the public API sharding needs (``fsdp``: the module to check, for tests).
+
+    Raises:
+        RuntimeError: naming the missing methods, the torch found and the torch needed, and the fix.
+    """
+    try:
+        fsdp = _fsdp() if fsdp is None else fsdp
+    except ImportError as err:  # a torch built without distributed support
+        raise RuntimeError(
+            f"trainer.strategy=fsdp2: torch {torch.__version__} has no torch.distributed.fsdp; install "
+            f"torch>={FSDP2_TORCH} (the project pins it in pyproject.toml) or set trainer.strategy=auto"
+        ) from err
+    unit = getattr(fsdp, "FSDPModule", None)
+    missing = [f"FSDPModule.{m}" for m in FSDP2_METHODS if unit is None or not hasattr(unit, m)]
+    missing += [f for f in ("fully_shard", "register_fsdp_forward_method") if not hasattr(fsdp, f)]
+    if missing:
+        raise RuntimeError(
+            f"trainer.strategy=fsdp2: torch {torch.__version__} lacks FSDP2's {', '.join(missing)}; "
+            f"install torch>={FSDP2_TORCH} (the project pins it in pyproject.toml) or set trainer.strategy=auto"
+        )
 
 
 def is_sharded(model: nn.Module) -> bool:
@@ -90,6 +125,7 @@ def shard_model(model: nn.Module, mesh: Any, config: ShardingConfig) -> nn.Modul
     Returns:
         ``model``, now an ``FSDPModule`` whose parameters are ``DTensor`` shards.
     """
+    require_fsdp2()
     fsdp = _fsdp()
     if config.activation_checkpointing:
         enable = getattr(model, "gradient_checkpointing_enable", None)
@@ -97,11 +133,13 @@ def shard_model(model: nn.Module, mesh: Any, config: ShardingConfig) -> nn.Modul
             raise ValueError("activation_checkpointing: the model has no gradient_checkpointing_enable()")
         enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     policy = fsdp.MixedPrecisionPolicy(param_dtype=config.param_dtype, reduce_dtype=config.reduce_dtype)
+    # explicit, so that ``gathered`` can restore exactly these: a layer frees its gathered weights after its forward
+    # (gathered again for the backward), the root keeps its own (embeddings, head: needed first in the backward)
     for layer in decoder_layers(model):
         layer.to(config.master_dtype)
-        fsdp.fully_shard(layer, mesh=mesh, mp_policy=policy)
+        fsdp.fully_shard(layer, mesh=mesh, mp_policy=policy, reshard_after_forward=True)
     model.to(config.master_dtype)
-    fsdp.fully_shard(model, mesh=mesh, mp_policy=policy)
+    fsdp.fully_shard(model, mesh=mesh, mp_policy=policy, reshard_after_forward=False)
     for unit in fsdp_units(model):
         unit.set_gradient_divide_factor(1.0)  # a sum over ranks: each rank's loss carries its share of the mean
         unit.set_force_sum_reduction_for_comms(True)  # plain SUM (gloo has no PREMUL_SUM; NCCL: zero-copy)
@@ -114,22 +152,23 @@ def gathered(*models: nn.Module | None) -> Iterator[None]:
 
     Entering is collective (one all-gather per unit, in the same order everywhere); inside, forwards make no
     collective call, so ranks may run different numbers of them (rollouts, evaluation). Unsharded models pass through.
+    On exit every unit is resharded and gets back ``shard_model``'s reshard-after-forward settings (public API only:
+    ``set_reshard_after_forward``, ``unshard``, ``reshard``).
     """
     roots = [m for m in models if m is not None and is_sharded(m)]
-    for root in roots:  # settle which unit is the root first (its lazy init changes its reshard-after-forward)
-        fsdp_units(root)[0]._get_fsdp_state()._lazy_init()
+    if roots:
+        require_fsdp2()
     units = [u for m in roots for u in fsdp_units(m)]
-    groups = [g for u in units for g in u._get_fsdp_state()._fsdp_param_groups]
-    post_forward = [g.post_forward_mesh_info for g in groups]
     try:
+        for root in roots:  # a forward must not reshard (that would all-gather again in the next one)
+            root.set_reshard_after_forward(False)  # type: ignore[operator]
         for unit in units:
             unit.unshard()
-        for group in groups:
-            group.post_forward_mesh_info = None  # do not reshard after each forward (that would gather again)
         yield
     finally:
-        for group, info in zip(groups, post_forward):
-            group.post_forward_mesh_info = info
+        for root in roots:
+            root.set_reshard_after_forward(True)  # type: ignore[operator]  # every layer, as shard_model set it
+            root.set_reshard_after_forward(False, recurse=False)  # type: ignore[operator]  # the root, likewise
         for unit in units:
             unit.reshard()
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["pack_by_length", "padded_token_count"]
+__all__ = ["pack_by_length", "pack_by_tokens", "padded_token_count"]
 
 
 def pack_by_length(lengths: Sequence[int], *, max_tokens: int, max_rows: int | None = None) -> list[list[int]]:
@@ -47,6 +47,34 @@ def pack_by_length(lengths: Sequence[int], *, max_tokens: int, max_rows: int | N
             current, new_longest = [], lengths[i]
         current.append(i)
         longest = new_longest
+    if current:
+        batches.append(current)
+    return batches
+
+
+def pack_by_tokens(lengths: Sequence[int], *, max_tokens: int) -> list[list[int]]:
+    """Split row indices into micro-batches of at most ``max_tokens`` real tokens each (packed rows: no padding).
+
+    Rows are taken longest first (memory peaks early, as in ``pack_by_length``); a row longer than ``max_tokens``
+    gets a micro-batch of its own. Every index appears exactly once.
+
+    Examples:
+        >>> pack_by_tokens([5, 1, 4, 2], max_tokens=8)
+        [[0], [2, 3, 1]]
+    """
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens: expected >= 1, got {max_tokens}")
+    if any(n < 0 for n in lengths):
+        raise ValueError("lengths: expected non-negative lengths")
+    batches: list[list[int]] = []
+    current: list[int] = []
+    total = 0
+    for i in sorted(range(len(lengths)), key=lambda i: (-lengths[i], i)):
+        if current and total + lengths[i] > max_tokens:
+            batches.append(current)
+            current, total = [], 0
+        current.append(i)
+        total += lengths[i]
     if current:
         batches.append(current)
     return batches

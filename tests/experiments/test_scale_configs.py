@@ -110,6 +110,24 @@ def test_gpu_commands_resolve_to_the_papers_hyperparameters(scale: str, setting:
     assert first(list(range(10)), cfg.eval.games) == list(range(10))  # the whole split
 
 
+@pytest.mark.parametrize("model", ["qwen2.5-0.5b", "qwen2.5-1.5b"])
+@pytest.mark.parametrize("setting", ["alfworld", "coding", "livebench"])
+def test_one_gpu_resolves_to_the_papers_hyperparameters_on_one_device(setting: str, model: str) -> None:
+    """scale=1gpu (issue 26): the paper's per-setting values, one FSDP2 device, LoRA off, checkpoints chosen."""
+    cfg = _cfg(f"+setting={setting}", "scale=1gpu", f"model={model}")
+    OmegaConf.resolve(cfg)
+    expected = {**_expected("gpu", setting), "trainer.devices": 1, "trainer.num_nodes": 1}
+    wrong = {
+        key: (OmegaConf.select(cfg, key, default="<missing>"), want)
+        for key, want in expected.items()
+        if OmegaConf.select(cfg, key, default="<missing>") != want
+    }
+    assert not wrong, f"resolved (got, paper): {wrong}"
+    assert cfg.lora.enabled is False and cfg.checkpoint.every_n_iterations is None
+    assert cfg.model.architecture == f"experiments/model_configs/{model}-instruct.json"
+    assert cfg.memory.gpu_gib == 80
+
+
 def test_a_command_line_override_still_wins_over_the_scale() -> None:
     cfg = _cfg("+setting=alfworld", "scale=gpu", "iterations=3", "setting.max_steps=5")
     assert cfg.iterations == 3 and cfg.setting.max_steps == 5

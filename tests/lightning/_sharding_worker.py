@@ -23,6 +23,7 @@ from rlanything_core.lightning.sharding import (
 )
 from rlanything_core.models.tiny import tiny_causal_lm
 from rlanything_core.training.logprobs import sequence_token_logprobs
+from rlanything_core.training.packing import packed_token_logprobs
 
 WORLD = 2
 VOCAB = 300
@@ -132,6 +133,33 @@ def main(rank: int, port: int, out_dir: str) -> None:
             errs.append(float((a - b).abs().max()))
     result["gathered_max_abs_err"] = max(errs)
     result["resharded"] = all(type(p).__name__ == "DTensor" for p in model.parameters())
+
+    # gathered before the model's first forward (rollouts come before any update), with different numbers of
+    # forwards per rank; afterwards shard_model's settings are back: a layer reshards after its forward, the root not
+    with torch.no_grad(), gathered(plain):
+        for k in range(1 + 2 * rank):
+            rows = _rows(200 + k, 2)
+            sequence_token_logprobs(plain, rows[0], rows[1], score_mask=rows[2])
+    with torch.no_grad():
+        rows = _rows(300, 2)
+        sequence_token_logprobs(plain, rows[0], rows[1], score_mask=rows[2])
+    result["after_forward_layers_sharded"] = all(
+        type(p).__name__ == "DTensor" for layer in decoder_layers(plain) for p in layer.parameters()
+    )
+    result["after_forward_root_kept"] = type(plain.get_input_embeddings().weight).__name__ != "DTensor"
+
+    # the packed path under FSDP2 (its scoring registered as an FSDP forward method): the unsharded padded gradients
+    model.train()
+    reference.train()
+    model.zero_grad(set_to_none=True)
+    reference.zero_grad(set_to_none=True)
+    ids, mask, score = per_rank[rank]
+    packed_loss = -(packed_token_logprobs(model, ids, mask, score_mask=score, chunk_tokens=5).sum() / total)
+    packed_loss.backward()
+    sum(_loss(reference, rows, total) for rows in per_rank).backward()
+    result["packed_grad_max_abs_err"] = max(
+        float((p.grad.full_tensor() - q.grad).abs().max()) for p, q in zip(model.parameters(), reference.parameters())
+    )
     dist.barrier()
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps(result))
     dist.destroy_process_group()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ import pytest
 import torch
 
 from rlanything_core.lightning.module import RLAnythingModule
-from rlanything_core.lightning.sharding import decoder_layers
+from rlanything_core.lightning.sharding import decoder_layers, require_fsdp2
 from rlanything_core.models.tiny import tiny_causal_lm
 from rlanything_core.testing.processes import free_port, run_ranks
 
@@ -70,6 +71,26 @@ def test_gathered_weights_serve_different_numbers_of_forwards_per_rank(ranks: li
     for r in ranks:
         assert r["gathered_max_abs_err"] < 1e-5
         assert r["resharded"]
+
+
+def test_gathered_works_before_the_first_forward_and_restores_resharding(ranks: list[dict[str, Any]]) -> None:
+    for r in ranks:
+        assert r["after_forward_layers_sharded"] and r["after_forward_root_kept"]
+
+
+def test_packed_gradients_under_fsdp2_match_the_unsharded_padded_ones(ranks: list[dict[str, Any]]) -> None:
+    for r in ranks:
+        assert r["packed_grad_max_abs_err"] < 1e-5 * max(1.0, r["grad_scale"])
+
+
+def test_a_torch_without_the_fsdp2_api_is_refused_naming_the_version() -> None:
+    class OldFSDPModule:
+        def unshard(self) -> None: ...
+
+    old = types.SimpleNamespace(FSDPModule=OldFSDPModule, fully_shard=None)
+    with pytest.raises(RuntimeError, match=r"FSDPModule\.reshard.*register_fsdp_forward_method.*torch>=2"):
+        require_fsdp2(old)
+    require_fsdp2()  # this torch has it
 
 
 def test_the_engine_receives_full_correctly_named_tensors_after_an_update(ranks: list[dict[str, Any]]) -> None:

@@ -1,0 +1,272 @@
+"""Policy-update throughput: the library's packed update against a plain padded transformers loop, same rows, one run.
+
+    python -m benchmarks.bench_update                       # CPU: a small Qwen2-shaped model, ~1 minute
+    python -m benchmarks.bench_update --shape qwen2.5-1.5b  # a GPU: the issue-26 shape (48 rows of 512-2048 tokens)
+
+Both sides start from the same random weights and train on the same rows (prompt then response, right-padded, of
+uneven lengths; the response is the last ``--response-frac`` of each row), with the same token budget per
+micro-batch, one optimizer step over all rows per update, old log-probs recomputed without gradient first:
+
+- library: ``RLAnythingModule._update``, the path ``experiments/train.py`` runs: rows packed into one sequence per
+  micro-batch (``training/packing.py``: restarting ``position_ids``, no padding, the vocabulary head only at the
+  response positions, in chunks), ``PolicyLoss`` with global token normalization, whole-model clipping, AdamW; on a
+  GPU the model is sharded by ``shard_model`` (FSDP2 on a one-device mesh: fp32 masters, bf16 compute), as
+  ``trainer.strategy=fsdp2`` runs it (``--no-fsdp``: unsharded);
+- plain: the same work written out in PyTorch/transformers as a user would: rows sorted by length into padded
+  micro-batches (the library's ``pack_by_length``, generous to this side), ``model(...).logits`` at every position,
+  full-vocabulary ``log_softmax``, a clipped-ratio token-mean loss, ``clip_grad_norm_``, AdamW; bf16 autocast on a GPU.
+
+Each side runs in its own process (so that each peak memory is its own: the CUDA allocator's peak on a GPU, the
+resident set's high-water mark over its level before the first update on a CPU). Prints one JSON line per side, then
+``update_tokens_per_s library=<x> plain=<y> ratio=<x/y> peak_ratio=<library/plain>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = ["build_model", "compare", "make_rows", "measure_side", "single_process_group"]
+
+REPO = Path(__file__).resolve().parents[1]
+MIB = 2**20
+# the shapes a GPU user trains (their config.json in experiments/model_configs), and a small one for CPUs and CI
+SHAPES = {
+    "qwen2.5-0.5b": "experiments/model_configs/qwen2.5-0.5b-instruct.json",
+    "qwen2.5-1.5b": "experiments/model_configs/qwen2.5-1.5b-instruct.json",
+}
+SMALL = {
+    "model_type": "qwen2",
+    "hidden_size": 128,
+    "intermediate_size": 384,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "vocab_size": 32768,
+    "max_position_embeddings": 4096,
+    "tie_word_embeddings": True,
+}
+
+
+def build_model(shape: str, *, device: torch.device, dtype: torch.dtype = torch.float32, seed: int = 0) -> Any:
+    """A randomly initialized Qwen2 causal LM: ``small`` or a shape of ``SHAPES`` (no weights are read)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    if shape == "small":
+        values = dict(SMALL)
+    elif shape in SHAPES:
+        values = json.loads((REPO / SHAPES[shape]).read_text())
+    else:
+        raise ValueError(f"shape: expected 'small' or one of {sorted(SHAPES)}, got {shape!r}")
+    config = AutoConfig.for_model(values.pop("model_type"), **values)
+    config.use_cache = False
+    torch.manual_seed(seed)
+    with torch.device(device):
+        model = AutoModelForCausalLM.from_config(config, dtype=dtype)
+    model.set_attn_implementation("sdpa")
+    return model
+
+
+def make_rows(n: int, lo: int, hi: int, *, response_frac: float, vocab: int, seed: int = 0) -> Any:
+    """``n`` right-padded ``TrainingRows`` of random lengths in ``[lo, hi]``, the last ``response_frac`` scored."""
+    from rlanything_core.collect.batching import TokenRows
+    from rlanything_core.loop.iteration import TrainingRows
+
+    if not 1 <= lo <= hi or not 0 < response_frac < 1:
+        raise ValueError(
+            f"rows: expected 1 <= min_len <= max_len and 0 < response_frac < 1, got {lo}, {hi}, {response_frac}"
+        )
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(lo, hi + 1, (n,), generator=g)
+    width = int(lengths.max())
+    positions = torch.arange(width)
+    mask = positions < lengths[:, None]
+    ids = torch.where(mask, torch.randint(1, vocab, (n, width), generator=g), 0)
+    start = (lengths.float() * (1 - response_frac)).long().clamp(min=1)
+    response = mask & (positions >= start[:, None])
+    old = torch.where(response, torch.full(ids.shape, -10.0), torch.full(ids.shape, float("nan")))
+    index = torch.stack([torch.arange(n), torch.zeros(n, dtype=torch.long), torch.full((n,), -1)], dim=1)
+    return TrainingRows(TokenRows(ids, mask, response, old, index), torch.randn(n, generator=g), torch.arange(n))
+
+
+def single_process_group(device: torch.device) -> None:
+    """A one-process group (NCCL on a GPU, gloo on the CPU) for FSDP2 on a one-device mesh, once per process."""
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 2000))
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=0, world_size=1)
+
+
+def _library_update(model: Any, rows: Any, device: torch.device, args: argparse.Namespace) -> Any:
+    from rlanything_core.lightning.module import RLAnythingModule
+    from rlanything_core.lightning.sharding import ShardingConfig, shard_model
+    from rlanything_core.losses.policy import PolicyLoss
+
+    if args.fsdp:
+        from torch.distributed.device_mesh import init_device_mesh
+
+        single_process_group(device)
+        config = ShardingConfig(activation_checkpointing=args.checkpointing)
+        shard_model(model, init_device_mesh(device.type, (1,)), config)
+    module = RLAnythingModule(model, micro_batch_tokens=args.micro_batch_tokens, max_grad_norm=1.0)
+    module._device = device  # what Lightning's strategy sets; the update runs without a Trainer here
+    module.manual_backward = lambda loss, *a, **k: loss.backward()  # type: ignore[method-assign]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-6, weight_decay=0.0)
+    loss_fn = PolicyLoss()
+    return lambda: module._update("policy", model, optimizer, rows, 1, loss_fn)
+
+
+def _plain_update(model: Any, rows: Any, device: torch.device, args: argparse.Namespace) -> Any:
+    from rlanything_core.training.microbatch import pack_by_length
+
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-6, weight_decay=0.0)
+    r = rows.rows
+    micros = pack_by_length(r.attention_mask.sum(dim=1).tolist(), max_tokens=args.micro_batch_tokens)
+    n_tok = int(r.response_mask.sum())
+    autocast = device.type == "cuda"
+
+    def logprobs(ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast):
+            logits = model(input_ids=ids, attention_mask=mask.long()).logits
+        return torch.log_softmax(logits[:, :-1].float(), dim=-1).gather(-1, ids[:, 1:, None])[..., 0]
+
+    def update() -> None:
+        model.eval()
+        with torch.no_grad():
+            old = [logprobs(p.input_ids.to(device), p.attention_mask.to(device)) for p in map(r.select, micros)]
+        model.train()
+        optimizer.zero_grad(set_to_none=False)
+        for micro, old_lp in zip(micros, old):
+            part = r.select(micro)
+            lp = logprobs(part.input_ids.to(device), part.attention_mask.to(device))
+            ratio = torch.exp(lp - old_lp)
+            adv = rows.advantages[torch.tensor(micro)].to(device)[:, None]
+            surrogate = torch.minimum(ratio * adv, ratio.clamp(0.8, 1.28) * adv)
+            loss = -torch.where(part.response_mask.to(device)[:, 1:], surrogate, 0.0).sum() / n_tok
+            loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+
+    return update
+
+
+def _rss_mib(field: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def measure_side(side: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One side's update seconds (best of ``args.reps`` after a warm-up) and its peak memory (in this process)."""
+    device = torch.device(args.device)
+    if device.type == "cpu":
+        torch.set_num_threads(args.threads)
+    model = build_model(args.shape, device=device, dtype=torch.float32, seed=0)
+    rows = make_rows(
+        args.rows, args.min_len, args.max_len, response_frac=args.response_frac, vocab=model.config.vocab_size, seed=0
+    )
+    step = _library_update(model, rows, device, args) if side == "library" else _plain_update(model, rows, device, args)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+        base = torch.cuda.memory_allocated(device) / MIB
+    else:
+        base = _rss_mib("VmRSS")
+    seconds = []
+    for rep in range(args.reps + 1):  # the first is the warm-up (kernels, allocator, Adam states)
+        _sync(device)
+        started = time.perf_counter()
+        step()
+        _sync(device)
+        if rep:
+            seconds.append(time.perf_counter() - started)
+    peak = torch.cuda.max_memory_allocated(device) / MIB if device.type == "cuda" else _rss_mib("VmHWM")
+    tokens = int(rows.rows.attention_mask.sum())
+    return {
+        "side": side,
+        "seconds": [round(s, 4) for s in seconds],
+        "tokens": tokens,
+        "response_tokens": int(rows.rows.response_mask.sum()),
+        "tokens_per_s": round(tokens / min(seconds), 1),
+        "peak_mib": round(peak, 1),
+        "peak_over_start_mib": round(peak - base, 1),
+    }
+
+
+def _child(side: str, args: argparse.Namespace, queue: Any) -> None:
+    try:
+        queue.put(measure_side(side, args))
+    except Exception as exc:  # reported by the parent, which names the side
+        queue.put({"side": side, "error": f"{type(exc).__name__}: {exc}"})
+
+
+def compare(args: argparse.Namespace) -> dict[str, Any]:
+    """Both sides, each in a fresh process; returns ``{library, plain, ratio, peak_ratio}`` and prints JSON lines."""
+    context = multiprocessing.get_context("spawn")
+    result: dict[str, Any] = {"shape": args.shape, "device": args.device, "rows": args.rows}
+    for side in ("library", "plain"):
+        queue = context.Queue()
+        process = context.Process(target=_child, args=(side, args, queue))
+        process.start()
+        out = queue.get(timeout=args.timeout)
+        process.join()
+        if "error" in out:
+            raise RuntimeError(f"bench_update: the {side} side failed: {out['error']}")
+        print(json.dumps(out), flush=True)
+        result[side] = out
+    lib, plain = result["library"], result["plain"]
+    result["ratio"] = round(lib["tokens_per_s"] / plain["tokens_per_s"], 3)
+    result["peak_ratio"] = round(lib["peak_over_start_mib"] / max(plain["peak_over_start_mib"], 1e-9), 3)
+    print(
+        f"update_tokens_per_s library={lib['tokens_per_s']} plain={plain['tokens_per_s']} ratio={result['ratio']} "
+        f"peak_ratio={result['peak_ratio']}",
+        flush=True,
+    )
+    return result
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line (also used by ``benchmarks.gpu_check``)."""
+    cuda = torch.cuda.is_available()
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--shape", default="qwen2.5-1.5b" if cuda else "small", help=f"small or one of {sorted(SHAPES)}")
+    p.add_argument("--device", default="cuda" if cuda else "cpu")
+    p.add_argument("--rows", type=int, default=48 if cuda else 32)
+    p.add_argument("--min-len", type=int, default=512 if cuda else 64)
+    p.add_argument("--max-len", type=int, default=2048 if cuda else 768)
+    p.add_argument("--response-frac", type=float, default=0.25)
+    p.add_argument("--micro-batch-tokens", type=int, default=8192 if cuda else 2048)
+    p.add_argument("--reps", type=int, default=2 if cuda else 1)
+    p.add_argument("--threads", type=int, default=2, help="CPU threads per side")
+    p.add_argument("--fsdp", action=argparse.BooleanOptionalAction, default=cuda, help="library side under FSDP2")
+    p.add_argument(
+        "--checkpointing",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="activation checkpointing on the library side (FSDP2 only)",
+    )
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds per side")
+    return p
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Run the comparison from the command line."""
+    return compare(parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    main()
