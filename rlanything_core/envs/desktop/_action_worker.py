@@ -6,8 +6,9 @@ can then neither ptrace it nor read its memory through ``/proc``), imports pyaut
 one JSON request per line on stdin (``{"code": str}`` or ``{"calls": [[name, args, kwargs], ...]}``) and answers one
 JSON line (``{"ok": bool, "error": str}``) on the original stdout; anything the action prints goes to stderr.
 
-Stateless between actions by construction: each action runs in a child forked from this clean process, which imports
-pyautogui (and connects to the display) afresh; a monkeypatch, a module global or a thread dies with the child. Before
+Stateless between actions by construction: each action runs in a child forked from this clean process (which has
+imported pyautogui but never runs an action), with its own connection to the display; a monkeypatch, a module global
+or a thread dies with the child. Before
 the answer is written, every other process of the sandbox's pid namespace is killed (``kill(-1, SIGKILL)`` as the
 worker's uid; outside a namespace, the child's process group): nothing an action started outlives it. This file is
 never imported by the library.
@@ -40,7 +41,11 @@ def _run(request: dict[str, Any], pause: float) -> dict[str, Any]:
     """Run one action (in the forked child); the error's last line when it fails."""
     try:
         import pyautogui
+        import pyautogui._pyautogui_x11 as x11
+        from Xlib.display import Display
 
+        # the parent's connection must not be used by two processes (X request sequence numbers): a fresh one
+        x11._display = Display(os.environ["DISPLAY"])
         pyautogui.FAILSAFE = False
         pyautogui.PAUSE = pause
         if "code" in request:
@@ -117,12 +122,8 @@ def main() -> None:
     # pyautogui imports mouseinfo only for its interactive mouseInfo() window; mouseinfo exits the process when
     # tkinter is missing, so a placeholder module stands in for it.
     sys.modules["mouseinfo"] = types.ModuleType("mouseinfo")
-    # the slow imports happen once here; pyautogui itself connects to the display at import: each child does that
-    import pymsgbox  # noqa: F401
-    import pyscreeze  # noqa: F401
-    import pytweening  # noqa: F401
-    import Xlib.display  # noqa: F401
-    import Xlib.ext.xtest  # noqa: F401
+    # the imports happen once here (pyautogui connects to the display and reads its keyboard mapping at import)
+    import pyautogui  # noqa: F401
 
     _answer(out, ready=True, uid=os.getuid())
     for line in sys.stdin:

@@ -2,36 +2,36 @@
 
 The result files are the agent's work: a sheet of five million cells, a file that unzips to gigabytes, or one that
 makes a reader loop, must not stall or sink the trainer. The getters (which copy the result and the expected files
-into the episode's cache) and the metrics run in a child process forked from a clean server
-(``multiprocessing``'s ``forkserver``, with the metric libraries preloaded, so a check starts in milliseconds) under
-``RLIMIT_AS`` (memory), ``RLIMIT_FSIZE`` (each file it writes) and ``RLIMIT_CPU``, and a wall-clock limit enforced
-from outside. A check that breaks a limit scores 0 with the limit named (:class:`CheckLimit`); the environment
-counts them. The child is started only after the episode: the apps and the action worker are gone by then, so no
-agent process runs while the expected files are read.
+into the episode's cache) and the metrics run in a child forked for each check from a check server (a separate
+Python process that imported the metric libraries once, ``_check_server.py``, so a check starts in milliseconds),
+under ``RLIMIT_AS`` (memory), ``RLIMIT_FSIZE`` (each file it writes) and ``RLIMIT_CPU``, and a wall-clock limit that
+the server enforces (and, should the server itself hang, the caller). A check that breaks a limit scores 0 with the
+limit named (:class:`CheckLimit`); the environment counts them. Checks start only after the episode: the apps and
+the action worker are gone by then, so no agent process runs while the expected files are read.
 """
 
 from __future__ import annotations
 
-import errno
-import multiprocessing
-import resource
+import json
+import os
+import select
 import signal
-import threading
-from dataclasses import dataclass
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
 from enum import Enum
-from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
-from rlanything_core.envs.desktop.config_steps import StepContext
+import rlanything_core
 from rlanything_core.envs.desktop.episode_fs import EpisodeFS
-from rlanything_core.envs.desktop.evaluator import Outcome, score_files
+from rlanything_core.envs.desktop.evaluator import Outcome
 from rlanything_core.envs.desktop.task import DesktopTask
 
-__all__ = ["CheckLimit", "CheckLimits", "CheckResult", "check_files"]
+__all__ = ["CheckLimit", "CheckLimits", "CheckResult", "Checker", "check_files"]
 
-_PRELOAD = ["rlanything_core.envs.desktop.checker", "openpyxl", "pandas"]
-_CONTEXT_LOCK = threading.Lock()
-_CONTEXT: Any = None
+_SERVER_START_S = 120.0  # importing pandas on a loaded machine
+_SLACK_S = 10.0  # beyond the check's own limit, before the caller gives up on the server itself
 
 
 class CheckLimit(str, Enum):
@@ -64,52 +64,105 @@ class CheckLimits:
             raise ValueError(f"CheckLimits needs memory_mb >= 256, file_mb >= 1; got {self.memory_mb}, {self.file_mb}")
 
 
-def _context() -> Any:
-    global _CONTEXT
-    with _CONTEXT_LOCK:
-        if _CONTEXT is None:
-            ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(_PRELOAD)
-            _CONTEXT = ctx
-        return _CONTEXT
-
-
-def _limited(limits: CheckLimits) -> None:
-    """Apply ``limits`` to this (child) process."""
-    memory = limits.memory_mb << 20
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    size = limits.file_mb << 20
-    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
-    cpu = int(limits.time_s) + 1
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a too large write then fails with EFBIG, which is reported
-
-
-def _child(task: DesktopTask, root: str, screen: tuple[int, int], postconfig_error: str, limits: CheckLimits,
-           out: Connection) -> None:
-    """The check itself (runs in the forked child)."""
-    try:
-        _limited(limits)
-        ctx = StepContext(EpisodeFS(root), None, None, task.task_dir, screen)
-        outcome = score_files(task, ctx, postconfig_error=postconfig_error)
-        out.send(("ok", outcome.score, outcome.metrics, outcome.error))
-    except MemoryError:
-        out.send(("limit", CheckLimit.MEMORY.value, f"over {limits.memory_mb} MiB"))
-    except OSError as exc:
-        if exc.errno == errno.EFBIG:
-            out.send(("limit", CheckLimit.FILE_SIZE.value, f"a file over {limits.file_mb} MiB"))
-        else:
-            out.send(("ok", 0.0, (), f"evaluation failed: {type(exc).__name__}: {exc}"))
-    except Exception as exc:  # a broken metric input is a failed episode, with its reason
-        out.send(("ok", 0.0, (), f"evaluation failed: {type(exc).__name__}: {exc}"))
-
-
 @dataclass(frozen=True)
 class CheckResult:
-    """What :func:`check_files` found: the outcome, and the limit it broke (``None`` when none)."""
+    """What a check found: the outcome, and the limit it broke (``None`` when none)."""
 
     outcome: Outcome
     limit: CheckLimit | None = None
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
+
+
+class Checker:
+    """A check server, started at the first check and stopped by :meth:`close`.
+
+    Args:
+        limits: the limits of every check (:class:`CheckLimits`'s defaults).
+    """
+
+    def __init__(self, limits: CheckLimits | None = None) -> None:
+        self.limits = limits or CheckLimits()
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        # the server imports this very package (a worktree's, an editable or an installed one)
+        package_parent = str(Path(rlanything_core.__file__).resolve().parents[1])
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH", "")) if p)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "rlanything_core.envs.desktop._check_server"],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        self._proc = proc
+        hello = self._read(_SERVER_START_S)
+        if hello is None or not hello.get("ready"):
+            self.close()
+            raise RuntimeError(f"the check server did not start (answered {hello!r})")
+        return proc
+
+    def _read(self, timeout_s: float) -> dict[str, Any] | None:
+        proc = self._proc
+        if proc is None or proc.stdout is None or not select.select([proc.stdout], [], [], timeout_s)[0]:
+            return None
+        line = proc.stdout.readline()
+        try:
+            answer = json.loads(line) if line else None
+        except json.JSONDecodeError:
+            return None
+        return answer if isinstance(answer, dict) else None
+
+    def check(
+        self, task: DesktopTask, fs: EpisodeFS, *, screen: tuple[int, int], postconfig_error: str = ""
+    ) -> CheckResult:
+        """Run the getters and metrics of ``task`` on the episode ``fs`` in a limited child process.
+
+        Returns:
+            The outcome (score 0 with the broken limit named when the check broke one) and that limit.
+        """
+        proc = self._proc if self._proc is not None and self._proc.poll() is None else self._start()
+        t = {"task_id": task.task_id, "instruction": task.instruction, "config": task.config,
+             "evaluator": task.evaluator, "task_dir": str(task.task_dir), "raw": task.raw}
+        request = {"task": t, "root": str(fs.root), "screen": list(screen), "postconfig_error": postconfig_error,
+                   "limits": asdict(self.limits)}
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write((json.dumps(request) + "\n").encode())
+            proc.stdin.flush()
+        except BrokenPipeError:
+            answer = None
+        else:
+            answer = self._read(self.limits.time_s + _SLACK_S)
+        if answer is None:  # the server itself hung or died: a fresh one serves the next check
+            self.close()
+            answer = {"limit": CheckLimit.TIME.value, "detail": f"over {self.limits.time_s:g} s (server restarted)"}
+        if "limit" in answer:
+            limit = CheckLimit(answer["limit"])
+            why = f"the check broke its {limit.value} limit ({answer.get('detail', '')})"
+            return CheckResult(Outcome(0.0, error=_join(postconfig_error, why)), limit)
+        metrics = tuple((str(name), float(score)) for name, score in answer["metrics"])
+        return CheckResult(Outcome(float(answer["score"]), metrics, str(answer["error"])))
+
+    def close(self) -> None:
+        """Stop the server (and any check it runs)."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        proc.wait(timeout=10)
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                stream.close()
 
 
 def check_files(
@@ -118,42 +171,11 @@ def check_files(
     *,
     screen: tuple[int, int],
     postconfig_error: str = "",
-    limits: CheckLimits = CheckLimits(),
+    limits: CheckLimits | None = None,
 ) -> CheckResult:
-    """Run the getters and metrics of ``task`` on the episode ``fs`` in a limited child process.
-
-    Returns:
-        The outcome (score 0 with the broken limit named when the check broke one) and that limit.
-    """
-    ctx = _context()
-    receive, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(
-        target=_child, args=(task, str(fs.root), screen, postconfig_error, limits, send), daemon=True
-    )
-    proc.start()
-    send.close()
+    """One check with a server of its own (:meth:`Checker.check`; an environment keeps one :class:`Checker`)."""
+    checker = Checker(limits)
     try:
-        message: Any = receive.recv() if receive.poll(limits.time_s) else None
-    except EOFError:
-        message = None
+        return checker.check(task, fs, screen=screen, postconfig_error=postconfig_error)
     finally:
-        receive.close()
-    if proc.is_alive():
-        proc.kill()
-    proc.join(timeout=10)
-    if message is None:
-        if proc.exitcode in (-signal.SIGKILL, -signal.SIGXCPU, None):
-            limit, why = CheckLimit.TIME, f"the check ran over {limits.time_s:g} s"
-        else:
-            limit, why = CheckLimit.CRASH, f"the check process died (exit code {proc.exitcode})"
-        return CheckResult(Outcome(0.0, error=_join(postconfig_error, why)), limit)
-    if message[0] == "limit":
-        limit = CheckLimit(message[1])
-        return CheckResult(Outcome(0.0, error=_join(postconfig_error, f"the check broke its {limit.value} limit "
-                                                    f"({message[2]})")), limit)
-    _, score, metrics, error = message
-    return CheckResult(Outcome(float(score), tuple(metrics), error))
-
-
-def _join(*parts: str) -> str:
-    return "; ".join(p for p in parts if p)
+        checker.close()

@@ -13,7 +13,7 @@ as an unprivileged uid of the environment's own uid slot, seeing ``/usr``, the d
 made fresh at every reset. :meth:`evaluate` runs the task's postconfig (its own key presses) in a new worker after
 releasing any key or button the agent left pressed, then stops every app and worker, removes links and special files
 from the episode folder, and scores the files in a separate process with time, memory and file-size limits
-(:mod:`.checker`); a check that breaks a limit scores 0 and is counted in :attr:`LocalDesktopEnv.check_limits`.
+(:mod:`.checker`); a check that breaks a limit scores 0 and is counted in :attr:`LocalDesktopEnv.broken_limits`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import rlanything_core
 from rlanything_core.envs.desktop.action_sandbox import ActionSandbox
 from rlanything_core.envs.desktop.actions import ActionKind, InvalidAction, parse_action
 from rlanything_core.envs.desktop.app_sandbox import AppSandbox
-from rlanything_core.envs.desktop.checker import CheckLimits, check_files
+from rlanything_core.envs.desktop.checker import Checker, CheckLimits
 from rlanything_core.envs.desktop.config_steps import StepContext, run_step
 from rlanything_core.envs.desktop.display import XDisplay
 from rlanything_core.envs.desktop.episode_fs import EpisodeFS
@@ -58,8 +58,9 @@ DESKTOP_UID_SLOTS = 64
 """Concurrent desktop environments on one machine (each holds one slot from its start to :meth:`close`)."""
 
 RELEASE_INPUT = (
+    "pyautogui.PAUSE = 0\n"
     "for key in ('shift', 'shiftleft', 'shiftright', 'ctrl', 'ctrlleft', 'ctrlright', 'alt', 'altleft', "
-    "'altright', 'win', 'winleft', 'winright', 'capslock'):\n    pyautogui.keyUp(key)\n"
+    "'altright', 'win', 'winleft', 'winright'):\n    pyautogui.keyUp(key)\n"
     "for button in ('left', 'middle', 'right'):\n    pyautogui.mouseUp(button=button)\n"
 )
 """What the evaluator runs before its own key presses: a modifier or button the agent left held would turn its
@@ -131,7 +132,7 @@ class LocalDesktopEnv:
         self.max_steps = max_steps
         self.settle_s = settle_s
         self.screenshots = screenshots
-        self.limits = check_limits or CheckLimits()
+        self.checker = Checker(check_limits)
         # one uid slot per environment, held until close(): the apps and the worker run as this env's own uids
         self._slot = contextlib.ExitStack()
         app_uid = worker_uid = None
@@ -170,7 +171,7 @@ class LocalDesktopEnv:
         self.last_action: str | None = None
         self.invalid_actions = 0
         self.action_errors = 0
-        self.check_limits: Counter[str] = Counter()  # checks that broke a limit, by limit
+        self.broken_limits: Counter[str] = Counter()  # checks that broke a limit, by limit
         self.timings: dict[str, list[float]] = {"reset": [], "step": [], "screenshot": [], "evaluate": []}
 
     def _context(self) -> StepContext:
@@ -270,15 +271,10 @@ class LocalDesktopEnv:
             self.sandbox.close()
             self.office.close()
             self.fs.drop_links()
-            checked = check_files(
-                self.task,
-                self.fs,
-                screen=(self.display.width, self.display.height),
-                postconfig_error=postconfig_error,
-                limits=self.limits,
-            )
+            screen = (self.display.width, self.display.height)
+            checked = self.checker.check(self.task, self.fs, screen=screen, postconfig_error=postconfig_error)
             if checked.limit is not None:
-                self.check_limits[checked.limit.value] += 1
+                self.broken_limits[checked.limit.value] += 1
             outcome = checked.outcome
         self.timings["evaluate"].append(time.perf_counter() - t0)
         return outcome
@@ -286,6 +282,7 @@ class LocalDesktopEnv:
     def close(self) -> None:
         """Stop the action worker, the apps and Xvfb; remove the private work folder; free the uid slot."""
         try:
+            self.checker.close()
             self.sandbox.close()
             self.office.close()
             self.display.close()

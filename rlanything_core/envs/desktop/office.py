@@ -221,12 +221,29 @@ class OfficeApp:
     def reset_profile(self) -> None:
         """Stop LibreOffice; the next start uses a fresh profile.
 
-        Nothing a macro, a setting or a recent-files list of this episode wrote survives.
+        Nothing a macro, a setting or a recent-files list of this episode wrote survives. The fresh profile is a copy
+        of a template that LibreOffice populated once (an empty Calc window, started by :meth:`reset_profile` itself
+        before any episode, so no agent ever touched it): a start on a populated profile is ~0.6 s faster.
         """
         self.close()
+        template = self.profile_dir.with_name(self.profile_dir.name + "-template")
+        if not template.is_dir():
+            shutil.rmtree(self.profile_dir, ignore_errors=True)
+            write_profile(self.profile_dir)
+            self._give_profile()
+            self.launch(["--calc"], wait_for="LibreOffice Calc")
+            self.close()
+            staging = template.with_name(template.name + ".tmp")
+            shutil.rmtree(staging, ignore_errors=True)
+            shutil.copytree(self.profile_dir, staging, symlinks=True)
+            staging.rename(template)  # atomic: a half-copied template is never used
         shutil.rmtree(self.profile_dir, ignore_errors=True)
-        write_profile(self.profile_dir)
-        if self.apps.uid is not None:
-            for folder, dirs, files in os.walk(self.profile_dir):
-                for name in (".", *dirs, *files):
-                    os.chown(os.path.join(folder, name), self.apps.uid, self.apps.uid, follow_symlinks=False)
+        shutil.copytree(template, self.profile_dir, symlinks=True)
+        self._give_profile()
+
+    def _give_profile(self) -> None:
+        if self.apps.uid is None:
+            return
+        for folder, dirs, files in os.walk(self.profile_dir):
+            for name in (".", *dirs, *files):
+                os.chown(os.path.join(folder, name), self.apps.uid, self.apps.uid, follow_symlinks=False)

@@ -144,12 +144,12 @@ def test_the_environment_counts_a_broken_limit(desktop_env) -> None:
     from rlanything_core.envs.desktop.cli import load_actions, run_task
 
     env = desktop_env
-    saved = env.limits
-    env.limits = CheckLimits(time_s=0.01)
-    before = env.check_limits["time"]
+    saved = env.checker.limits
+    env.checker.limits = CheckLimits(time_s=0.01)
+    before = env.broken_limits["time"]
     try:
         report = run_task(SUM_TASK, load_actions(TASKS_DIR / "solutions" / "calc-04-sum.good.py"), env=env)
     finally:
-        env.limits = saved
+        env.checker.limits = saved
     assert report["score"] == 0.0 and "over 0.01 s" in report["error"], report
-    assert env.check_limits["time"] == before + 1
+    assert env.broken_limits["time"] == before + 1
