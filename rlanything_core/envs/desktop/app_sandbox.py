@@ -182,33 +182,45 @@ class AppSandbox:
             RuntimeError: a process of the sandboxes survived ``timeout_s`` (it is named).
         """
         deadline = time.monotonic() + timeout_s
-        pids = self.pids()
-        while pids:
+        # every process ever seen below the sandboxes, by (pid, start time): a namespace's members die a moment
+        # after its init, re-parented out of the tree, and a pid reused meanwhile by another program is not ours
+        seen: dict[int, str] = {}
+        while True:
+            for pid in self.pids():
+                seen.setdefault(pid, _start_time(pid))
+            alive = [p for p, started in seen.items() if _start_time(p) == started and not _zombie(p)]
+            if not alive:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"app processes {alive} survived SIGKILL for {timeout_s:.0f}s")
             for proc in self._procs:
                 if proc.returncode is None:
                     try:
                         os.killpg(proc.pid, signal.SIGKILL)
                     except ProcessLookupError:
                         pass
-            for pid in pids:
+            for pid in alive:
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
             for proc in self._procs:
                 try:
-                    proc.wait(timeout=0.05)
+                    proc.wait(timeout=0.02)
                 except subprocess.TimeoutExpired:
                     pass
-            pids = [p for p in self.pids() if not _zombie(p)]
-            if pids and time.monotonic() > deadline:
-                raise RuntimeError(f"app processes {pids} survived SIGKILL for {timeout_s:.0f}s")
         for proc in self._procs:
             proc.wait(timeout=timeout_s)
-        # (a killed namespace's init is re-parented to the host's init, which reaps it when it gets to it: a zombie
-        # for a moment, not a running process)
         self._procs.clear()
         shutil.rmtree(self.tmp_dir, ignore_errors=True)
+
+
+def _start_time(pid: int) -> str:
+    """``pid``'s start time (``/proc/<pid>/stat`` field 22); ``""`` when it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
 
 
 def _zombie(pid: int) -> bool:
