@@ -171,6 +171,7 @@ class LocalDesktopEnv:
         self.last_action: str | None = None
         self.invalid_actions = 0
         self.action_errors = 0
+        self._root_properties: dict[str, tuple[int, int, Any]] | None = None  # the display's, before any episode
         self.broken_limits: Counter[str] = Counter()  # checks that broke a limit, by limit
         self.timings: dict[str, list[float]] = {"reset": [], "step": [], "screenshot": [], "evaluate": []}
 
@@ -202,6 +203,11 @@ class LocalDesktopEnv:
         self.sandbox.hidden_paths = (str(self.work_dir), PACKAGE_DIR, str(self.task.task_dir))
         self.apps.hidden_paths = (PACKAGE_DIR, str(self.task.task_dir))
         self.office.reset_profile()  # stops the apps; the next start has a fresh profile
+        # the display outlives episodes: what an agent stored on its root window (cut buffers, properties) goes
+        if self._root_properties is None:
+            self._root_properties = self.display.root_properties()
+        else:
+            self.display.restore_root_properties(self._root_properties)
         self.fs.reset()
         self.apps.hand_over()
         self.steps, self.done, self.failure, self.last_action = 0, False, "", None

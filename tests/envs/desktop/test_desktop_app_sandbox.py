@@ -78,7 +78,8 @@ def _sleepers() -> list[int]:
 
 def test_close_kills_setsid_daemons_and_forks(display, tmp_path: Path) -> None:
     apps = AppSandbox(display, home=tmp_path, tmp_dir=tmp_path / "apptmp", uid=UID)
-    apps.launch(["/bin/sh", "-c", "setsid sleep 31342 & (setsid sleep 31340 </dev/null >/dev/null 2>&1 &) ; sleep 31341"])
+    daemons = "setsid sleep 31342 & (setsid sleep 31340 </dev/null >/dev/null 2>&1 &) ; sleep 31341"
+    apps.launch(["/bin/sh", "-c", daemons])
     deadline = time.monotonic() + 20
     while len(_sleepers()) < 3 and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -155,3 +155,30 @@ def test_fail_after_doing_a_feasible_task_scores_zero(desktop_env) -> None:
     """FAIL is no hedge: a feasible task answered FAIL scores 0 even when its file is right."""
     report = run_task(SUM_TASK, [*GOOD[:-1], "FAIL"], env=desktop_env)
     assert report["score"] == 0.0, report
+
+
+def test_the_display_does_not_carry_a_value_across_episodes(desktop_env) -> None:
+    """Cut buffers and root-window properties outlive the apps (the display serves every episode): reset clears them."""
+    env = desktop_env
+    env.reset(SUM_TASK)
+    store = (
+        "from Xlib import Xatom\n"
+        "from Xlib.display import Display\n"
+        "d = Display(); root = d.screen().root\n"
+        "for name in ('CUT_BUFFER0', 'RLA_STASH', 'RESOURCE_MANAGER'):\n"
+        "    root.change_property(d.intern_atom(name), Xatom.STRING, 8, b'ANSWER=6049')\n"
+        "d.sync()\n"
+    )
+    obs, _ = env.step(store)
+    assert obs.info.error == ""
+    read = (
+        "from Xlib.display import Display\n"
+        "d = Display(); root = d.screen().root\n"
+        "names = ('CUT_BUFFER0', 'RLA_STASH', 'RESOURCE_MANAGER')\n"
+        "values = [root.get_full_property(d.intern_atom(n), 0) for n in names]\n"
+        "raise RuntimeError('seen=' + repr([v.value for v in values if v is not None]))\n"
+    )
+    assert "6049" in env.step(read)[0].info.error
+    env.reset(SUM_TASK)
+    error = env.step(read)[0].info.error
+    assert "seen=" in error and "6049" not in error, error
