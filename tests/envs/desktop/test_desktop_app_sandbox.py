@@ -14,7 +14,19 @@ from rlanything_core.envs.desktop.app_sandbox import APP_HOME, AppSandbox, desce
 from rlanything_core.sandbox.bwrap import bwrap_status
 
 pytestmark = pytest.mark.skipif(not bwrap_status()[0], reason="bubblewrap does not work here")
-UID = 61126 if os.getuid() == 0 else None  # the last slot of the desktop range: tests run alone on it
+
+
+@pytest.fixture(scope="module")
+def uid() -> Iterator[int | None]:
+    """An app uid of the desktop range, held like an environment holds it (``None`` when not root)."""
+    if os.getuid() != 0:
+        yield None
+        return
+    from rlanything_core.envs.desktop.env import DESKTOP_UID_BASE, DESKTOP_UID_SLOTS
+    from rlanything_core.sandbox.slots import UidSlots
+
+    with UidSlots(DESKTOP_UID_BASE, DESKTOP_UID_SLOTS).acquire() as slot:
+        yield slot.program_uid
 
 
 @pytest.fixture(scope="module")
@@ -38,11 +50,11 @@ def _wait_for(path: Path, timeout_s: float = 20.0) -> str:
     raise AssertionError(f"{path} was not written")
 
 
-def test_an_app_sees_home_tmp_and_usr_only(display, tmp_path: Path) -> None:
+def test_an_app_sees_home_tmp_and_usr_only(display, uid: int | None, tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
     (home / "given.txt").write_text("from the task\n")
-    apps = AppSandbox(display, home=home, tmp_dir=tmp_path / "apptmp", uid=UID, hidden_paths=(str(Path.cwd()),))
+    apps = AppSandbox(display, home=home, tmp_dir=tmp_path / "apptmp", uid=uid, hidden_paths=(str(Path.cwd()),))
     script = (
         "id -u > $HOME/seen.tmp; cat /home/user/given.txt >> $HOME/seen.tmp; echo $(ls /) >> $HOME/seen.tmp; "
         f"ls {Path.cwd()} 2>&1 | head -1 >> $HOME/seen.tmp; echo \"$DISPLAY $PWD\" >> $HOME/seen.tmp; "
@@ -53,15 +65,15 @@ def test_an_app_sees_home_tmp_and_usr_only(display, tmp_path: Path) -> None:
         seen = _wait_for(home / "seen.txt").splitlines()
     finally:
         apps.close()
-    assert seen[0] == str(UID if UID is not None else os.getuid())
+    assert seen[0] == str(uid if uid is not None else os.getuid())
     assert seen[1] == "from the task"
     assert set(seen[2].split()) <= {"bin", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32", "proc", "sbin",
                                     "tmp", "usr", "var"}, seen[2]
     assert "No such file" in seen[3]
     assert seen[4] == f"{display.name} {APP_HOME}"
     assert not (tmp_path / "apptmp").exists()  # the episode's /tmp went with close()
-    if UID is not None:
-        assert (home / "seen.txt").stat().st_uid == UID
+    if uid is not None:
+        assert (home / "seen.txt").stat().st_uid == uid
 
 
 def _sleepers() -> list[int]:
@@ -76,8 +88,8 @@ def _sleepers() -> list[int]:
     return [p for p in found if running(p)]
 
 
-def test_close_kills_setsid_daemons_and_forks(display, tmp_path: Path) -> None:
-    apps = AppSandbox(display, home=tmp_path, tmp_dir=tmp_path / "apptmp", uid=UID)
+def test_close_kills_setsid_daemons_and_forks(display, uid: int | None, tmp_path: Path) -> None:
+    apps = AppSandbox(display, home=tmp_path, tmp_dir=tmp_path / "apptmp", uid=uid)
     daemons = "setsid sleep 31342 & (setsid sleep 31340 </dev/null >/dev/null 2>&1 &) ; sleep 31341"
     apps.launch(["/bin/sh", "-c", daemons])
     deadline = time.monotonic() + 20
@@ -90,11 +102,11 @@ def test_close_kills_setsid_daemons_and_forks(display, tmp_path: Path) -> None:
     assert _sleepers() == []
 
 
-def test_bad_arguments_are_refused(display, tmp_path: Path) -> None:
+def test_bad_arguments_are_refused(display, uid: int | None, tmp_path: Path) -> None:
     if os.getuid() == 0:
         with pytest.raises(ValueError, match="uid"):
             AppSandbox(display, home=tmp_path, tmp_dir=tmp_path / "t", uid=0)
-    apps = AppSandbox(display, home=tmp_path, tmp_dir=tmp_path / "t", uid=UID)
+    apps = AppSandbox(display, home=tmp_path, tmp_dir=tmp_path / "t", uid=uid)
     with pytest.raises(ValueError, match="program"):
         apps.launch([])
 
