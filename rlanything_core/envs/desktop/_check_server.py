@@ -44,7 +44,8 @@ def _score(request: dict[str, Any]) -> dict[str, Any]:
         _limit(limits["time_s"], limits["memory_mb"], limits["file_mb"])
         t = request["task"]
         task = DesktopTask(t["task_id"], t["instruction"], t["config"], t["evaluator"], Path(t["task_dir"]), t["raw"])
-        ctx = StepContext(EpisodeFS(request["root"]), None, None, task.task_dir, tuple(request["screen"]))
+        fs = EpisodeFS(request["root"], owner=request.get("owner"))
+        ctx = StepContext(fs, None, None, task.task_dir, tuple(request["screen"]))
         outcome = score_files(task, ctx, postconfig_error=request["postconfig_error"])
         return {"score": outcome.score, "metrics": [list(m) for m in outcome.metrics], "error": outcome.error}
     except MemoryError:

@@ -129,8 +129,8 @@ class Checker:
         proc = self._proc if self._proc is not None and self._proc.poll() is None else self._start()
         t = {"task_id": task.task_id, "instruction": task.instruction, "config": task.config,
              "evaluator": task.evaluator, "task_dir": str(task.task_dir), "raw": task.raw}
-        request = {"task": t, "root": str(fs.root), "screen": list(screen), "postconfig_error": postconfig_error,
-                   "limits": asdict(self.limits)}
+        request = {"task": t, "root": str(fs.root), "owner": fs.owner, "screen": list(screen),
+                   "postconfig_error": postconfig_error, "limits": asdict(self.limits)}
         assert proc.stdin is not None
         try:
             proc.stdin.write((json.dumps(request) + "\n").encode())
