@@ -26,14 +26,20 @@ def main() -> None:
     env = LocalDesktopEnv(screenshots=True)
     start_s = time.perf_counter() - t0
     scores = []
+    failed = []
     try:
         for task in tasks:
             actions = load_actions(TASKS_DIR / "solutions" / f"{task.task_id}.good.py")
-            scores.append(run_task(TASKS_DIR / f"{task.task_id}.json", actions, env=env)["score"])
+            report = run_task(TASKS_DIR / f"{task.task_id}.json", actions, env=env)
+            scores.append(report["score"])
+            if report["score"] != 1.0:
+                failed.append(f"{task.task_id}: {report['error']}")
         timings = {k: list(v) for k, v in env.timings.items()}
     finally:
         env.close()
     print(f"tasks={len(tasks)} scores_all_one={all(s == 1.0 for s in scores)} display_start_s={start_s:.3f}")
+    for line in failed:
+        print(f"  not 1.0: {line}")
     for name, values in timings.items():
         if values:
             print(

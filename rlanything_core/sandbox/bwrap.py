@@ -84,6 +84,7 @@ def bwrap_command(
     binds: tuple[str, ...] = (),
     pythons: tuple[str, ...] = (),
     as_root: bool | None = None,
+    tmp_dir: str | None = None,
 ) -> list[str]:
     """The bubblewrap argv prefix (append the command to run).
 
@@ -99,6 +100,9 @@ def bwrap_command(
         pythons: the interpreters that will run inside; a prefix outside ``/usr`` is bound.
         as_root: whether bubblewrap itself will run as root (None: whether this process is root). False gives a
             user namespace with further ones disabled.
+        tmp_dir: a host folder bound writable at ``/tmp`` instead of the tmpfs (several sandboxes of one GUI
+            episode share it: LibreOffice's second start finds the first one's pipe there); ``tmpfs_mb`` then
+            does not apply.
 
     Returns:
         The argv prefix, ending with ``--``.
@@ -123,7 +127,11 @@ def bwrap_command(
     prefixes = sorted({p for p in map(_python_prefix, pythons) if p is not None and os.path.isdir(p)})
     for prefix in prefixes:
         cmd += ["--ro-bind", prefix, prefix]
-    cmd += ["--dev", "/dev", "--proc", "/proc", "--size", str(tmpfs_mb << 20), "--tmpfs", "/tmp"]
+    cmd += ["--dev", "/dev", "--proc", "/proc"]
+    if tmp_dir is None:
+        cmd += ["--size", str(tmpfs_mb << 20), "--tmpfs", "/tmp"]
+    else:
+        cmd += ["--bind", os.path.abspath(tmp_dir), "/tmp"]
     bound = ["/usr", "/tmp", *prefixes]
     cmd += _bind_extra_paths(sorted({os.path.abspath(p) for p in (*visible_paths, *binds)}), bound)
     for path in map(os.path.abspath, hidden_paths):

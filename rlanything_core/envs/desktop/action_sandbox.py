@@ -1,15 +1,19 @@
 """Run GUI actions in a separate, sandboxed process that can reach only one X display.
 
-Model-written pyautogui code is untrusted code: it runs under bubblewrap (read-only ``/``, private ``/tmp``, no
-network, new pid/ipc/uts namespaces, as uid 65534 when the library runs as root), with the display's Unix socket as
-the one thing bound into its ``/tmp``. The argv is the coding sandbox's :func:`~rlanything_core.sandbox.bwrap.
-bwrap_command` plus three options it does not offer (built here, not in the sandbox package): a world-searchable
-``/tmp/.X11-unix`` directory (``--perms 0755 --dir``) and the socket bound read-only into it. A hung action is
-killed with its whole process group after ``action_timeout_s``; the next action starts a fresh worker.
+Model-written pyautogui code is untrusted code: it runs under bubblewrap (an allow-list file system, private
+``/tmp``, no network, new pid/ipc/uts namespaces, as the episode's unprivileged uid when the library runs as root),
+with the display's Unix socket as the one thing bound into its ``/tmp``. The argv is the coding sandbox's
+:func:`~rlanything_core.sandbox.bwrap.bwrap_command` plus a private ``/rla`` folder holding the worker script and
+only the directories of pyautogui and its dependencies (``/rla/site/<name>``), never the site directory itself:
+the library's package (and the gold files of its shipped tasks) is not visible, however it is installed. Each action
+runs in a child forked from the clean worker and everything it started is killed before it is answered
+(``_action_worker.py``), so no state passes from one action to the next; a hung action is killed with its whole
+process group after ``action_timeout_s``; the next action starts a fresh worker.
 """
 
 from __future__ import annotations
 
+import glob
 import importlib.util
 import json
 import os
@@ -32,7 +36,9 @@ __all__ = ["ActionResult", "ActionSandbox", "sandbox_argv"]
 
 _WORKER = str(Path(__file__).with_name("_action_worker.py"))
 _MODULES = ("pyautogui", "Xlib", "PIL", "pymsgbox", "pytweening", "pyscreeze", "pygetwindow", "pyrect")
+_OPTIONAL = ("six",)  # python-xlib's dependency in the versions that still use it
 _NOBODY = 65534
+_INSIDE = "/rla"
 
 
 @dataclass(frozen=True)
@@ -44,16 +50,24 @@ class ActionResult:
 
 
 def _site_dirs() -> list[str]:
-    dirs: list[str] = []
-    for name in _MODULES:
+    """The host paths the worker imports.
+
+    Each module's own package folder (or file), plus the ``*.libs`` folders of bundled shared libraries beside them
+    (Pillow's wheels link ``$ORIGIN/../pillow.libs``).
+    """
+    found: list[str] = []
+    for name in (*_MODULES, *_OPTIONAL):
         spec = importlib.util.find_spec(name)
         if spec is None or spec.origin is None:
+            if name in _OPTIONAL:
+                continue
             raise RuntimeError(f"the desktop actions need the Python package {name!r} (pip install pyautogui)")
         origin = Path(spec.origin)
-        root = str(origin.parent.parent if origin.name == "__init__.py" else origin.parent)
-        if root not in dirs:
-            dirs.append(root)
-    return dirs
+        path = origin.parent if origin.name == "__init__.py" else origin
+        for item in (str(path), *sorted(glob.glob(str(path.parent / "*.libs")))):
+            if item not in found:
+                found.append(item)
+    return found
 
 
 def _same_python(python: str) -> bool:
@@ -93,17 +107,21 @@ def sandbox_argv(
     """The bubblewrap prefix for one display (the argv up to and including ``--``).
 
     The sandbox's filesystem is an allow-list (``bwrap_command``): besides ``/usr`` and the interpreter, only the
-    worker script, the site directories of its packages, Debian's command links and the display's socket are made
-    visible, read-only.
+    worker script (``/rla/worker.py``), the packages it imports (``/rla/site/<name>``), Debian's command links and
+    the display's socket are made visible, read-only.
     """
     # /etc/alternatives: Debian's command links (pyscreeze runs `which` at import)
-    binds = ("/etc/alternatives", _WORKER, *site_dirs, display.socket_path)
+    binds = ("/etc/alternatives", display.socket_path)
     prefix = bwrap_command(tmpfs_mb=tmpfs_mb, hidden_paths=hidden_paths, binds=binds, pythons=(python,))
     if prefix[-1] != "--":
         raise RuntimeError(f"unexpected bwrap prefix (no trailing '--'): {prefix}")
+    prefix = prefix[:-1] + ["--perms", "0755", "--dir", _INSIDE, "--ro-bind", _WORKER, f"{_INSIDE}/worker.py"]
+    prefix += ["--perms", "0755", "--dir", f"{_INSIDE}/site"]
+    for path in site_dirs:
+        prefix += ["--ro-bind", path, f"{_INSIDE}/site/{Path(path).name}"]
     if not unprivileged and os.getuid() == 0:
-        return [*prefix[:-1], "--cap-drop", "ALL", "--"]
-    return prefix
+        prefix += ["--cap-drop", "ALL"]
+    return [*prefix, "--"]
 
 
 class ActionSandbox:
@@ -112,6 +130,7 @@ class ActionSandbox:
     Args:
         display: the display the actions drive.
         hidden_paths: host directories covered with an empty tmpfs inside the sandbox (run folders, task data).
+        uid: the unprivileged uid the worker drops to when the library runs as root (the episode's own).
         action_timeout_s: wall-clock limit of one action.
         pause_s: pyautogui's pause after each call (its ``PAUSE``).
         require_bwrap: raise when bubblewrap does not work here instead of falling back to a plain subprocess.
@@ -122,6 +141,7 @@ class ActionSandbox:
         display: XDisplay,
         *,
         hidden_paths: tuple[str, ...] = (),
+        uid: int = _NOBODY,
         action_timeout_s: float = 30.0,
         pause_s: float = 0.05,
         require_bwrap: bool = False,
@@ -130,6 +150,9 @@ class ActionSandbox:
             raise ValueError(f"action_timeout_s must be > 0, got {action_timeout_s}")
         self.display = display
         self.hidden_paths = hidden_paths
+        if uid <= 0:
+            raise ValueError(f"uid must be an unprivileged uid (> 0), got {uid!r}")
+        self.uid = uid
         self.action_timeout_s = action_timeout_s
         self.pause_s = pause_s
         self.site_dirs = _site_dirs()
@@ -159,10 +182,12 @@ class ActionSandbox:
         self.kills = 0  # workers killed after a hung or crashed action
 
     def _command(self) -> list[str]:
-        uid = _NOBODY if self.unprivileged else -1
-        worker = [self.python, "-I", "-S", _WORKER, json.dumps(self.site_dirs), str(uid), str(self.pause_s)]
-        if not self.bwrap:
-            return worker
+        uid = self.uid if self.unprivileged else -1
+        if not self.bwrap:  # documented fallback (a warning said so): the host's paths, no namespace
+            parents = sorted({str(Path(d).parent) for d in self.site_dirs})
+            return [self.python, "-I", "-S", _WORKER, json.dumps(parents), str(uid), str(self.pause_s), "0"]
+        site = [f"{_INSIDE}/site"]
+        worker = [self.python, "-I", "-S", f"{_INSIDE}/worker.py", json.dumps(site), str(uid), str(self.pause_s), "1"]
         argv = sandbox_argv(
             self.display,
             hidden_paths=self.hidden_paths,

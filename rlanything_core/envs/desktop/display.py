@@ -116,6 +116,47 @@ class XDisplay:
         """A minimal environment for programs on this display."""
         return {"DISPLAY": self.name, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
 
+    def root_properties(self) -> dict[str, tuple[int, int, Any]]:
+        """The root window's properties: name -> ``(type atom, format, value)`` (read with python-xlib)."""
+        from Xlib.display import Display
+
+        conn = Display(self.name)
+        try:
+            root = conn.screen().root
+            found: dict[str, tuple[int, int, Any]] = {}
+            for atom in root.list_properties():
+                prop = root.get_full_property(atom, 0)  # 0: AnyPropertyType
+                if prop is not None:
+                    found[conn.get_atom_name(atom)] = (prop.property_type, prop.format, prop.value)
+            return found
+        finally:
+            conn.close()
+
+    def restore_root_properties(self, saved: dict[str, tuple[int, int, Any]]) -> list[str]:
+        """Put the root window's properties back to ``saved``; returns the names deleted or restored.
+
+        Cut buffers and any property a client added are deleted; a changed value is restored, except the window
+        manager's own state (``_NET_*``, ``_OB_*``), which it keeps current itself.
+        """
+        from Xlib.display import Display
+
+        conn = Display(self.name)
+        changed = []
+        try:
+            root = conn.screen().root
+            for name, (kind, fmt, value) in self.root_properties().items():
+                if name not in saved:
+                    root.delete_property(conn.intern_atom(name))
+                    changed.append(name)
+                elif not name.startswith(("_NET_", "_OB_")) and saved[name] != (kind, fmt, value):
+                    old_kind, old_fmt, old_value = saved[name]
+                    root.change_property(conn.intern_atom(name), old_kind, old_fmt, old_value)
+                    changed.append(name)
+            conn.sync()
+            return changed
+        finally:
+            conn.close()
+
     def screenshot(self) -> Any:
         """The whole screen as a ``PIL.Image`` (RGB, ``height x width``)."""
         from PIL import ImageGrab

@@ -6,27 +6,67 @@ GUI protocol (the shape this environment satisfies; the MiniWoB++ environment fo
 episode ends at ``DONE``/``FAIL``, at ``max_steps`` (50, OSWorld's usual budget), or when the app or display fails
 (the reason is kept in :attr:`LocalDesktopEnv.failure`). One display per environment object (one per worker); the
 app restarts with every task; :meth:`close` leaves no Xvfb, LibreOffice or action worker running.
+
+Trust boundaries (``docs/sandbox.md``, GUI threat model): the agent's actions run in the action sandbox, a fresh
+worker per episode and a fresh child per action; every app runs in the episode's app sandbox (:mod:`.app_sandbox`)
+as an unprivileged uid of the environment's own uid slot, seeing ``/usr``, the display, ``/home/user`` and a profile
+made fresh at every reset. :meth:`evaluate` runs the task's postconfig (its own key presses) in a new worker after
+releasing any key or button the agent left pressed, then stops every app and worker, removes links and special files
+from the episode folder, and scores the files in a separate process with time, memory and file-size limits
+(:mod:`.checker`); a check that breaks a limit scores 0 and is counted in :attr:`LocalDesktopEnv.broken_limits`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import rlanything_core
 from rlanything_core.envs.desktop.action_sandbox import ActionSandbox
 from rlanything_core.envs.desktop.actions import ActionKind, InvalidAction, parse_action
+from rlanything_core.envs.desktop.app_sandbox import AppSandbox
+from rlanything_core.envs.desktop.checker import Checker, CheckLimits
 from rlanything_core.envs.desktop.config_steps import StepContext, run_step
 from rlanything_core.envs.desktop.display import XDisplay
 from rlanything_core.envs.desktop.episode_fs import EpisodeFS
-from rlanything_core.envs.desktop.evaluator import Outcome, evaluate_task
+from rlanything_core.envs.desktop.evaluator import Outcome, run_postconfig, verdict_without_files
 from rlanything_core.envs.desktop.office import OfficeApp
 from rlanything_core.envs.desktop.task import DesktopTask, load_task
+from rlanything_core.sandbox.slots import UidSlots
 
-__all__ = ["DesktopObservation", "LocalDesktopEnv", "StepInfo"]
+__all__ = [
+    "DESKTOP_UID_BASE",
+    "DESKTOP_UID_SLOTS",
+    "PACKAGE_DIR",
+    "RELEASE_INPUT",
+    "DesktopObservation",
+    "LocalDesktopEnv",
+    "StepInfo",
+]
+
+DESKTOP_UID_BASE = 61000
+"""First uid of the desktop environments' range (slot ``k``: ``base + 2k`` runs the apps, ``base + 2k + 1`` the
+action worker); the coding sandbox's range starts at 62000. Nothing else may use the range."""
+DESKTOP_UID_SLOTS = 64
+"""Concurrent desktop environments on one machine (each holds one slot from its start to :meth:`close`)."""
+
+RELEASE_INPUT = (
+    "pyautogui.PAUSE = 0\n"
+    "for key in ('shift', 'shiftleft', 'shiftright', 'ctrl', 'ctrlleft', 'ctrlright', 'alt', 'altleft', "
+    "'altright', 'win', 'winleft', 'winright'):\n    pyautogui.keyUp(key)\n"
+    "for button in ('left', 'middle', 'right'):\n    pyautogui.mouseUp(button=button)\n"
+)
+"""What the evaluator runs before its own key presses: a modifier or button the agent left held would turn its
+Ctrl+S into another command."""
+PACKAGE_DIR = str(Path(rlanything_core.__file__).resolve().parent)
+"""The library's folder (the shipped tasks' gold files live in it): hidden from the apps and the action worker."""
 
 
 @dataclass(frozen=True)
@@ -67,7 +107,8 @@ class LocalDesktopEnv:
         settle_s: pause after each action before the screenshot (the app redraws).
         action_timeout_s: limit of one action in the sandbox.
         screenshots: take a screenshot for every observation.
-        require_bwrap: refuse to run actions without bubblewrap.
+        require_bwrap: refuse to run actions without bubblewrap (the apps never run without it).
+        check_limits: limits of the process that scores the result files (:class:`.CheckLimits`'s defaults).
     """
 
     def __init__(
@@ -81,6 +122,7 @@ class LocalDesktopEnv:
         action_timeout_s: float = 30.0,
         screenshots: bool = True,
         require_bwrap: bool = False,
+        check_limits: CheckLimits | None = None,
     ) -> None:
         if max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {max_steps}")
@@ -90,15 +132,38 @@ class LocalDesktopEnv:
         self.max_steps = max_steps
         self.settle_s = settle_s
         self.screenshots = screenshots
-        self.display = XDisplay(width=width, height=height)
-        self.office = OfficeApp(self.display, self.work_dir / "profile")
-        self.fs = EpisodeFS(self.work_dir / "episode")
-        self.sandbox = ActionSandbox(
-            self.display,
-            hidden_paths=(str(self.work_dir),),
-            action_timeout_s=action_timeout_s,
-            require_bwrap=require_bwrap,
-        )
+        self.checker = Checker(check_limits)
+        # one uid slot per environment, held until close(): the apps and the worker run as this env's own uids
+        self._slot = contextlib.ExitStack()
+        app_uid = worker_uid = None
+        if os.getuid() == 0:
+            slot = self._slot.enter_context(UidSlots(DESKTOP_UID_BASE, DESKTOP_UID_SLOTS).acquire())
+            app_uid, worker_uid = slot.program_uid, slot.harness_uid
+        try:
+            self.display = XDisplay(width=width, height=height)
+            self.fs = EpisodeFS(self.work_dir / "episode", owner=app_uid)
+            profile = self.work_dir / "profile"
+            self.apps = AppSandbox(
+                self.display,
+                home=self.fs.home,
+                tmp_dir=self.fs.root / "tmp",  # the VM's /tmp, where OSWorld's loader puts /tmp/... files
+                uid=app_uid,
+                rw_binds=(OfficeApp.profile_bind(profile),),
+                hidden_paths=(PACKAGE_DIR,),
+            )
+            self.office = OfficeApp(self.display, profile, self.apps)
+            self.sandbox = ActionSandbox(
+                self.display,
+                hidden_paths=(str(self.work_dir), PACKAGE_DIR),
+                uid=worker_uid if worker_uid is not None else 65534,
+                action_timeout_s=action_timeout_s,
+                require_bwrap=require_bwrap,
+            )
+        except BaseException:
+            if hasattr(self, "display"):
+                self.display.close()
+            self._slot.close()
+            raise
         self.task: DesktopTask | None = None
         self.steps = 0
         self.done = True
@@ -106,6 +171,8 @@ class LocalDesktopEnv:
         self.last_action: str | None = None
         self.invalid_actions = 0
         self.action_errors = 0
+        self._root_properties: dict[str, tuple[int, int, Any]] | None = None  # the display's, before any episode
+        self.broken_limits: Counter[str] = Counter()  # checks that broke a limit, by limit
         self.timings: dict[str, list[float]] = {"reset": [], "step": [], "screenshot": [], "evaluate": []}
 
     def _context(self) -> StepContext:
@@ -136,11 +203,19 @@ class LocalDesktopEnv:
         """
         t0 = time.perf_counter()
         self.task = task if isinstance(task, DesktopTask) else load_task(task)
-        self.sandbox.close()
-        # the task's own folder and its file cache hold its expected files: the agent's code must not read them
-        self.sandbox.hidden_paths = (str(self.work_dir), *self.task.private_paths)
-        self.office.close()
+        self.sandbox.close()  # a fresh action worker per episode
+        # the task's own folder and its file cache hold its expected files: neither the agent's code nor the apps
+        # may read them
+        self.sandbox.hidden_paths = (str(self.work_dir), PACKAGE_DIR, *self.task.private_paths)
+        self.apps.hidden_paths = (PACKAGE_DIR, *self.task.private_paths)
+        self.office.reset_profile()  # stops the apps; the next start has a fresh profile
+        # the display outlives episodes: what an agent stored on its root window (cut buffers, properties) goes
+        if self._root_properties is None:
+            self._root_properties = self.display.root_properties()
+        else:
+            self.display.restore_root_properties(self._root_properties)
         self.fs.reset()
+        self.apps.hand_over()
         self.steps, self.done, self.failure, self.last_action = 0, False, "", None
         self.invalid_actions = self.action_errors = 0
         ctx = self._context()
@@ -186,26 +261,47 @@ class LocalDesktopEnv:
         return self._observe(info), self.done
 
     def evaluate(self) -> Outcome:
-        """Score the episode with the task's evaluator (see :mod:`.evaluator`); a failed episode scores 0."""
+        """Score the episode with the task's evaluator (see :mod:`.evaluator`); a failed episode scores 0.
+
+        The episode is over afterwards: the apps and the action worker are stopped (the module docstring says
+        in which order and why).
+        """
         if self.task is None:
             raise RuntimeError("evaluate() before reset(task)")
         if self.failure:
             return Outcome(0.0, error=self.failure)
         t0 = time.perf_counter()
-        try:
-            outcome = evaluate_task(self.task, self._context(), last_action=self.last_action)
-        except Exception as exc:  # a broken metric input is a failed episode, with its reason
-            outcome = Outcome(0.0, error=f"evaluation failed: {type(exc).__name__}: {exc}")
+        self.done = True
+        outcome = verdict_without_files(self.task, self.last_action)
+        if outcome is None:
+            # the agent's worker goes: the evaluator's key presses run in a fresh one, from a released keyboard
+            self.sandbox.close()
+            released = self.sandbox.execute_code(RELEASE_INPUT)
+            postconfig_error = run_postconfig(self.task, self._context())
+            if not released.ok:
+                postconfig_error = "; ".join(e for e in (f"releasing keys: {released.error}", postconfig_error) if e)
+            self.sandbox.close()
+            self.office.close(clear_tmp=False)  # a result may lie in the VM's /tmp; reset and close remove it
+            self.fs.drop_links()
+            screen = (self.display.width, self.display.height)
+            checked = self.checker.check(self.task, self.fs, screen=screen, postconfig_error=postconfig_error)
+            if checked.limit is not None:
+                self.broken_limits[checked.limit.value] += 1
+            outcome = checked.outcome
         self.timings["evaluate"].append(time.perf_counter() - t0)
         return outcome
 
     def close(self) -> None:
-        """Stop the action worker, LibreOffice and Xvfb; remove the private work folder."""
-        self.sandbox.close()
-        self.office.close()
-        self.display.close()
-        if self._own_dir:
-            shutil.rmtree(self.work_dir, ignore_errors=True)
+        """Stop the action worker, the apps and Xvfb; remove the private work folder; free the uid slot."""
+        try:
+            self.checker.close()
+            self.sandbox.close()
+            self.office.close()
+            self.display.close()
+            if self._own_dir:
+                shutil.rmtree(self.work_dir, ignore_errors=True)
+        finally:
+            self._slot.close()
 
     def __enter__(self) -> LocalDesktopEnv:
         return self

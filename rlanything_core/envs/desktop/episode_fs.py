@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -25,10 +26,12 @@ class EpisodeFS:
 
     Args:
         root: the episode's folder (created).
+        owner: the unprivileged uid the episode's apps and task commands run as (``None``: the caller's).
     """
 
-    def __init__(self, root: str | Path) -> None:
+    def __init__(self, root: str | Path, *, owner: int | None = None) -> None:
         self.root = Path(root).resolve()
+        self.owner = owner
         self.home.mkdir(parents=True, exist_ok=True)
         (self.home / "Desktop").mkdir(exist_ok=True)
         self.cache = self.root / "cache"
@@ -54,7 +57,23 @@ class EpisodeFS:
     def reset(self) -> None:
         """Empty the episode folder (a new episode starts from nothing)."""
         shutil.rmtree(self.root, ignore_errors=True)
-        self.__init__(self.root)  # type: ignore[misc]
+        self.__init__(self.root, owner=self.owner)  # type: ignore[misc]
+
+    def drop_links(self) -> list[str]:
+        """Remove every symbolic link and special file (FIFO, socket, device) under the root; returns their paths.
+
+        Run after the episode, before the checker reads the results as a trusted process: a link named like the
+        result would make it copy a host file (a gold file), and a FIFO would block it.
+        """
+        dropped = []
+        for folder, dirs, files in os.walk(self.root):
+            for name in (*dirs, *files):
+                path = os.path.join(folder, name)
+                mode = os.lstat(path).st_mode
+                if stat.S_ISLNK(mode) or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                    os.unlink(path)
+                    dropped.append(path)
+        return dropped
 
 
 def resolve_shipped_file(url: str, task_dir: Path) -> Path | None:
@@ -81,8 +100,9 @@ def run_task_command(
 ) -> subprocess.CompletedProcess[str]:
     """Run a task's own shell command (set-up ``execute``/``command``, getter ``vm_command_line``) in a sandbox.
 
-    The command sees a read-only system, no network, and ``/home/user`` = the episode's home folder (writable). All
-    capabilities are dropped. Without bubblewrap it runs with ``HOME`` set to the episode home and ``cwd`` there.
+    The command sees a read-only system, no network, and ``/home/user`` = the episode's home folder (writable). It
+    runs as ``fs.owner`` (the episode's apps' uid) when set and the caller is root, else with all capabilities
+    dropped. Without bubblewrap it runs with ``HOME`` set to the episode home and ``cwd`` there.
     """
     argv = ["/bin/sh", "-c", command if isinstance(command, str) else " ".join(command)] if shell else command
     if isinstance(argv, str):
@@ -91,7 +111,12 @@ def run_task_command(
     works, _ = bwrap_status()
     if works:
         prefix = bwrap_command(tmpfs_mb=64)[:-1]
-        prefix += ["--tmpfs", "/home", "--bind", str(fs.home), HOME, "--chdir", HOME, "--cap-drop", "ALL", "--"]
+        prefix += ["--tmpfs", "/home", "--bind", str(fs.home), HOME, "--chdir", HOME]
+        if fs.owner is not None and os.getuid() == 0:
+            uid = str(fs.owner)
+            prefix += ["--", "/usr/bin/setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
+        else:
+            prefix += ["--cap-drop", "ALL", "--"]
         cmd = [*prefix, *argv]
         cwd = None
     else:  # documented fallback: no isolation beyond the working folder

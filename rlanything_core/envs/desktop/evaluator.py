@@ -18,7 +18,7 @@ from rlanything_core.envs.desktop.getters import GETTERS
 from rlanything_core.envs.desktop.metrics import METRICS
 from rlanything_core.envs.desktop.task import DesktopTask
 
-__all__ = ["Outcome", "evaluate_task"]
+__all__ = ["Outcome", "evaluate_task", "run_postconfig", "score_files", "verdict_without_files"]
 
 
 @dataclass(frozen=True)
@@ -41,21 +41,38 @@ def _get(ctx: StepContext, cfg: dict[str, Any]) -> Any:
 
 
 def evaluate_task(task: DesktopTask, ctx: StepContext, *, last_action: str | None) -> Outcome:
-    """Score the episode (module docstring); ``last_action`` is ``"DONE"``, ``"FAIL"``, ``"WAIT"`` or ``None``."""
-    ev = task.evaluator
-    if ev["func"] == "infeasible":
+    """Score the episode in this process (module docstring).
+
+    ``last_action`` is ``"DONE"``, ``"FAIL"``, ``"WAIT"`` or ``None``. The environment runs the same three parts
+    with the files scored in a limited process instead (:mod:`.checker`).
+    """
+    early = verdict_without_files(task, last_action)
+    if early is not None:
+        return early
+    return score_files(task, ctx, postconfig_error=run_postconfig(task, ctx))
+
+
+def verdict_without_files(task: DesktopTask, last_action: str | None) -> Outcome | None:
+    """Steps 1-2 of the module docstring: the outcome decided by the last action alone, else ``None``."""
+    if task.evaluator["func"] == "infeasible":
         return Outcome(float(last_action == "FAIL"), (("infeasible", float(last_action == "FAIL")),))
     if last_action == "FAIL":
         return Outcome(0.0, error="the agent declared FAIL on a feasible task")
-    for step in ev.get("postconfig", []) or []:
+    return None
+
+
+def run_postconfig(task: DesktopTask, ctx: StepContext) -> str:
+    """Step 3: run ``postconfig``; returns the first failure (``""`` when none; scoring goes on, as in OSWorld)."""
+    for step in task.evaluator.get("postconfig", []) or []:
         try:
             run_step(step, ctx)
         except Exception as exc:  # a failed save still leaves a file to score; OSWorld goes on too
-            return _score(task, ctx, postconfig_error=f"postconfig {step.get('type')}: {exc}")
-    return _score(task, ctx, postconfig_error="")
+            return f"postconfig {step.get('type')}: {exc}"
+    return ""
 
 
-def _score(task: DesktopTask, ctx: StepContext, *, postconfig_error: str) -> Outcome:
+def score_files(task: DesktopTask, ctx: StepContext, *, postconfig_error: str) -> Outcome:
+    """Step 4: read the result and expected states with the getters and run the metrics."""
     ev = task.evaluator
     single = not isinstance(ev["func"], list)
     funcs = [ev["func"]] if single else list(ev["func"])

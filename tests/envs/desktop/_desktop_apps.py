@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 NEEDED = ("Xvfb", "soffice", "xdotool", "openbox")
 
@@ -11,3 +12,11 @@ def desktop_missing() -> str:
     """Why the real desktop cannot run here ('' when it can)."""
     missing = [n for n in NEEDED if shutil.which(n) is None]
     return f"missing {missing} (apt-get install -y xvfb xdotool openbox libreoffice-calc)" if missing else ""
+
+
+def running(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (a killed process waiting to be reaped is not running)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
