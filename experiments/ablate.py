@@ -161,6 +161,10 @@ def main(cfg: DictConfig) -> None:
         "versions": _versions(),
         "started": time.time(),
     }
+    if cfg.setting.name == "alfworld":  # which games RL trains on: every task type in proportion (issue 27)
+        from experiments.agent_setting import alfworld_games, training_pool_summary
+
+        meta["training_pool"] = training_pool_summary(alfworld_games(cfg)[0])
     meta["estimated_seconds"] = _print_estimate(cfg)
     atomic_write_json(out / "meta.json", meta)
 

@@ -196,6 +196,7 @@ class AlfworldSetting(_AgentSetting):
 
     data_root: str | None = None
     train_split: str = "valid_train"
+    train_sample_seed: int = _f(0, ge=0)  # which training games the stratified pool draws (issue 27)
     task_types: list[int] = _f([1, 2, 3, 4, 5, 6])
     eval_splits: dict[str, str] = field(default_factory=dict)
     rewriter: Rewriter = Rewriter.rules
