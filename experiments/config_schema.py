@@ -123,6 +123,8 @@ class OptimSchema:
     judge_lr: float = _f(3e-4, gt=0)
     policy_updates: int = _f(1, ge=1)
     judge_updates: int = _f(1, ge=1)
+    policy_epochs: int = _f(1, ge=1)  # passes over an iteration's rows (PPO epochs), each of policy_updates steps
+    judge_epochs: int = _f(1, ge=1)
     micro_batch_tokens: int = _f(8192, ge=1)
     max_grad_norm: float = _f(1.0, gt=0)
     clip_eps_low: float = _f(0.2, ge=0, lt=1)

@@ -40,6 +40,8 @@ def make_module(cfg: DictConfig, module_cls: Any, policy: Any, judge: Any, judge
         judge_optimizer=judge_optimizer,
         policy_updates=int(o.policy_updates),
         judge_updates=int(o.judge_updates),
+        policy_epochs=int(o.get("policy_epochs", 1)),
+        judge_epochs=int(o.get("judge_epochs", 1)),
         micro_batch_tokens=int(o.micro_batch_tokens),
         max_grad_norm=float(o.max_grad_norm),
         sharding=sharding(cfg),
