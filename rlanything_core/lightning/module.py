@@ -311,7 +311,9 @@ class RLAnythingModule(L.LightningModule):
     ) -> dict[str, float]:
         """Run ``<name>_epochs`` passes of ``updates`` optimizer steps on ``rows`` (possibly none on this rank).
 
-        Returns averaged metrics, those of the passes after the first under ``<name>/later/``. The same path for both models: ``loss_fn(logprobs, old_logprobs, advantages, mask)`` on each micro-batch of
+        Returns averaged metrics, those of the passes after the first under ``<name>/later/``.
+
+        The same path for both models: ``loss_fn(logprobs, old_logprobs, advantages, mask)`` on each micro-batch of
         rows, with the rows' final advantages and the global token/sequence counts of the minibatch. The old
         log-probs are those of the weights before the iteration's first step, in every pass (PPO's ratio).
         """

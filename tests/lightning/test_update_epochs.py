@@ -42,8 +42,9 @@ def test_each_epoch_makes_its_minibatch_steps_and_logs_its_later_passes_apart() 
 
 
 def test_one_epoch_is_the_single_pass_and_logs_nothing_later() -> None:
-    default, explicit = _module(policy_updates=2, judge_updates=2), _module(
-        policy_updates=2, judge_updates=2, policy_epochs=1, judge_epochs=1
+    default, explicit = (
+        _module(policy_updates=2, judge_updates=2),
+        _module(policy_updates=2, judge_updates=2, policy_epochs=1, judge_epochs=1),
     )
     _fit(default, _data())
     _fit(explicit, _data())
