@@ -130,6 +130,7 @@ def loop_driver(
         lam=float(cfg.lam),
         policy_band=band(cfg, "policy_band"),
         judge_band=band(cfg, "judge_band"),
+        balance_judge_targets=bool(cfg.get("balance_judge_targets", False)),
     )
 
 

@@ -167,6 +167,7 @@ class TopLevelSchema:
     group_size: int = _f(4, ge=1)
     num_votes: int = _f(3, ge=0)  # >= 1 when the arm uses the judge (config_checks)
     lam: float = _f(1.0, ge=0)
+    balance_judge_targets: bool = False  # won and failed steps weigh the same in the judge's targets (issue 27)
     policy_band: list[float] = _f([0.125, 0.875])
     judge_band: list[float] = _f([0.2, 0.8])
     env_band: list[float] = _f([0.2, 0.8])
