@@ -8,8 +8,9 @@ A run folder holds ``logs/metrics.csv`` (training rows and evaluation rows, the 
 from __future__ import annotations
 
 import csv
+import io
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,20 @@ from typing import Any
 from experiments.ablation_stats import Curve, curve
 from experiments.eval_record import read_eval_outcomes
 
-__all__ = ["ArmRun", "eval_rows", "final_eval", "game_success", "read_arm_run", "read_before_run", "read_metrics"]
+__all__ = [
+    "EPISODE_COLUMNS",
+    "ArmRun",
+    "eval_rows",
+    "final_eval",
+    "game_success",
+    "read_arm_run",
+    "read_before_run",
+    "read_metrics",
+    "render_episodes_csv",
+]
+
+EPISODE_COLUMNS = ("arm", "seed", "split", "game", "run", "episode_seed", "success", "steps")
+"""The columns of ``episodes.csv``: one row per evaluation episode of every arm and seed (the table's raw data)."""
 
 
 @dataclass
@@ -112,3 +126,29 @@ def game_success(runs: Sequence[ArmRun], split: str) -> dict[tuple[int, str], fl
         for o in mine:
             units.setdefault((run.seed, str(o["task_id"])), []).append(bool(o["won"]))
     return {u: sum(w) / len(w) for u, w in units.items()}
+
+
+def render_episodes_csv(results: Mapping[str, Sequence[ArmRun]], episode_seed: Callable[[int, str], int]) -> str:
+    """Every evaluation episode of every arm and seed as CSV (:data:`EPISODE_COLUMNS`), to redo the analysis.
+
+    Args:
+        results: arm -> its runs (``"before"`` included); runs without outcomes add no rows.
+        episode_seed: ``(training seed, split) -> the seed of that split's evaluation episodes`` (the collector seeds
+            step ``t`` of game ``g``'s run ``j`` with ``derive_seed(episode_seed, g, j, t)``).
+
+    Returns:
+        The CSV text, rows ordered by arm (as given), seed, split, game, run; ``success`` is 0 or 1.
+    """
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(EPISODE_COLUMNS)
+    for arm, runs in results.items():
+        for run in sorted(runs, key=lambda r: r.seed):
+            ordered = sorted(run.outcomes or [], key=lambda o: (str(o["split"]), str(o["task_id"]), int(o["run"])))
+            for o in ordered:
+                split = str(o["split"])
+                writer.writerow(
+                    [arm, run.seed, split, o["task_id"], int(o["run"]), episode_seed(run.seed, split),
+                     int(bool(o["won"])), int(o["steps"])]
+                )  # fmt: skip
+    return out.getvalue()

@@ -132,3 +132,42 @@ def test_the_estimate_prints_for_a_profile_without_running_it(capsys: pytest.Cap
     main(["+profile=smoke"])
     parts = dict(item.split("=") for item in capsys.readouterr().out.split(" (")[0].split())
     assert float(parts["total"]) <= float(parts["budget"]) == 3.0
+
+
+def test_the_table_states_its_designs_minimum_detectable_difference() -> None:
+    from experiments.ablation_power import minimum_detectable_difference
+
+    base = [k % 4 == 0 for k in range(32)]
+    better = [w or k % 4 == 1 for k, w in enumerate(base)]
+    cfg = OmegaConf.merge(CFG, {"stats": {"pair_sd": 0.4, "seed_sd": 0.02}})
+    table = build_table(cfg, results(better, base), samples=500)
+    power = table.power[0]
+    assert power is not None and (power.seeds, power.units_per_seed) == (2, 32)
+    assert power.planned == pytest.approx(100 * minimum_detectable_difference(0.4, 32, 2, seed_sd=0.02))
+    # measured on the full arm: 8 of 32 games differ by +1 in both seeds (sd sqrt(0.25 * 0.75 * 32 / 31))
+    assert power.measured_on == "full"
+    assert power.measured == pytest.approx(100 * minimum_detectable_difference((0.25 * 0.75 * 32 / 31) ** 0.5, 32, 2))
+    text = render_markdown(table, "c")
+    assert "Minimum detectable difference (80% power, two-sided 5%)" in text and f"{power.planned:.1f} points" in text
+    no_outcomes = {k: [ArmRun(r.arm, r.seed, r.final) for r in v] for k, v in results(base, base).items()}
+    assert build_table(CFG, no_outcomes, samples=100).power == [None, None]
+
+
+def test_episodes_csv_holds_every_evaluation_episode_of_every_arm_and_seed() -> None:
+    from experiments.ablation_results import EPISODE_COLUMNS, render_episodes_csv
+
+    base = [k % 4 == 0 for k in range(8)]
+    res = results(base, base)
+    text = render_episodes_csv(res, lambda seed, split: 1000 * seed + len(split))
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert tuple(rows[0]) == EPISODE_COLUMNS
+    assert len(rows) == 3 * 2 * 2 * 8  # arms x seeds x splits x games
+    first = rows[0]
+    assert (first["arm"], first["seed"], first["split"], first["game"], first["run"]) == (
+        "before", "0", "in_distribution", "g0", "0",
+    )  # fmt: skip
+    assert first["episode_seed"] == str(len("in_distribution")) and first["success"] == "1" and first["steps"] == "5"
+    wins = sum(int(r["success"]) for r in rows if r["arm"] == "full" and r["seed"] == "1")
+    assert wins == 2 * sum(base)  # both splits
+    empty = {"full": [ArmRun("full", 0, {})]}
+    assert render_episodes_csv(empty, lambda s, p: 0).strip() == ",".join(EPISODE_COLUMNS)
