@@ -63,13 +63,15 @@ class AblationPlan:
         rewrite_episodes: extra episodes per iteration of the full arm (rewritten tasks x group size).
         max_steps: the training step limit.
         eval_max_steps: the evaluation step limit.
-        eval_episodes: evaluation episodes per split (games x runs).
+        eval_episodes: evaluation episodes per split (games x runs; whole splits: their mean size x runs).
         eval_splits: evaluation splits.
         judge_episodes: episodes the judge votes on per split (None: all).
         oracle_episodes: planner-labelled episodes per split (the probe set, labelled once per seed worker).
         judge_every: the judge-only evaluation period in iterations (0: none).
         warm_start: whether a warm start is made.
         cores: CPU cores (seeds beyond them share cores).
+        update_passes: passes over an iteration's rows (the larger of ``optim.policy_epochs`` and
+            ``optim.judge_epochs``): a trained-on step's update work is paid once per pass.
     """
 
     seeds: int
@@ -87,6 +89,7 @@ class AblationPlan:
     judge_every: int = 0
     warm_start: bool = True
     cores: int = 2
+    update_passes: int = 1
 
 
 _JUDGED = {"policy", "policy_judge", "full", "step_only"}  # arms whose judge votes during training and evaluation
@@ -132,6 +135,7 @@ def estimate_seconds(plan: AblationPlan, costs: StepCosts | None = None) -> dict
         plan.eval_episodes,
         plan.max_steps,
         plan.eval_max_steps,
+        plan.update_passes,
     )
     if min(counts) < 1:
         raise ValueError(f"plan: expected positive counts, got {plan}")
@@ -142,7 +146,7 @@ def estimate_seconds(plan: AblationPlan, costs: StepCosts | None = None) -> dict
     for arm in plan.arms:
         evaluation += _evaluation(plan, c, judged=arm in _JUDGED)
         episodes = plan.episodes_per_iteration + (plan.rewrite_episodes if arm == "full" else 0)
-        per_step = c.policy_s + c.engine_s + c.update_s + (c.judge_s if arm in _JUDGED else 0.0)
+        per_step = c.policy_s + c.engine_s + c.update_s * plan.update_passes + (c.judge_s if arm in _JUDGED else 0.0)
         training += plan.iterations * episodes * train_steps * per_step
         if arm in _JUDGE_TRAINED and plan.judge_every:
             count = (plan.iterations - 1) // plan.judge_every  # the last iteration has the full evaluation
@@ -172,17 +176,32 @@ def plan_from_config(cfg: Any, cores: int) -> tuple[AblationPlan, StepCosts]:
         rewrite_episodes=int(cfg.max_rewrites_per_iteration) * int(cfg.group_size),
         max_steps=int(cfg.setting.get("max_steps", 20)),
         eval_max_steps=int(cfg.setting.get("eval_max_steps", 30)),
-        eval_episodes=int(cfg.eval.games) * int(cfg.eval.runs),
+        eval_episodes=_eval_games(cfg) * int(cfg.eval.runs),
         eval_splits=len(cfg.setting.get("eval_splits", None) or cfg.setting.get("eval_quest_lengths", None) or [0]),
         judge_episodes=None if judge_episodes is None else int(judge_episodes),
         oracle_episodes=int(cfg.eval.oracle_episodes),
         judge_every=int(cfg.eval.get("judge_every", 0)),
         warm_start=bool(cfg.warm_start.enabled) and cfg.setting.name == "alfworld",
         cores=max(1, cores),
+        update_passes=max(int(cfg.optim.get("policy_epochs", 1)), int(cfg.optim.get("judge_epochs", 1))),
     )
     known = {f.name for f in fields(StepCosts)}
     costs = StepCosts(**{k: float(v) for k, v in (cfg.get("budget") or {}).items() if k in known})
     return plan, costs
+
+
+def _eval_games(cfg: Any) -> int:
+    """Games per evaluation split: ``eval.games``, or (null, ALFWorld) the mean size of the whole splits."""
+    if cfg.eval.games is not None:
+        return int(cfg.eval.games)
+    if cfg.setting.name != "alfworld":
+        raise ValueError(f"eval.games: null (whole splits) is estimated for alfworld only, not {cfg.setting.name}")
+    from rlanything_core.envs.alfworld.data import list_games, resolve_data_root
+
+    root = resolve_data_root(cfg.setting.data_root)
+    types = tuple(cfg.setting.task_types)
+    sizes = [len(list_games(split, root, task_types=types)) for split in cfg.setting.eval_splits.values()]
+    return max(1, round(sum(sizes) / len(sizes)))
 
 
 def main(argv: list[str]) -> None:

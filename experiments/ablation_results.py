@@ -19,6 +19,7 @@ from experiments.ablation_stats import Curve, curve
 from experiments.eval_record import read_eval_outcomes
 
 __all__ = [
+    "ALL_SPLITS",
     "EPISODE_COLUMNS",
     "ArmRun",
     "eval_rows",
@@ -110,8 +111,14 @@ def read_before_run(seed: int, run_dir: Path) -> ArmRun:
     )
 
 
+ALL_SPLITS = "*"
+"""The ``split`` of :func:`game_success` that pools every evaluation split (games named ``<split>/<game>``)."""
+
+
 def game_success(runs: Sequence[ArmRun], split: str) -> dict[tuple[int, str], float] | None:
     """Per ``(seed, game)`` of ``split``, the fraction of its evaluation runs won; None if a run kept no outcomes.
+
+    ``split`` :data:`ALL_SPLITS` pools the splits: the games are then ``<split>/<game>``.
 
     Raises:
         ValueError: a seed's outcomes hold no episode of ``split``.
@@ -120,11 +127,12 @@ def game_success(runs: Sequence[ArmRun], split: str) -> dict[tuple[int, str], fl
     for run in runs:
         if run.outcomes is None:
             return None
-        mine = [o for o in run.outcomes if o["split"] == split]
+        mine = [o for o in run.outcomes if split in (ALL_SPLITS, o["split"])]
         if not mine:
             raise ValueError(f"arm {run.arm}, seed {run.seed}: no evaluation episode of split {split!r}")
         for o in mine:
-            units.setdefault((run.seed, str(o["task_id"])), []).append(bool(o["won"]))
+            game = f"{o['split']}/{o['task_id']}" if split == ALL_SPLITS else str(o["task_id"])
+            units.setdefault((run.seed, game), []).append(bool(o["won"]))
     return {u: sum(w) / len(w) for u, w in units.items()}
 
 

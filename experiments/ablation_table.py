@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from omegaconf import DictConfig
 
 from experiments.ablation_power import minimum_detectable_difference, observed_noise
-from experiments.ablation_results import ArmRun, game_success
+from experiments.ablation_results import ALL_SPLITS, ArmRun, game_success
 from experiments.ablation_stats import PairedDifference, hierarchical_bootstrap_difference, mean_ci
 
 __all__ = [
@@ -81,11 +81,14 @@ def columns(cfg: DictConfig) -> list[tuple[str, str]]:
 
 
 def paired_columns(cfg: DictConfig) -> list[tuple[str, str]]:
-    """``(header, split)`` of the paired-difference columns: the success rate of each distinct evaluation split."""
+    """``(header, split)`` of the paired-difference columns: the success rate of each distinct evaluation split,
+    then, with two splits, of both pooled (:data:`ALL_SPLITS`: every evaluation game, the main question's column)."""
     id_split, ood_split = split_names(cfg)
     if "eval_set" in cfg.setting:
         return []  # coding keeps no per-problem outcomes
-    return [("In-Dom", id_split)] + ([("OOD", ood_split)] if ood_split != id_split else [])
+    if ood_split == id_split:
+        return [("In-Dom", id_split)]
+    return [("In-Dom", id_split), ("OOD", ood_split), ("All", ALL_SPLITS)]
 
 
 @dataclass(frozen=True)
@@ -303,8 +306,9 @@ def render_csv(table: Table) -> str:
 
 
 def full_beats_outcome_only(table: Table) -> str:
-    """``"true"`` only when the full arm's paired interval on the main metric lies above 0; ``"na"`` without one."""
+    """``"true"`` only when the full arm's paired interval on the main question's column (every evaluation game when
+    the splits are pooled, else the first split) lies above 0; ``"na"`` without one."""
     paired = table.paired.get("full")
-    if not paired or paired[0] is None:
+    if not paired or paired[-1] is None:
         return "na"
-    return str(paired[0].excludes_zero_above).lower()
+    return str(paired[-1].excludes_zero_above).lower()

@@ -42,7 +42,9 @@ def test_a_clear_paired_gain_makes_full_beat_outcome_only() -> None:
     table = build_table(CFG, results(better, base), samples=2000, seed=0)
     d = table.paired["full"][0]
     assert d is not None and d.estimate == pytest.approx(25.0) and d.low > 0 and d.units == 64  # 2 seeds x 32
-    assert table.paired["outcome_only"] == [None, None]  # the reference row
+    assert table.paired["outcome_only"] == [None, None, None]  # the reference row
+    pooled = table.paired["full"][2]  # both splits: every evaluation game of both seeds
+    assert pooled is not None and pooled.estimate == pytest.approx(25.0) and pooled.units == 128
     assert full_beats_outcome_only(table) == "true"
     assert table.updates["full"] == [(0, 4, 4), (1, 4, 4)]
     text = render_markdown(table, "caption")
@@ -57,10 +59,11 @@ def test_equal_or_worse_arms_never_beat_outcome_only_even_with_a_higher_mean() -
     base = [k % 4 == 0 for k in range(32)]
     assert full_beats_outcome_only(build_table(CFG, results(base, base), samples=500)) == "false"
     one_more = list(base)
-    one_more[1] = True  # a higher mean by one game: the old mean comparison said "true"
+    one_more[1] = one_more[2] = True  # a higher mean by one game (two won, one lost): the old mean comparison
+    one_more[0] = False  # said "true"
     table = build_table(CFG, results(one_more, base), samples=2000)
-    d = table.paired["full"][0]
-    assert d is not None and d.estimate > 0 and d.low <= 0
+    for d in table.paired["full"]:  # In-Dom, OOD, and both pooled (the verdict's column)
+        assert d is not None and d.estimate > 0 and d.low <= 0
     assert full_beats_outcome_only(table) == "false"
 
 
@@ -70,7 +73,7 @@ def test_runs_without_outcomes_give_na_and_unpaired_games_are_refused() -> None:
     for r in no_outcomes["full"]:
         r.outcomes = None
     table = build_table(CFG, no_outcomes, samples=100)
-    assert table.paired["full"] == [None, None] and full_beats_outcome_only(table) == "na"
+    assert table.paired["full"] == [None, None, None] and full_beats_outcome_only(table) == "na"
     assert "–" in render_markdown(table, "c")
     mismatched = results(base, base)
     mismatched["full"][0] = run("full", 0, base, games=["a", "b", "c", "d"])
@@ -150,7 +153,7 @@ def test_the_table_states_its_designs_minimum_detectable_difference() -> None:
     text = render_markdown(table, "c")
     assert "Minimum detectable difference (80% power, two-sided 5%)" in text and f"{power.planned:.1f} points" in text
     no_outcomes = {k: [ArmRun(r.arm, r.seed, r.final) for r in v] for k, v in results(base, base).items()}
-    assert build_table(CFG, no_outcomes, samples=100).power == [None, None]
+    assert build_table(CFG, no_outcomes, samples=100).power == [None, None, None]
 
 
 def test_episodes_csv_holds_every_evaluation_episode_of_every_arm_and_seed() -> None:
