@@ -46,7 +46,8 @@ def test_a_textworld_ablation_writes_the_table_and_resumes(tmp_path: Path) -> No
     runs = json.loads((out / "runs.json").read_text())
     for name, run_dir in runs.items():  # relocatable: paths relative to the results folder
         assert run_dir == f"runs/{name}" and (out / run_dir / "logs" / "metrics.csv").is_file(), run_dir
-    for name in ("table.md", "table.csv", "curves.png", "judge.png", "accepted.png", "config.yaml", "meta.json"):
+    for name in ("table.md", "table.csv", "episodes.csv", "curves.png", "judge.png", "accepted.png", "config.yaml",
+                 "meta.json"):
         assert (out / name).is_file(), name
     with open(out / "table.csv") as fh:
         rows = list(csv.DictReader(fh))
