@@ -68,6 +68,11 @@ def test_a_textworld_ablation_writes_the_table_and_resumes(tmp_path: Path) -> No
     }  # fmt: skip
     assert len(played) == 8 and len({json.dumps(v) for v in played.values()}) == 1
     assert rows[1]["In-Dom diff"] == "" and all(r["In-Dom pairs"] == "2" for r in rows if r is not rows[1])
+    with open(out / "episodes.csv") as fh:  # every evaluation episode: 4 rows x 2 seeds x 1 game x 1 run
+        episodes = list(csv.DictReader(fh))
+    assert len(episodes) == 8 and {e["arm"] for e in episodes} == {"before", "outcome_only", "full", "step_only"}
+    assert len({e["episode_seed"] for e in episodes if e["seed"] == "0"}) == 1  # the arms of a seed: paired
+    assert len({e["episode_seed"] for e in episodes}) == 2  # the seeds: independent draws
     for row in rows[2:]:
         assert float(row["In-Dom diff low"]) <= float(row["In-Dom diff"]) <= float(row["In-Dom diff high"])
     meta = json.loads((out / "meta.json").read_text())
