@@ -115,6 +115,12 @@ def test_the_estimate_adds_up_the_costs() -> None:
     assert estimate_seconds(plan(judge_episodes=1), c)["evaluation"] < parts["evaluation"]
     with pytest.raises(ValueError, match="positive"):
         estimate_seconds(plan(eval_episodes=0), c)
+    # two PPO passes pay the update once more per trained-on step: outcome-only 80 steps, full 160
+    assert estimate_seconds(plan(update_passes=2), c)["training"] == parts["training"] + 80 + 160
+    # a seed that reuses "before" and outcome-only runs only the full arm: evaluation, training, overhead of full
+    reused = estimate_seconds(plan(reused_seeds=1, reused_arms=("before", "outcome_only")), c)
+    full_only = judged_eval + 2 * 8 * 10 * 3 + 100 + 1 * 2 * 2 * 10 * 1
+    assert reused["total"] == 1000 + (per_seed + full_only) / 2
 
 
 def test_the_default_profile_is_estimated_within_its_budget() -> None:
