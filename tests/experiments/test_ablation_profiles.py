@@ -71,3 +71,12 @@ def test_the_hard_profile_trains_and_evaluates_on_the_three_hard_types_only() ->
 def test_the_smoke_profile_keeps_every_arm_and_its_three_minutes() -> None:
     cfg = _compose("+profile=smoke")
     assert len(cfg.arms) == 5 and _minutes(cfg) <= float(cfg.budget.minutes) == 3
+
+
+def test_the_arms_get_the_ablations_judge_target_and_epoch_settings() -> None:
+    """ablate.py forwards them to every arm's train.py config (balance_judge_targets was dropped before)."""
+    from experiments.ablation_runs import _overrides
+
+    cfg = _compose("balance_judge_targets=true", "optim.policy_epochs=3")
+    forwarded = _overrides(cfg)
+    assert "++balance_judge_targets=true" in forwarded and "++optim.policy_epochs=3" in forwarded
