@@ -138,10 +138,10 @@ assert "training in" not in again.stdout  # nothing was retrained
 #
 # The smoke profile above only proves the wiring. The committed results below are of the default before issue 27
 # (its redesign, in `docs/results.md`, is built and tested but not yet run at scale: `make main` now compares before,
-# outcome-only and full over two seeds on the whole evaluation splits, with a stratified training pool and two PPO
-# passes, and states the design's minimum detectable difference). That earlier default: two seeds, 6 iterations of
-# 4 tasks x 4 rollouts per arm with 4 updates per iteration, the warm-started all-MiniLM-L6-v2 scorer and an untrained
-# encoder judge, evaluated on the same 64 + 64 games for every arm and seed (46.6 minutes on 2 CPU cores including a
+# outcome-only and full over two seeds on the whole evaluation splits, with a stratified training pool, balanced judge
+# targets and 12 iterations, and states the design's minimum detectable difference). That earlier default: two seeds,
+# 6 iterations of 4 tasks x 4 rollouts per arm with 4 updates per iteration, the warm-started all-MiniLM-L6-v2 scorer
+# and an untrained encoder judge, evaluated on the same 64 + 64 games for every arm and seed (46.6 minutes on 2 CPU cores including a
 # crash and its resume; `docs/results.md` has every timing and command). Its committed results,
 # `experiments/results/alfworld/default/`:
 #
