@@ -65,7 +65,7 @@ def build_model(shape: str, *, device: torch.device, dtype: torch.dtype = torch.
         values = json.loads((REPO / SHAPES[shape]).read_text())
     else:
         raise ValueError(f"shape: expected 'small' or one of {sorted(SHAPES)}, got {shape!r}")
-    config = AutoConfig.for_model(values.pop("model_type"), **values)
+    config = AutoConfig.for_model(str(values.pop("model_type")), **values)
     config.use_cache = False
     torch.manual_seed(seed)
     with torch.device(device):

@@ -156,7 +156,8 @@ def stage_vllm(args: argparse.Namespace) -> dict[str, Any]:
     g = torch.Generator().manual_seed(0)
     prompts = [torch.randint(3, len(tokenizer) - 3, (256,), generator=g).tolist() for _ in range(32)]
     new = 128
-    hf = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.bfloat16).to(device).eval()
+    hf = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.bfloat16)
+    hf = hf.to(device).eval()  # type: ignore[arg-type]  # transformers types .to() as a generic wrapper
     transformers_tps = _timed_generation(TransformersBackend(hf, tokenizer, batch_size=32), prompts, new, device)
     del hf, model
     torch.cuda.empty_cache()

@@ -12,15 +12,17 @@ start with `experiments/train.py` (each run resumable in its own directory):
 
 Every arm and seed is evaluated on the same games with the same episode seeds (``eval.games`` x ``eval.runs``
 episodes per split, ALFWorld's games drawn over all six task types by ``eval.sample_seed``), so the table gives,
-beside each metric's mean ± 95% CI over seeds, each row's paired difference from outcome-only with a 95% bootstrap
-interval over (seed, game) pairs (``ablation_stats.py``).
+beside each metric's mean ± 95% CI over seeds, each row's paired difference from outcome-only with a 95% seed-level
+bootstrap interval (seeds, then their games: ``ablation_stats.py``) and the design's minimum detectable difference
+(``ablation_power.py``).
 
 Modules: ``ablation_runs`` (warm start, runs, seed workers), ``ablation_results`` (reading runs back),
 ``ablation_stats`` (pure statistics), ``ablation_table``, ``ablation_plots``; this file wires them.
 
-Writes `experiments/results/<setting>/<run_id>/`: table.md, table.csv, curves.png, judge.png, accepted.png,
+Writes `experiments/results/<setting>/<run_id>/`: table.md, table.csv, episodes.csv (every evaluation episode:
+arm, seed, split, game, run, episode seed, success, steps), curves.png, judge.png, accepted.png,
 runs.json, config.yaml, meta.json (seeds, versions, git revision, command, the cost estimate, updates per arm and
-seed, the paired differences). Last line: `arms=<int> seeds=<int> minutes=<float>
+seed, the paired differences, the training pool). Last line: `arms=<int> seeds=<int> minutes=<float>
 full_beats_outcome_only=<true|false|na> sample_efficiency=<float|na>`, where `full_beats_outcome_only` is true only
 when the full arm's paired interval on the main metric lies above 0.
 """
@@ -33,6 +35,7 @@ import platform
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from importlib import metadata
 from pathlib import Path
@@ -49,7 +52,7 @@ OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=Tru
 
 from experiments.ablation_budget import estimate_seconds, plan_from_config  # noqa: E402
 from experiments.ablation_plots import write_plots  # noqa: E402
-from experiments.ablation_results import ArmRun, read_arm_run, read_before_run  # noqa: E402
+from experiments.ablation_results import ArmRun, read_arm_run, read_before_run, render_episodes_csv  # noqa: E402
 from experiments.ablation_runs import REPO, log, run_seed, run_seeds_in_parallel, warm_start_policy  # noqa: E402
 from experiments.ablation_stats import sample_efficiency  # noqa: E402
 from experiments.ablation_table import (  # noqa: E402
@@ -130,7 +133,19 @@ def _meta_results(table: Table) -> dict[str, object]:
             arm: {h: asdict(d) for h, d in zip(table.paired_headers, diffs) if d is not None}
             for arm, diffs in table.paired.items()
         },
+        "minimum_detectable_difference": {h: asdict(p) for h, p in zip(table.paired_headers, table.power) if p},
     }
+
+
+def _episode_seeds(cfg: DictConfig) -> Callable[[int, str], int]:
+    """``(training seed, split) -> the seed the evaluator collects that split's episodes with`` (episodes.csv)."""
+    from experiments.agent_setting import evaluation_episode_seed
+    from rlanything_core.seeding import derive_seed
+
+    def seed_of(seed: int, split: str) -> int:
+        return derive_seed(evaluation_episode_seed(OmegaConf.merge(cfg, {"seed": seed})), split)
+
+    return seed_of
 
 
 @hydra.main(config_path="conf", config_name="ablate", version_base="1.3")
@@ -161,6 +176,10 @@ def main(cfg: DictConfig) -> None:
         "versions": _versions(),
         "started": time.time(),
     }
+    if cfg.setting.name == "alfworld":  # which games RL trains on: every task type in proportion (issue 27)
+        from experiments.agent_setting import alfworld_games, training_pool_summary
+
+        meta["training_pool"] = training_pool_summary(alfworld_games(cfg)[0])
     meta["estimated_seconds"] = _print_estimate(cfg)
     atomic_write_json(out / "meta.json", meta)
 
@@ -172,10 +191,11 @@ def main(cfg: DictConfig) -> None:
         f"{cfg.eval.games} games x {cfg.eval.runs} runs per split, the same for every arm (episode seeds per training "
         "seed). Values in %: "
         "mean ± 95% CI half-width over seeds (n); Δ: the row minus outcome-only on the same (seed, game) pairs, "
-        f"[95% bootstrap interval over those pairs, {cfg.stats.bootstrap_samples} resamples]."
+        f"[95% seed-level bootstrap interval: seeds, then their games; {cfg.stats.bootstrap_samples} resamples]."
     )
     text = render_markdown(table, caption)
     atomic_write_text(out / "table.csv", render_csv(table))
+    atomic_write_text(out / "episodes.csv", render_episodes_csv(results, _episode_seeds(cfg)))
     atomic_write_text(out / "table.md", text)
     atomic_write_json(out / "meta.json", {**meta, **_meta_results(table)})
     write_plots(out, results, split_names(cfg)[0])

@@ -63,13 +63,18 @@ class AblationPlan:
         rewrite_episodes: extra episodes per iteration of the full arm (rewritten tasks x group size).
         max_steps: the training step limit.
         eval_max_steps: the evaluation step limit.
-        eval_episodes: evaluation episodes per split (games x runs).
+        eval_episodes: evaluation episodes per split (games x runs; whole splits: their mean size x runs).
         eval_splits: evaluation splits.
         judge_episodes: episodes the judge votes on per split (None: all).
         oracle_episodes: planner-labelled episodes per split (the probe set, labelled once per seed worker).
         judge_every: the judge-only evaluation period in iterations (0: none).
         warm_start: whether a warm start is made.
         cores: CPU cores (seeds beyond them share cores).
+        update_passes: passes over an iteration's rows (the larger of ``optim.policy_epochs`` and
+            ``optim.judge_epochs``): a trained-on step's update work is paid once per pass.
+        reused_seeds: how many of the first seeds find some of their runs finished in ``reuse_from`` (a profile run
+            after the default: ``budget.reused_seeds``).
+        reused_arms: which runs those seeds reuse (``"before"`` and arm names; ``budget.reused_arms``).
     """
 
     seeds: int
@@ -87,6 +92,9 @@ class AblationPlan:
     judge_every: int = 0
     warm_start: bool = True
     cores: int = 2
+    update_passes: int = 1
+    reused_seeds: int = 0
+    reused_arms: tuple[str, ...] = ()
 
 
 _JUDGED = {"policy", "policy_judge", "full", "step_only"}  # arms whose judge votes during training and evaluation
@@ -118,7 +126,8 @@ def estimate_seconds(plan: AblationPlan, costs: StepCosts | None = None) -> dict
     Returns:
         ``warm_start``, ``evaluation`` (per seed: "before" and every arm's final evaluation), ``training`` (per
         seed), ``judge_probes`` (per seed), ``overhead`` (per seed) and ``total`` (the warm start plus the seeds'
-        work spread over ``min(jobs, cores, seeds)`` parallel workers).
+        work spread over ``min(jobs, cores, seeds)`` parallel workers; the first ``reused_seeds`` seeds skip their
+        ``reused_arms``). The per-seed parts are those of a seed that runs everything.
 
     Raises:
         ValueError: a non-positive count.
@@ -132,37 +141,41 @@ def estimate_seconds(plan: AblationPlan, costs: StepCosts | None = None) -> dict
         plan.eval_episodes,
         plan.max_steps,
         plan.eval_max_steps,
+        plan.update_passes,
     )
     if min(counts) < 1:
         raise ValueError(f"plan: expected positive counts, got {plan}")
+    fresh = _seed_parts(plan, c, plan.arms, before=True)
+    reused = min(plan.reused_seeds, plan.seeds)
+    left = tuple(a for a in plan.arms if a not in plan.reused_arms)
+    partial = _seed_parts(plan, c, left, before="before" not in plan.reused_arms)
+    warm = c.warm_start_s if plan.warm_start else 0.0
+    work = (plan.seeds - reused) * sum(fresh.values()) + reused * sum(partial.values())
+    return {"warm_start": warm, **fresh, "total": warm + work / min(plan.jobs, plan.cores, plan.seeds)}
+
+
+def _seed_parts(plan: AblationPlan, c: StepCosts, arms: tuple[str, ...], *, before: bool) -> dict[str, float]:
+    """One seed's ``evaluation``, ``training``, ``judge_probes`` and ``overhead`` seconds for ``arms``."""
     # "before" evaluates the starting judge too, and labels the probe set
-    evaluation = _evaluation(plan, c, judged=True) + _probe_steps(plan, c) * c.planner_s
+    evaluation = _evaluation(plan, c, judged=True) + _probe_steps(plan, c) * c.planner_s if before else 0.0
     training = probes = 0.0
     train_steps = c.episode_steps(plan.max_steps)
-    for arm in plan.arms:
+    for arm in arms:
         evaluation += _evaluation(plan, c, judged=arm in _JUDGED)
         episodes = plan.episodes_per_iteration + (plan.rewrite_episodes if arm == "full" else 0)
-        per_step = c.policy_s + c.engine_s + c.update_s + (c.judge_s if arm in _JUDGED else 0.0)
+        per_step = c.policy_s + c.engine_s + c.update_s * plan.update_passes + (c.judge_s if arm in _JUDGED else 0.0)
         training += plan.iterations * episodes * train_steps * per_step
         if arm in _JUDGE_TRAINED and plan.judge_every:
             count = (plan.iterations - 1) // plan.judge_every  # the last iteration has the full evaluation
             probes += count * _probe_steps(plan, c) * c.judge_s
-    overhead = (len(plan.arms) + 1) * c.run_overhead_s
-    per_seed = evaluation + training + probes + overhead
-    warm = c.warm_start_s if plan.warm_start else 0.0
-    return {
-        "warm_start": warm,
-        "evaluation": evaluation,
-        "training": training,
-        "judge_probes": probes,
-        "overhead": overhead,
-        "total": warm + per_seed * plan.seeds / min(plan.jobs, plan.cores, plan.seeds),
-    }
+    overhead = (len(arms) + int(before)) * c.run_overhead_s
+    return {"evaluation": evaluation, "training": training, "judge_probes": probes, "overhead": overhead}
 
 
 def plan_from_config(cfg: Any, cores: int) -> tuple[AblationPlan, StepCosts]:
     """The plan and the costs (``cfg.budget``) of an ablation config (an ``ablate.yaml`` composition)."""
     judge_episodes = cfg.eval.get("judge_episodes")
+    budget = cfg.get("budget") or {}
     plan = AblationPlan(
         seeds=len(cfg.seeds),
         jobs=int(cfg.jobs),
@@ -172,17 +185,34 @@ def plan_from_config(cfg: Any, cores: int) -> tuple[AblationPlan, StepCosts]:
         rewrite_episodes=int(cfg.max_rewrites_per_iteration) * int(cfg.group_size),
         max_steps=int(cfg.setting.get("max_steps", 20)),
         eval_max_steps=int(cfg.setting.get("eval_max_steps", 30)),
-        eval_episodes=int(cfg.eval.games) * int(cfg.eval.runs),
+        eval_episodes=_eval_games(cfg) * int(cfg.eval.runs),
         eval_splits=len(cfg.setting.get("eval_splits", None) or cfg.setting.get("eval_quest_lengths", None) or [0]),
         judge_episodes=None if judge_episodes is None else int(judge_episodes),
         oracle_episodes=int(cfg.eval.oracle_episodes),
         judge_every=int(cfg.eval.get("judge_every", 0)),
         warm_start=bool(cfg.warm_start.enabled) and cfg.setting.name == "alfworld",
         cores=max(1, cores),
+        update_passes=max(int(cfg.optim.get("policy_epochs", 1)), int(cfg.optim.get("judge_epochs", 1))),
+        reused_seeds=int(budget.get("reused_seeds", 0)) if cfg.get("reuse_from") else 0,
+        reused_arms=tuple(str(a) for a in budget.get("reused_arms", ())),
     )
     known = {f.name for f in fields(StepCosts)}
-    costs = StepCosts(**{k: float(v) for k, v in (cfg.get("budget") or {}).items() if k in known})
+    costs = StepCosts(**{k: float(v) for k, v in budget.items() if k in known})
     return plan, costs
+
+
+def _eval_games(cfg: Any) -> int:
+    """Games per evaluation split: ``eval.games``, or (null, ALFWorld) the mean size of the whole splits."""
+    if cfg.eval.games is not None:
+        return int(cfg.eval.games)
+    if cfg.setting.name != "alfworld":
+        raise ValueError(f"eval.games: null (whole splits) is estimated for alfworld only, not {cfg.setting.name}")
+    from rlanything_core.envs.alfworld.data import list_games, resolve_data_root
+
+    root = resolve_data_root(cfg.setting.data_root)
+    types = tuple(cfg.setting.task_types)
+    sizes = [len(list_games(split, root, task_types=types)) for split in cfg.setting.eval_splits.values()]
+    return max(1, round(sum(sizes) / len(sizes)))
 
 
 def main(argv: list[str]) -> None:

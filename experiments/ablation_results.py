@@ -7,7 +7,9 @@ A run folder holds ``logs/metrics.csv`` (training rows and evaluation rows, the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import csv
+import io
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,21 @@ from experiments.ablation_stats import Curve, curve
 from experiments.eval_record import read_eval_metrics, read_eval_outcomes
 from rlanything_core.lightning import csv_logger
 
-__all__ = ["ArmRun", "eval_rows", "final_eval", "game_success", "read_arm_run", "read_before_run", "read_metrics"]
+__all__ = [
+    "ALL_SPLITS",
+    "EPISODE_COLUMNS",
+    "ArmRun",
+    "eval_rows",
+    "final_eval",
+    "game_success",
+    "read_arm_run",
+    "read_before_run",
+    "read_metrics",
+    "render_episodes_csv",
+]
+
+EPISODE_COLUMNS = ("arm", "seed", "split", "game", "run", "episode_seed", "success", "steps")
+"""The columns of ``episodes.csv``: one row per evaluation episode of every arm and seed (the table's raw data)."""
 
 
 @dataclass
@@ -91,8 +107,14 @@ def read_before_run(seed: int, run_dir: Path) -> ArmRun:
     )
 
 
+ALL_SPLITS = "*"
+"""The ``split`` of :func:`game_success` that pools every evaluation split (games named ``<split>/<game>``)."""
+
+
 def game_success(runs: Sequence[ArmRun], split: str) -> dict[tuple[int, str], float] | None:
     """Per ``(seed, game)`` of ``split``, the fraction of its evaluation runs won; None if a run kept no outcomes.
+
+    ``split`` :data:`ALL_SPLITS` pools the splits: the games are then ``<split>/<game>``.
 
     Raises:
         ValueError: a seed's outcomes hold no episode of ``split``.
@@ -101,9 +123,36 @@ def game_success(runs: Sequence[ArmRun], split: str) -> dict[tuple[int, str], fl
     for run in runs:
         if run.outcomes is None:
             return None
-        mine = [o for o in run.outcomes if o["split"] == split]
+        mine = [o for o in run.outcomes if split in (ALL_SPLITS, o["split"])]
         if not mine:
             raise ValueError(f"arm {run.arm}, seed {run.seed}: no evaluation episode of split {split!r}")
         for o in mine:
-            units.setdefault((run.seed, str(o["task_id"])), []).append(bool(o["won"]))
+            game = f"{o['split']}/{o['task_id']}" if split == ALL_SPLITS else str(o["task_id"])
+            units.setdefault((run.seed, game), []).append(bool(o["won"]))
     return {u: sum(w) / len(w) for u, w in units.items()}
+
+
+def render_episodes_csv(results: Mapping[str, Sequence[ArmRun]], episode_seed: Callable[[int, str], int]) -> str:
+    """Every evaluation episode of every arm and seed as CSV (:data:`EPISODE_COLUMNS`), to redo the analysis.
+
+    Args:
+        results: arm -> its runs (``"before"`` included); runs without outcomes add no rows.
+        episode_seed: ``(training seed, split) -> the seed of that split's evaluation episodes`` (the collector seeds
+            step ``t`` of game ``g``'s run ``j`` with ``derive_seed(episode_seed, g, j, t)``).
+
+    Returns:
+        The CSV text, rows ordered by arm (as given), seed, split, game, run; ``success`` is 0 or 1.
+    """
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(EPISODE_COLUMNS)
+    for arm, runs in results.items():
+        for run in sorted(runs, key=lambda r: r.seed):
+            ordered = sorted(run.outcomes or [], key=lambda o: (str(o["split"]), str(o["task_id"]), int(o["run"])))
+            for o in ordered:
+                split = str(o["split"])
+                writer.writerow(
+                    [arm, run.seed, split, o["task_id"], int(o["run"]), episode_seed(run.seed, split),
+                     int(bool(o["won"])), int(o["steps"])]
+                )  # fmt: skip
+    return out.getvalue()

@@ -41,6 +41,7 @@ FORWARDED = (
     "group_size",
     "num_votes",
     "lam",
+    "balance_judge_targets",
     "policy_band",
     "judge_band",
     "env_band",

@@ -2,8 +2,10 @@
 
 Rows: Before Optimization, Outcome Only (GRPO), Policy, Policy + Reward, Policy + Reward + Env, Step-only. Columns:
 the paper's metrics as mean ± 95% t-interval half-width over seeds; then, per policy metric with per-episode outcomes
-(In-Dom, OOD), the row's paired difference from the outcome-only row with its 95% bootstrap interval over
-(seed, game) pairs; then the policy and judge updates each seed made.
+(In-Dom, OOD), the row's paired difference from the outcome-only row with its 95% seed-level bootstrap interval
+(seeds, then games within them: ``ablation_stats.hierarchical_bootstrap_difference``); then the policy and judge
+updates each seed made. Below the table: the minimum detectable difference (80% power) of the design, planned
+(``stats.pair_sd``, ``stats.seed_sd``) and as measured on the full arm's pairs (``ablation_power``).
 """
 
 from __future__ import annotations
@@ -11,17 +13,19 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from omegaconf import DictConfig
 
-from experiments.ablation_results import ArmRun, game_success
-from experiments.ablation_stats import PairedDifference, mean_ci, paired_bootstrap_difference
+from experiments.ablation_power import minimum_detectable_difference, observed_noise
+from experiments.ablation_results import ALL_SPLITS, ArmRun, game_success
+from experiments.ablation_stats import PairedDifference, hierarchical_bootstrap_difference, mean_ci
 
 __all__ = [
     "LABELS",
     "REFERENCE",
     "Cell",
+    "Power",
     "Table",
     "build_table",
     "columns",
@@ -77,11 +81,14 @@ def columns(cfg: DictConfig) -> list[tuple[str, str]]:
 
 
 def paired_columns(cfg: DictConfig) -> list[tuple[str, str]]:
-    """``(header, split)`` of the paired-difference columns: the success rate of each distinct evaluation split."""
+    """``(header, split)`` of the paired-difference columns: the success rate of each distinct evaluation split,
+    then, with two splits, of both pooled (:data:`ALL_SPLITS`: every evaluation game, the main question's column)."""
     id_split, ood_split = split_names(cfg)
     if "eval_set" in cfg.setting:
         return []  # coding keeps no per-problem outcomes
-    return [("In-Dom", id_split)] + ([("OOD", ood_split)] if ood_split != id_split else [])
+    if ood_split == id_split:
+        return [("In-Dom", id_split)]
+    return [("In-Dom", id_split), ("OOD", ood_split), ("All", ALL_SPLITS)]
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,29 @@ class Cell:
     mean: float
     half: float
     n: int
+
+
+@dataclass(frozen=True)
+class Power:
+    """The design's minimum detectable difference on one paired column (in points, 80% power, two-sided 5%).
+
+    Attributes:
+        seeds: seeds paired.
+        units_per_seed: paired games per seed.
+        planned: the MDD with the planning noise (``stats.pair_sd`` per game, ``stats.seed_sd`` across seeds).
+        pair_sd: the planning ``pair_sd``.
+        seed_sd: the planning ``seed_sd``.
+        measured: the MDD with the noise measured on the compared arm's pairs, or None (no such arm).
+        measured_on: the arm it was measured on.
+    """
+
+    seeds: int
+    units_per_seed: int
+    planned: float
+    pair_sd: float
+    seed_sd: float
+    measured: float | None = None
+    measured_on: str | None = None
 
 
 @dataclass(frozen=True)
@@ -104,6 +134,7 @@ class Table:
         paired: per row, its paired differences from outcome-only in ``paired_headers`` order, in % (None: the
             reference row itself, or no per-episode outcomes).
         updates: per row, ``(seed, policy updates, judge updates)`` of each seed's run.
+        power: per paired column, the design's minimum detectable difference (None: no paired outcomes).
     """
 
     headers: list[str]
@@ -111,6 +142,7 @@ class Table:
     rows: dict[str, list[Cell | None]]
     paired: dict[str, list[PairedDifference | None]]
     updates: dict[str, list[tuple[int, int, int]]]
+    power: list[Power | None] = field(default_factory=list)
 
 
 def _cells(runs: Sequence[ArmRun], metric_columns: Sequence[tuple[str, str]]) -> list[Cell | None]:
@@ -130,8 +162,33 @@ def _paired(
     ref = game_success([r for r in reference if r.seed in seeds], split)
     if not arm or not ref:
         return None
-    d = paired_bootstrap_difference(arm, ref, samples=samples, seed=seed)  # raises when the games differ
+    d = hierarchical_bootstrap_difference(arm, ref, samples=samples, seed=seed)  # raises when the games differ
     return PairedDifference(100 * d.estimate, 100 * d.low, 100 * d.high, d.units)
+
+
+MEASURED_ON = ("full", "policy_judge", "policy", "step_only")
+"""The arm whose pairs with outcome-only measure the design's noise: the first of these that ran."""
+
+
+def _power(cfg: DictConfig, results: Mapping[str, Sequence[ArmRun]], split: str) -> Power | None:
+    """The column's MDD: planned from ``cfg.stats`` on the reference's (seeds, games), measured on an arm's pairs."""
+    reference = list(results.get(REFERENCE, []))
+    ref = game_success(reference, split) if reference else None
+    if not ref:
+        return None
+    seeds = len({s for s, _ in ref})
+    units = max(1, len(ref) // seeds)
+    stats = cfg.get("stats") or {}
+    pair_sd, seed_sd = float(stats.get("pair_sd", 0.45)), float(stats.get("seed_sd", 0.0))
+    planned = 100 * minimum_detectable_difference(pair_sd, units, seeds, seed_sd=seed_sd)
+    for arm in MEASURED_ON:
+        runs = [r for r in results.get(arm, []) if r.seed in {s for s, _ in ref}]
+        values = game_success(runs, split) if runs else None
+        if values:
+            common = set(values) & set(ref)
+            noise = observed_noise({u: values[u] for u in common}, {u: ref[u] for u in common})
+            return Power(seeds, units, planned, pair_sd, seed_sd, 100 * noise.mdd(), arm)
+    return Power(seeds, units, planned, pair_sd, seed_sd)
 
 
 def build_table(
@@ -159,6 +216,7 @@ def build_table(
             for _, split in pairs
         ]
         table.updates[arm] = [(r.seed, r.policy_updates, r.judge_updates) for r in runs]
+    table.power.extend(_power(cfg, results, split) for _, split in pairs)
     return table
 
 
@@ -191,7 +249,25 @@ def render_markdown(table: Table, caption: str) -> str:
             _shown_updates(table.updates[arm], arm),
         ]
         lines.append(f"| {LABELS[arm]} | " + " | ".join(shown) + " |")
+    notes = [_shown_power(h, p) for h, p in zip(table.paired_headers, table.power) if p is not None]
+    if notes:
+        lines += [
+            "",
+            "Minimum detectable difference (80% power, two-sided 5%) of this design: " + "; ".join(notes) + ".",
+        ]
     return "\n".join(lines) + "\n"
+
+
+def _shown_power(header: str, p: Power) -> str:
+    measured = (
+        ""
+        if p.measured is None
+        else f", {p.measured:.1f} with the noise measured on {LABELS[str(p.measured_on)]} vs outcome-only"
+    )
+    return (
+        f"{header} {p.planned:.1f} points planned ({p.seeds} seeds x {p.units_per_seed} games, paired sd "
+        f"{p.pair_sd:g} per game, seed sd {p.seed_sd:g}){measured}"
+    )
 
 
 def render_csv(table: Table) -> str:
@@ -230,8 +306,9 @@ def render_csv(table: Table) -> str:
 
 
 def full_beats_outcome_only(table: Table) -> str:
-    """``"true"`` only when the full arm's paired interval on the main metric lies above 0; ``"na"`` without one."""
+    """``"true"`` only when the full arm's paired interval on the main question's column (every evaluation game when
+    the splits are pooled, else the first split) lies above 0; ``"na"`` without one."""
     paired = table.paired.get("full")
-    if not paired or paired[0] is None:
+    if not paired or paired[-1] is None:
         return "na"
-    return str(paired[0].excludes_zero_above).lower()
+    return str(paired[-1].excludes_zero_above).lower()

@@ -25,6 +25,7 @@ __all__ = [
     "loop_driver",
     "textworld_spec",
     "textworld_tasks",
+    "training_pool_summary",
 ]
 
 
@@ -129,6 +130,7 @@ def loop_driver(
         lam=float(cfg.lam),
         policy_band=band(cfg, "policy_band"),
         judge_band=band(cfg, "judge_band"),
+        balance_judge_targets=bool(cfg.get("balance_judge_targets", False)),
     )
 
 
@@ -227,11 +229,42 @@ def alfworld_games(cfg: DictConfig) -> tuple[list[Any], dict[str, list[Any]], An
 
     root = resolve_data_root(cfg.setting.data_root)
     types = tuple(cfg.setting.task_types)
-    train = list_games(cfg.setting.train_split, root, task_types=types)
-    if cfg.setting.train_games is not None:
-        train = train[: int(cfg.setting.train_games)]
     evals = {k: _eval_games(cfg, list_games(v, root, task_types=types)) for k, v in cfg.setting.eval_splits.items()}
+    train = _train_games(cfg, list_games(cfg.setting.train_split, root, task_types=types), evals)
     return train, evals, root
+
+
+def _train_games(cfg: DictConfig, games: list[Any], evals: dict[str, list[Any]]) -> list[Any]:
+    """The training pool: ``setting.train_games`` of the training split's games drawn like the evaluation games.
+
+    Every task type in proportion (``stratified_sample``, seed ``setting.train_sample_seed``), never a game the
+    evaluation plays (the same ``<task folder>/<trial folder>``): the split's first games are sorted by type, so a
+    prefix of 32 held only two of the six types the evaluation measures (issue 27).
+    """
+    from experiments.config_checks import ConfigError
+    from rlanything_core.envs.alfworld.sampling import stratified_sample
+
+    evaluated = {game_id(g.game_file) for split in evals.values() for g in split}
+    candidates = [g for g in games if game_id(g.game_file) not in evaluated]
+    wanted = cfg.setting.train_games
+    n = len(candidates) if wanted is None else int(wanted)
+    if n > len(candidates):
+        raise ConfigError(
+            "setting.train_games",
+            f"{n} games asked, but {cfg.setting.train_split} holds {len(candidates)} outside the evaluation games",
+            f"set setting.train_games <= {len(candidates)} or null",
+        )
+    seed = int(cfg.setting.get("train_sample_seed", 0))
+    return stratified_sample(candidates, n, stratum=lambda g: g.task_type, seed=seed)
+
+
+def training_pool_summary(train: list[Any]) -> dict[str, Any]:
+    """What the run's metadata records about the training pool: its size, games per task type, the game ids."""
+    per_type: dict[str, int] = {}
+    for g in train:
+        per_type[g.task_type] = per_type.get(g.task_type, 0) + 1
+    ids = [game_id(g.game_file) for g in train]
+    return {"games": len(train), "per_type": dict(sorted(per_type.items())), "ids": ids}
 
 
 def _eval_games(cfg: DictConfig, games: list[Any]) -> list[Any]:

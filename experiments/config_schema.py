@@ -137,6 +137,8 @@ class OptimSchema:
     judge_lr: float = _f(3e-4, gt=0)
     policy_updates: int = _f(1, ge=1)
     judge_updates: int = _f(1, ge=1)
+    policy_epochs: int = _f(1, ge=1)  # passes over an iteration's rows (PPO epochs), each of policy_updates steps
+    judge_epochs: int = _f(1, ge=1)
     micro_batch_tokens: int = _f(8192, ge=1)
     max_grad_norm: float = _f(1.0, gt=0)
     clip_eps_low: float = _f(0.2, ge=0, lt=1)
@@ -179,6 +181,7 @@ class TopLevelSchema:
     group_size: int = _f(4, ge=1)
     num_votes: int = _f(3, ge=0)  # >= 1 when the arm uses the judge (config_checks)
     lam: float = _f(1.0, ge=0)
+    balance_judge_targets: bool = False  # won and failed steps weigh the same in the judge's targets (issue 27)
     policy_band: list[float] = _f([0.125, 0.875])
     judge_band: list[float] = _f([0.2, 0.8])
     env_band: list[float] = _f([0.2, 0.8])
@@ -210,6 +213,7 @@ class AlfworldSetting(_AgentSetting):
 
     data_root: str | None = None
     train_split: str = "valid_train"
+    train_sample_seed: int = _f(0, ge=0)  # which training games the stratified pool draws (issue 27)
     task_types: list[int] = _f([1, 2, 3, 4, 5, 6])
     eval_splits: dict[str, str] = field(default_factory=dict)
     rewriter: Rewriter = Rewriter.rules

@@ -56,7 +56,7 @@ def target_nodes(key: str, node: Any) -> list[tuple[str, DictConfig]]:
     if isinstance(node, DictConfig):
         if "_target_" in node:
             found.append((key, node))
-        items = [(f"{key}.{k}" if key else str(k), k) for k in node]
+        items = [(f"{key}.{k!s}" if key else str(k), k) for k in node]
     elif isinstance(node, ListConfig):
         items = [(f"{key}[{i}]", i) for i in range(len(node))]
     else:

@@ -40,6 +40,8 @@ def make_module(cfg: DictConfig, module_cls: Any, policy: Any, judge: Any, judge
         judge_optimizer=judge_optimizer,
         policy_updates=int(o.policy_updates),
         judge_updates=int(o.judge_updates),
+        policy_epochs=int(o.get("policy_epochs", 1)),
+        judge_epochs=int(o.get("judge_epochs", 1)),
         micro_batch_tokens=int(o.micro_batch_tokens),
         max_grad_norm=float(o.max_grad_norm),
         sharding=sharding(cfg),
@@ -71,7 +73,7 @@ def make_trainer(cfg: DictConfig, run_dir: Path, callbacks: list[Any]) -> Any:
     from rlanything_core.lightning.csv_logger import ResumableCSVLogger
 
     # a rerun appends to logs/metrics.csv; a repeated iteration or evaluation replaces its rows (each once, in order)
-    loggers = [
+    loggers: list[Any] = [
         ResumableCSVLogger(str(run_dir), name="logs", version="", replay_key="iteration", eval_key="eval/iteration")
     ]
     if importlib.util.find_spec("tensorboard") is not None or importlib.util.find_spec("tensorboardX") is not None:
@@ -89,7 +91,7 @@ def make_trainer(cfg: DictConfig, run_dir: Path, callbacks: list[Any]) -> Any:
         devices=t.devices,
         num_nodes=int(t.num_nodes),
         strategy=strategy,
-        precision=str(t.precision),
+        precision=str(t.precision),  # type: ignore[arg-type]  # checked by the config schema
         max_epochs=int(cfg.iterations),
         reload_dataloaders_every_n_epochs=1,  # one iteration per epoch (see RolloutDataModule)
         logger=loggers,

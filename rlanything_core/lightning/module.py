@@ -68,8 +68,14 @@ class RLAnythingModule(L.LightningModule):
             still votes).
         policy_optimizer: builds the policy optimizer from parameters (Hydra ``_partial_``).
         judge_optimizer: same for the judge.
-        policy_updates: optimizer steps per iteration for the policy (the paper: 4 in ALFWorld).
-        judge_updates: optimizer steps per iteration for the judge.
+        policy_updates: optimizer steps per pass over the iteration's rows for the policy: its minibatches (the
+            paper: 4 in ALFWorld).
+        judge_updates: the same for the judge.
+        policy_epochs: passes over the iteration's rows for the policy (PPO epochs); each pass makes its
+            ``policy_updates`` steps, against the old log-probs of the pre-update weights. The metrics of the passes
+            after the first are logged apart, as ``policy/later/<metric>`` (their KL and clipping measure how far
+            the earlier passes moved the policy).
+        judge_epochs: the same for the judge.
         micro_batch_tokens: token budget of one forward/backward (real tokens when packed, padded ones otherwise).
         max_grad_norm: gradient clipping (the paper's DeepSpeed config: 1.0).
         sharding: how ``configure_model`` shards both models with FSDP2 when the strategy provides a device mesh
@@ -93,6 +99,8 @@ class RLAnythingModule(L.LightningModule):
         judge_optimizer: OptimizerFactory = _default_optimizer,
         policy_updates: int = 1,
         judge_updates: int = 1,
+        policy_epochs: int = 1,
+        judge_epochs: int = 1,
         micro_batch_tokens: int = 8192,
         max_grad_norm: float = 1.0,
         sharding: ShardingConfig | None = None,
@@ -102,6 +110,8 @@ class RLAnythingModule(L.LightningModule):
         super().__init__()
         if policy_updates < 1 or judge_updates < 1:
             raise ValueError(f"policy_updates, judge_updates: expected >= 1, got {policy_updates}, {judge_updates}")
+        if policy_epochs < 1 or judge_epochs < 1:
+            raise ValueError(f"policy_epochs, judge_epochs: expected >= 1, got {policy_epochs}, {judge_epochs}")
         if micro_batch_tokens < 1:
             raise ValueError(f"micro_batch_tokens: expected >= 1, got {micro_batch_tokens}")
         self.automatic_optimization = False
@@ -117,6 +127,8 @@ class RLAnythingModule(L.LightningModule):
         self.judge_optimizer_factory = judge_optimizer
         self.policy_updates = policy_updates
         self.judge_updates = judge_updates
+        self.policy_epochs = policy_epochs
+        self.judge_epochs = judge_epochs
         self.micro_batch_tokens = micro_batch_tokens
         self.max_grad_norm = max_grad_norm
         self.sharding = sharding
@@ -207,11 +219,17 @@ class RLAnythingModule(L.LightningModule):
         metrics["iteration"] = float(data.iteration)
 
         started = time.perf_counter()
-        metrics.update(self._update("policy", self.policy, opts[0], data.policy, self.policy_updates, self.policy_loss))
+        metrics.update(
+            self._update(
+                "policy", self.policy, opts[0], data.policy, self.policy_updates, self.policy_epochs, self.policy_loss
+            )
+        )
         if self.trains_judge:
             assert self.judge is not None and self.judge_row_loss is not None
             loss_fn = self.judge_row_loss
-            judge_metrics = self._update("judge", self.judge, opts[1], data.judge, self.judge_updates, loss_fn)
+            judge_metrics = self._update(
+                "judge", self.judge, opts[1], data.judge, self.judge_updates, self.judge_epochs, loss_fn
+            )
             metrics.update(judge_metrics)
         metrics["time/update_s"] = time.perf_counter() - started  # both models' updates (old log-probs included)
         self.update_history.append(metrics)
@@ -314,16 +332,21 @@ class RLAnythingModule(L.LightningModule):
         optimizer: Any,
         rows: TrainingRows | None,
         updates: int,
+        epochs: int,
         loss_fn: PolicyLoss,
     ) -> dict[str, float]:
-        """Run ``updates`` optimizer steps on ``rows`` (possibly none on this rank); return averaged metrics.
+        """Run ``epochs`` passes of ``updates`` optimizer steps on ``rows`` (possibly none on this rank).
+
+        Returns averaged metrics, those of the passes after the first under ``<name>/later/``.
 
         The same path for both models: ``loss_fn(logprobs, old_logprobs, advantages, mask)`` on each micro-batch of
-        rows, with the rows' final advantages and the global token/sequence counts of the minibatch.
+        rows, with the rows' final advantages and the global token/sequence counts of the minibatch. The old
+        log-probs are those of the weights before the iteration's first step, in every pass (PPO's ratio).
         """
         logs: dict[str, list[float]] = {}
         old_all = self._old_logprobs(model, rows) if rows is not None or is_sharded(model) else None
-        for k in range(updates):
+        for epoch, k in ((e, k) for e in range(epochs) for k in range(updates)):
+            prefix = name if epoch == 0 else f"{name}/later"
             if rows is not None:
                 index = (rows.group % updates == k).nonzero().squeeze(1)
             else:
@@ -351,8 +374,8 @@ class RLAnythingModule(L.LightningModule):
                     )
                     for key, value in out.metrics.items():
                         if value.numel() == 1:
-                            logs.setdefault(f"{name}/{key}", []).append(_logged(value))
-                    logs.setdefault(f"{name}/loss", []).append(_logged(out.loss))
+                            logs.setdefault(f"{prefix}/{key}", []).append(_logged(value))
+                    logs.setdefault(f"{prefix}/loss", []).append(_logged(out.loss))
             model.eval()
             self._sync_and_step(model, optimizer)
             logs.setdefault(f"{name}/updates", []).append(1.0)

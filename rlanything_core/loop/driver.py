@@ -24,6 +24,7 @@ from rlanything_core.loop.adaptation import EnvironmentAdaptation
 from rlanything_core.loop.iteration import IterationData, build_iteration, empty_iteration
 from rlanything_core.loop.pool_sync import PoolSnapshots
 from rlanything_core.losses.consistency import ConsistencyRewardLoss
+from rlanything_core.rewards.targets import ConsistencyTargets
 from rlanything_core.seeding import derive_seed
 
 __all__ = ["AgentLoopDriver"]
@@ -47,6 +48,8 @@ class AgentLoopDriver(PoolSnapshots):
         lam: ``lam`` of the integrated reward ``R = O + lam * mean(votes)`` (the judge's targets; an
             ``IntegratedIntegrator`` standardizes the same ``R``). ``None``: the integrator's ``lam``, else 1.
         policy_band / judge_band: success-rate bands of the tasks whose data train the policy / the judge.
+        balance_judge_targets: weight each task group's won and failed steps equally in the judge's consistency
+            targets (``ConsistencyTargets(balance_outcomes=True)``; a departure from the paper, issue 27).
     """
 
     def __init__(
@@ -65,6 +68,7 @@ class AgentLoopDriver(PoolSnapshots):
         lam: float | None = None,
         policy_band: tuple[float, float] = (1 / 8, 7 / 8),
         judge_band: tuple[float, float] = (0.2, 0.8),
+        balance_judge_targets: bool = False,
     ) -> None:
         if tasks_per_iteration < 1:
             raise ValueError(f"tasks_per_iteration: expected >= 1, got {tasks_per_iteration}")
@@ -84,6 +88,14 @@ class AgentLoopDriver(PoolSnapshots):
         self.lam = float(lam if lam is not None else integrator_lam if integrator_lam is not None else 1.0)
         self.policy_band = policy_band
         self.judge_band = judge_band
+        self.judge_targets: ConsistencyTargets | None = None
+        if judge_loss is not None:
+            built = judge_loss.target_builder
+            self.judge_targets = (
+                ConsistencyTargets(format_penalty=built.format_penalty, eps=built.eps, balance_outcomes=True)
+                if balance_judge_targets
+                else built
+            )
 
     # ------------------------------------------------------------------------------------------- one iteration
     def __call__(self, iteration: int) -> IterationData:
@@ -118,7 +130,7 @@ class AgentLoopDriver(PoolSnapshots):
             iteration=iteration,
             integrator=self.integrator,
             pad_id=self.pad_id,
-            judge_targets=None if self.judge_loss is None else self.judge_loss.target_builder,
+            judge_targets=self.judge_targets,
             lam=self.lam,
             num_votes=None if self.judge is None else self.judge.num_votes,
             policy_band=self.policy_band,

@@ -64,7 +64,7 @@ class EncoderJudge(nn.Module):
         self.tokenizer = tokenizer
         self.layout = ScorerRowLayout(len(tokenizer))
         self.max_tokens = int(max_tokens)
-        self.stats: dict[str, int] = {"texts": 0, "truncated_texts": 0}
+        self.stats: dict[str, int] = {"texts": 0, "truncated_texts": 0, "vote_rows": 0, "vote_forwards": 0}
 
     def text_ids(self, text: str) -> TokenIds:
         """The step text's ids within the budget (truncation counted)."""
@@ -93,7 +93,14 @@ class EncoderJudge(nn.Module):
         for n in scored:
             if rows[n].choice not in (0, 1):
                 raise ValueError(f"input_ids: row {n} holds no judge vote (choice {rows[n].choice}, expected 0 or 1)")
-        logp = self.vote_log_probs([rows[n].text for n in scored])
+        # The m vote rows of a step share one text: one forward of each distinct text (its top layers and head), read
+        # by every row that holds it; exact, since the encoder has no dropout (``load_minilm``), and the gradient of a
+        # shared text sums its rows' gradients, as separate forwards would.
+        distinct: dict[TokenIds, int] = {}
+        which = torch.tensor([distinct.setdefault(rows[n].text, len(distinct)) for n in scored])
+        logp = self.vote_log_probs(list(distinct))[which]
+        self.stats["vote_rows"] += len(scored)
+        self.stats["vote_forwards"] += len(distinct)
         picked = logp[torch.arange(len(scored)), torch.tensor([rows[n].choice for n in scored])]
         cols = torch.tensor([rows[n].position for n in scored])
         return out.index_put((torch.tensor(scored), cols), picked.float().to(out.device))

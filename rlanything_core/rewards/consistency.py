@@ -15,6 +15,7 @@ from rlanything_core._validation import (
     check_bool,
     check_finite_where,
     check_floating,
+    check_index,
     check_shape,
     check_tensor,
 )
@@ -29,7 +30,7 @@ from rlanything_core.advantages._checks import (
 )
 from rlanything_core.constants import EPS, FORMAT_PENALTY
 
-__all__ = ["consistency_targets", "standardize_votes", "vote_agreement"]
+__all__ = ["balanced_step_weights", "consistency_targets", "standardize_votes", "vote_agreement"]
 
 
 def consistency_targets(
@@ -149,3 +150,57 @@ def vote_agreement(votes: Tensor, vote_valid: Tensor, outcome: Tensor) -> Tensor
     total = vv.sum()
     rate = agree.sum().to(torch.float64) / total.clamp(min=1).to(torch.float64)
     return rate.to(v.dtype)
+
+
+def balanced_step_weights(outcome: Tensor, step_mask: Tensor, group_index: Tensor) -> Tensor:
+    """Per-step weights that give a task group's won and failed episodes' steps equal total weight.
+
+    Why: with ``lam <= 1`` the sign of the integrated reward is the outcome's, so the consistency targets push a
+    vote toward ``+1`` on every step of a won episode and toward ``-1`` on every step of a failed one. Failed episodes
+    run to the step limit and hold most steps, so unweighted targets teach the judge the class balance (an all ``-1``
+    judge), not which steps progress (issue 27). Within a group with ``n`` steps, ``n_won`` of them in won episodes
+    (outcome ``> 0``) and ``n_failed`` in the others, a won step weighs ``n / (2 n_won)`` and a failed one
+    ``n / (2 n_failed)``: each class totals ``n / 2`` whatever the episodes' lengths, and the group's total stays
+    ``n`` (the loss's scale is unchanged). A group whose episodes all won or all failed has nothing to balance:
+    weight 1.
+
+    The weights multiply the *standardized* targets (``ConsistencyTargets(balance_outcomes=True)``): the per-step
+    z-score over the ``m`` votes is invariant to a positive factor shared by the step's votes, so a weight applied
+    before it would cancel.
+
+    Args:
+        outcome: ``(B,)`` floating, finite; ``> 0`` is a won episode.
+        step_mask: ``(B, S)`` bool, the steps each episode took.
+        group_index: ``(B,)`` int64 task group of each episode.
+
+    Returns:
+        ``(B, S)`` float32 weights, ``> 0`` on ``step_mask`` and 0 elsewhere.
+
+    Examples:
+        >>> import torch
+        >>> outcome = torch.tensor([1.0, -1.0])
+        >>> steps = torch.tensor([[True, False, False], [True, True, True]])
+        >>> balanced_step_weights(outcome, steps, torch.tensor([0, 0]))
+        tensor([[2.0000, 0.0000, 0.0000],
+                [0.6667, 0.6667, 0.6667]])
+    """
+    out = check_tensor("outcome", outcome)
+    check_floating("outcome", out)
+    check_shape("outcome", out, (None,))
+    check_finite_where("outcome", out, torch.ones_like(out, dtype=torch.bool))
+    mask = check_tensor("step_mask", step_mask)
+    check_bool("step_mask", mask)
+    check_shape("step_mask", mask, (out.shape[0], None))
+    groups = check_tensor("group_index", group_index)
+    check_index("group_index", groups)
+    check_shape("group_index", groups, (out.shape[0],))
+    won = out > 0
+    steps = mask.sum(dim=1).to(torch.float64)  # (B,) steps per episode
+    size = int(groups.max()) + 1 if groups.numel() else 0
+    won_steps = torch.zeros(size, dtype=torch.float64).index_add_(0, groups, steps * won)
+    failed_steps = torch.zeros(size, dtype=torch.float64).index_add_(0, groups, steps * ~won)
+    total = won_steps + failed_steps
+    mixed = (won_steps > 0) & (failed_steps > 0)
+    mine = torch.where(won, won_steps[groups], failed_steps[groups])  # steps of this episode's class in its group
+    weight = torch.where(mixed[groups], total[groups] / (2 * mine.clamp(min=1)), torch.ones_like(mine))
+    return (weight.unsqueeze(1) * mask).to(torch.float32)

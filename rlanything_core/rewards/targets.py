@@ -23,7 +23,12 @@ from torch import Tensor
 from rlanything_core._validation import check_floating, check_number, check_shape, check_tensor
 from rlanything_core.constants import EPS, FORMAT_PENALTY
 from rlanything_core.masking import masked_mean
-from rlanything_core.rewards.consistency import consistency_targets, standardize_votes, vote_agreement
+from rlanything_core.rewards.consistency import (
+    balanced_step_weights,
+    consistency_targets,
+    standardize_votes,
+    vote_agreement,
+)
 from rlanything_core.types import StepBatch
 
 __all__ = ["ConsistencyTargets", "batch_votes"]
@@ -36,9 +41,15 @@ class ConsistencyTargets:
     vote, ``format_penalty`` for an unparseable one; z-scored over the ``m`` outputs of that step (a step whose
     targets have zero variance standardizes to 0).
 
+    With ``balance_outcomes``, each step's standardized targets are then weighted so that a task group's won and
+    failed episodes' steps carry equal total weight (``rewards.consistency.balanced_step_weights``): the judge's
+    expected push no longer depends on how many steps won and failed episodes have. A departure from the paper
+    (PAPER §2.3 weights every step alike), off by default here; ``docs/results.md`` says when it is chosen and why.
+
     Args:
         format_penalty: raw target of an unparseable judge output.
         eps: degenerate-std threshold of the per-step standardization, ``>= 0``.
+        balance_outcomes: weight won and failed episodes' steps equally per task group.
 
     Examples:
         >>> import torch
@@ -51,12 +62,20 @@ class ConsistencyTargets:
         tensor([ 1.4018, -0.5392, -0.8627])
     """
 
-    def __init__(self, *, format_penalty: float = FORMAT_PENALTY, eps: float = EPS) -> None:
+    def __init__(
+        self, *, format_penalty: float = FORMAT_PENALTY, eps: float = EPS, balance_outcomes: bool = False
+    ) -> None:
         self.eps = check_number("eps", eps, ge=0.0)  # refuses NaN/inf, which ``eps < 0`` lets through
         self.format_penalty = check_number("format_penalty", format_penalty)
+        if not isinstance(balance_outcomes, bool):
+            raise ValueError(f"balance_outcomes: expected a bool, got {balance_outcomes!r}")
+        self.balance_outcomes = balance_outcomes
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(format_penalty={self.format_penalty}, eps={self.eps})"
+        return (
+            f"{type(self).__name__}(format_penalty={self.format_penalty}, eps={self.eps}, "
+            f"balance_outcomes={self.balance_outcomes})"
+        )
 
     def __call__(self, batch: StepBatch, step_reward: Tensor) -> tuple[Tensor, Tensor]:
         """Raw and standardized targets on the vote grid.
@@ -66,14 +85,19 @@ class ConsistencyTargets:
             step_reward: ``(B, S)`` floating integrated step rewards ``R_{tau_i}`` (e.g. ``integrated_step_reward``).
 
         Returns:
-            ``(raw, standardized)``, both ``(B, S, M)``; 0 outside ``vote_mask``.
+            ``(raw, standardized)``, both ``(B, S, M)``; 0 outside ``vote_mask``. With ``balance_outcomes`` the
+            standardized targets carry the steps' balancing weights.
         """
         votes, vote_mask, vote_valid = batch_votes(batch)
         check_tensor("step_reward", step_reward)
         check_floating("step_reward", step_reward)
         check_shape("step_reward", step_reward, tuple(batch.step_mask.shape))
         raw = consistency_targets(step_reward, votes, vote_mask, vote_valid, format_penalty=self.format_penalty)
-        return raw, standardize_votes(raw, vote_mask, eps=self.eps)
+        standardized = standardize_votes(raw, vote_mask, eps=self.eps)
+        if self.balance_outcomes:
+            weights = balanced_step_weights(batch.outcome, batch.step_mask, batch.group_index)
+            standardized = standardized * weights.to(standardized.dtype).unsqueeze(-1)
+        return raw, standardized
 
     def rows(self, batch: StepBatch, step_reward: Tensor) -> Tensor:
         """``(N,)`` standardized targets in row order (``vote_mask.nonzero()`` order): the judge rows' advantages."""

@@ -46,7 +46,8 @@ def test_a_textworld_ablation_writes_the_table_and_resumes(tmp_path: Path) -> No
     runs = json.loads((out / "runs.json").read_text())
     for name, run_dir in runs.items():  # relocatable: paths relative to the results folder
         assert run_dir == f"runs/{name}" and (out / run_dir / "logs" / "metrics.csv").is_file(), run_dir
-    for name in ("table.md", "table.csv", "curves.png", "judge.png", "accepted.png", "config.yaml", "meta.json"):
+    for name in ("table.md", "table.csv", "episodes.csv", "curves.png", "judge.png", "accepted.png", "config.yaml",
+                 "meta.json"):
         assert (out / name).is_file(), name
     with open(out / "table.csv") as fh:
         rows = list(csv.DictReader(fh))
@@ -67,6 +68,11 @@ def test_a_textworld_ablation_writes_the_table_and_resumes(tmp_path: Path) -> No
     }  # fmt: skip
     assert len(played) == 8 and len({json.dumps(v) for v in played.values()}) == 1
     assert rows[1]["In-Dom diff"] == "" and all(r["In-Dom pairs"] == "2" for r in rows if r is not rows[1])
+    with open(out / "episodes.csv") as fh:  # every evaluation episode: 4 rows x 2 seeds x 1 game x 1 run
+        episodes = list(csv.DictReader(fh))
+    assert len(episodes) == 8 and {e["arm"] for e in episodes} == {"before", "outcome_only", "full", "step_only"}
+    assert len({e["episode_seed"] for e in episodes if e["seed"] == "0"}) == 1  # the arms of a seed: paired
+    assert len({e["episode_seed"] for e in episodes}) == 2  # the seeds: independent draws
     for row in rows[2:]:
         assert float(row["In-Dom diff low"]) <= float(row["In-Dom diff"]) <= float(row["In-Dom diff high"])
     meta = json.loads((out / "meta.json").read_text())

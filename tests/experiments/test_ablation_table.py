@@ -42,7 +42,9 @@ def test_a_clear_paired_gain_makes_full_beat_outcome_only() -> None:
     table = build_table(CFG, results(better, base), samples=2000, seed=0)
     d = table.paired["full"][0]
     assert d is not None and d.estimate == pytest.approx(25.0) and d.low > 0 and d.units == 64  # 2 seeds x 32
-    assert table.paired["outcome_only"] == [None, None]  # the reference row
+    assert table.paired["outcome_only"] == [None, None, None]  # the reference row
+    pooled = table.paired["full"][2]  # both splits: every evaluation game of both seeds
+    assert pooled is not None and pooled.estimate == pytest.approx(25.0) and pooled.units == 128
     assert full_beats_outcome_only(table) == "true"
     assert table.updates["full"] == [(0, 4, 4), (1, 4, 4)]
     text = render_markdown(table, "caption")
@@ -57,10 +59,11 @@ def test_equal_or_worse_arms_never_beat_outcome_only_even_with_a_higher_mean() -
     base = [k % 4 == 0 for k in range(32)]
     assert full_beats_outcome_only(build_table(CFG, results(base, base), samples=500)) == "false"
     one_more = list(base)
-    one_more[1] = True  # a higher mean by one game: the old mean comparison said "true"
+    one_more[1] = one_more[2] = True  # a higher mean by one game (two won, one lost): the old mean comparison
+    one_more[0] = False  # said "true"
     table = build_table(CFG, results(one_more, base), samples=2000)
-    d = table.paired["full"][0]
-    assert d is not None and d.estimate > 0 and d.low <= 0
+    for d in table.paired["full"]:  # In-Dom, OOD, and both pooled (the verdict's column)
+        assert d is not None and d.estimate > 0 and d.low <= 0
     assert full_beats_outcome_only(table) == "false"
 
 
@@ -70,7 +73,7 @@ def test_runs_without_outcomes_give_na_and_unpaired_games_are_refused() -> None:
     for r in no_outcomes["full"]:
         r.outcomes = None
     table = build_table(CFG, no_outcomes, samples=100)
-    assert table.paired["full"] == [None, None] and full_beats_outcome_only(table) == "na"
+    assert table.paired["full"] == [None, None, None] and full_beats_outcome_only(table) == "na"
     assert "–" in render_markdown(table, "c")
     mismatched = results(base, base)
     mismatched["full"][0] = run("full", 0, base, games=["a", "b", "c", "d"])
@@ -112,6 +115,12 @@ def test_the_estimate_adds_up_the_costs() -> None:
     assert estimate_seconds(plan(judge_episodes=1), c)["evaluation"] < parts["evaluation"]
     with pytest.raises(ValueError, match="positive"):
         estimate_seconds(plan(eval_episodes=0), c)
+    # two PPO passes pay the update once more per trained-on step: outcome-only 80 steps, full 160
+    assert estimate_seconds(plan(update_passes=2), c)["training"] == parts["training"] + 80 + 160
+    # a seed that reuses "before" and outcome-only runs only the full arm: evaluation, training, overhead of full
+    reused = estimate_seconds(plan(reused_seeds=1, reused_arms=("before", "outcome_only")), c)
+    full_only = judged_eval + 2 * 8 * 10 * 3 + 100 + 1 * 2 * 2 * 10 * 1
+    assert reused["total"] == 1000 + (per_seed + full_only) / 2
 
 
 def test_the_default_profile_is_estimated_within_its_budget() -> None:
@@ -132,3 +141,42 @@ def test_the_estimate_prints_for_a_profile_without_running_it(capsys: pytest.Cap
     main(["+profile=smoke"])
     parts = dict(item.split("=") for item in capsys.readouterr().out.split(" (")[0].split())
     assert float(parts["total"]) <= float(parts["budget"]) == 3.0
+
+
+def test_the_table_states_its_designs_minimum_detectable_difference() -> None:
+    from experiments.ablation_power import minimum_detectable_difference
+
+    base = [k % 4 == 0 for k in range(32)]
+    better = [w or k % 4 == 1 for k, w in enumerate(base)]
+    cfg = OmegaConf.merge(CFG, {"stats": {"pair_sd": 0.4, "seed_sd": 0.02}})
+    table = build_table(cfg, results(better, base), samples=500)
+    power = table.power[0]
+    assert power is not None and (power.seeds, power.units_per_seed) == (2, 32)
+    assert power.planned == pytest.approx(100 * minimum_detectable_difference(0.4, 32, 2, seed_sd=0.02))
+    # measured on the full arm: 8 of 32 games differ by +1 in both seeds (sd sqrt(0.25 * 0.75 * 32 / 31))
+    assert power.measured_on == "full"
+    assert power.measured == pytest.approx(100 * minimum_detectable_difference((0.25 * 0.75 * 32 / 31) ** 0.5, 32, 2))
+    text = render_markdown(table, "c")
+    assert "Minimum detectable difference (80% power, two-sided 5%)" in text and f"{power.planned:.1f} points" in text
+    no_outcomes = {k: [ArmRun(r.arm, r.seed, r.final) for r in v] for k, v in results(base, base).items()}
+    assert build_table(CFG, no_outcomes, samples=100).power == [None, None, None]
+
+
+def test_episodes_csv_holds_every_evaluation_episode_of_every_arm_and_seed() -> None:
+    from experiments.ablation_results import EPISODE_COLUMNS, render_episodes_csv
+
+    base = [k % 4 == 0 for k in range(8)]
+    res = results(base, base)
+    text = render_episodes_csv(res, lambda seed, split: 1000 * seed + len(split))
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert tuple(rows[0]) == EPISODE_COLUMNS
+    assert len(rows) == 3 * 2 * 2 * 8  # arms x seeds x splits x games
+    first = rows[0]
+    assert (first["arm"], first["seed"], first["split"], first["game"], first["run"]) == (
+        "before", "0", "in_distribution", "g0", "0",
+    )  # fmt: skip
+    assert first["episode_seed"] == str(len("in_distribution")) and first["success"] == "1" and first["steps"] == "5"
+    wins = sum(int(r["success"]) for r in rows if r["arm"] == "full" and r["seed"] == "1")
+    assert wins == 2 * sum(base)  # both splits
+    empty = {"full": [ArmRun("full", 0, {})]}
+    assert render_episodes_csv(empty, lambda s, p: 0).strip() == ",".join(EPISODE_COLUMNS)

@@ -26,7 +26,7 @@ def test_arms_and_seeds_get_the_same_stratified_games_and_each_seed_its_own_epis
     from experiments.agent_setting import alfworld_games, evaluation_episode_seed
 
     default = _compose()
-    assert default.eval.games * default.eval.runs >= 64  # episodes per split and seed
+    assert default.eval.games is None  # whole splits (issue 27): every game of valid_seen and valid_unseen
     plans, episode_seeds = {}, {}
     for arm in ("outcome_only", "full"):
         for seed in (0, 1):
@@ -42,11 +42,13 @@ def test_arms_and_seeds_get_the_same_stratified_games_and_each_seed_its_own_epis
     assert evaluation_episode_seed(shared) == int(shared.eval.seed)
     games = plans["full", 0]
     assert set(games) == {"in_distribution", "out_of_distribution"}
-    for names in games.values():
+    for names, size in zip(games.values(), (140, 134)):
         types = Counter(Path(n).parent.parent.name.split("-", 1)[0] for n in names)
-        assert len(names) == default.eval.games and len(types) == 6  # all six task types
-    other = alfworld_games(_compose("eval.sample_seed=1"))[1]
-    assert [str(g.game_file) for g in other["in_distribution"]] != games["in_distribution"]
+        assert len(names) == len(set(names)) == size and len(types) == 6  # all six task types
+    drawn = alfworld_games(_compose("eval.games=64"))[1]["in_distribution"]
+    other = alfworld_games(_compose("eval.games=64", "eval.sample_seed=1"))[1]["in_distribution"]
+    assert len(drawn) == 64 and len({g.task_type for g in drawn}) == 6
+    assert [str(g.game_file) for g in other] != [str(g.game_file) for g in drawn]
 
 
 @pytest.mark.slow

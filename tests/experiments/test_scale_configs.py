@@ -191,7 +191,7 @@ def test_the_ablation_default_keeps_its_values() -> None:
     with initialize_config_dir(config_dir=str(EXPERIMENTS / "conf"), version_base="1.3"):
         cfg = compose(config_name="ablate", overrides=["+setting=alfworld"])
     values = (cfg.iterations, cfg.optim.policy_lr, cfg.optim.policy_updates, cfg.setting.max_steps)
-    assert (*values, cfg.setting.train_games) == (6, 3e-5, 4, 20, 32)  # ablate.yaml's, not train.yaml's or a scale's
+    assert (*values, cfg.setting.train_games) == (12, 3e-5, 4, 20, 32)  # ablate.yaml's, not train.yaml's or a scale's
 
 
 @pytest.mark.parametrize(

@@ -136,7 +136,7 @@ def test_the_model_is_in_training_mode_during_the_updates_forwards(monkeypatch: 
     modes: list[tuple[bool, bool]] = []  # (training, grad enabled) at each forward
     layer = decoder_layers(policy)[0]  # the logprob path may call the decoder, not the model's own forward
     layer.register_forward_pre_hook(lambda m, args: modes.append((m.training, torch.is_grad_enabled())))
-    module._update("policy", policy, torch.optim.SGD(policy.parameters(), lr=0.1), rows, 1, module.policy_loss)
+    module._update("policy", policy, torch.optim.SGD(policy.parameters(), lr=0.1), rows, 1, 1, module.policy_loss)
     update_forwards = [training for training, grad in modes if grad]
     assert update_forwards and all(update_forwards)  # every forward with grad (the update's) ran in train mode
     assert not policy.training  # back in eval mode for rollouts

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 from rlanything_core.advantages.integrators import IntegratedIntegrator
 from rlanything_core.collect.agent import RolloutStats
@@ -73,3 +74,37 @@ def test_the_collected_episodes_are_not_judged_in_place(tmp_path: Path) -> None:
     data = driver(0)
     assert data.judge is not None and data.metrics["judge_votes"] == 12.0  # the rows come from the judged copies
     assert collector.returned and all(not s.judge for e in collector.returned for s in e.steps)
+
+
+class UnevenRollouts(TwoRollouts):
+    """Won in one step, lost in three (failed episodes run longer, as at the step limit)."""
+
+    def collect(self, tasks: Sequence[Any], *, seed: int, task_ids: Sequence[str],
+                group_ids: Sequence[int]) -> tuple[list[Episode], RolloutStats]:
+        step = lambda t: AgentStep(f"obs {t}", ["look"], [1, 2], [3], [-0.5], "look", "look")  # noqa: E731
+        self.returned = [Episode(tid, g, "goal", [step(t) for t in range(n)], won=won)
+                         for tid, g in zip(task_ids, group_ids) for won, n in ((True, 1), (False, 3))]
+        return self.returned, RolloutStats(episodes=len(self.returned))
+
+
+@pytest.mark.parametrize("balance", [False, True])
+def test_balanced_judge_targets_weigh_won_and_failed_steps_equally(tmp_path: Path, balance: bool) -> None:
+    """4 steps: the won one weighs 4 / (2 * 1) = 2, each failed one 4 / (2 * 3) = 2/3 (unbalanced: 1 and 1)."""
+    advantages = {}
+    for k, flag in enumerate((False, balance)):
+        driver = AgentLoopDriver(
+            collector=UnevenRollouts(),  # type: ignore[arg-type]
+            judge=JudgeCollector(object(), num_votes=3, votes=PatternVotes()),
+            integrator=IntegratedIntegrator(), judge_loss=ConsistencyRewardLoss(),
+            pool=TaskPool.create(tmp_path / str(k), [TaskSpec("t0", "alfworld", "t0")]),
+            to_env_task=lambda spec: spec, adaptation=None, tasks_per_iteration=1, seed=0, pad_id=0,
+            balance_judge_targets=flag,
+        )  # fmt: skip
+        driver.save_initial_pool()
+        data = driver(0)
+        assert data.judge is not None
+        advantages[flag] = data.judge.advantages
+    plain, chosen = advantages[False], advantages[balance]
+    assert plain.shape == chosen.shape == (6,)  # the won step's 3 votes, then the second failed step's 3
+    expected = torch.tensor([2.0] * 3 + [2 / 3] * 3) if balance else torch.ones(6)
+    assert torch.allclose(chosen, plain * expected)

@@ -73,3 +73,31 @@ def test_a_judge_text_over_the_budget_is_cut_and_counted(minilm_judge_model: Any
     ids = minilm_judge_model.text_ids("result: " + "you see a mug 1, " * 100)
     assert len(ids) == minilm_judge_model.max_tokens - 2
     assert minilm_judge_model.stats["truncated_texts"] == before + 1
+
+
+def test_the_m_vote_rows_of_a_step_share_one_forward_with_the_same_values_and_gradients(
+    minilm_judge_model: Any,
+) -> None:
+    """Issue 27: the 3 vote rows of each step hold one text; one forward per text gives what a forward per row gives."""
+    judge = minilm_judge_model
+    judged, _ = JudgeCollector(judge, num_votes=3, votes=EncoderVotes()).judge([_episode()], seed=5)
+    rows = judge_rows(judged, pad_id=0)
+    params = [p for p in judge.parameters() if p.requires_grad]
+    before = dict(judge.stats)
+    judge.zero_grad()
+    shared = judge.row_logprobs(rows.input_ids, rows.attention_mask, rows.response_mask)
+    shared.sum().backward()
+    shared_grads = [p.grad.clone() for p in params]  # type: ignore[union-attr]
+    assert judge.stats["vote_rows"] - before["vote_rows"] == 6
+    assert judge.stats["vote_forwards"] - before["vote_forwards"] == 2  # two steps
+    # the reference: every row on its own forward
+    judge.zero_grad()
+    single = torch.stack([
+        judge.row_logprobs(rows.input_ids[n : n + 1], rows.attention_mask[n : n + 1], rows.response_mask[n : n + 1])[0]
+        for n in range(rows.num_rows)
+    ])  # fmt: skip
+    single.sum().backward()
+    assert torch.allclose(shared, single, atol=1e-6)
+    for a, p in zip(shared_grads, params):
+        assert torch.allclose(a, p.grad, atol=1e-6)  # type: ignore[arg-type]
+    judge.zero_grad()

@@ -1,0 +1,82 @@
+"""The ablation's profiles (issue 27, items 4-7): budgets by the estimate, the power of their designs, their arms."""
+
+from __future__ import annotations
+
+import pytest
+from _runs import REPO
+
+from experiments.ablation_budget import estimate_seconds, plan_from_config
+from experiments.ablation_power import minimum_detectable_difference
+
+pytestmark = pytest.mark.alfworld  # the whole splits' sizes come from the games
+
+
+def _compose(*overrides: str):  # type: ignore[no-untyped-def]
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base=None):
+        return compose("ablate", overrides=["+setting=alfworld", *overrides])
+
+
+def _split_sizes(cfg) -> list[int]:  # type: ignore[no-untyped-def]
+    from experiments.agent_setting import alfworld_games
+
+    return [len(games) for games in alfworld_games(cfg)[1].values()]
+
+
+def _minutes(cfg) -> float:  # type: ignore[no-untyped-def]
+    return estimate_seconds(*plan_from_config(cfg, cores=2))["total"] / 60
+
+
+def test_the_default_answers_the_main_question_within_an_hour_with_a_six_point_mdd() -> None:
+    cfg = _compose()
+    assert list(cfg.arms) == ["outcome_only", "full"] and len(cfg.seeds) >= 2  # with "before": the three rows
+    assert cfg.eval.games is None and cfg.eval.every == 0  # whole splits, at the start and the end only
+    sizes = _split_sizes(cfg)
+    assert sizes == [140, 134]
+    assert _minutes(cfg) <= float(cfg.budget.minutes) == 60
+    pooled = 100 * minimum_detectable_difference(
+        float(cfg.stats.pair_sd), sum(sizes) * int(cfg.eval.runs), len(cfg.seeds), seed_sd=float(cfg.stats.seed_sd)
+    )
+    assert pooled <= 6.0
+
+
+def test_the_full_profile_runs_every_arm_with_five_seeds_within_three_hours_and_detects_five_points() -> None:
+    default, cfg = _compose(), _compose("+profile=full")
+    assert list(cfg.arms) == ["outcome_only", "policy", "policy_judge", "full", "step_only"]
+    assert len(cfg.seeds) >= 5 and cfg.reuse_from == "default"
+    assert _minutes(cfg) <= float(cfg.budget.minutes) <= 180
+    for size in _split_sizes(cfg):  # per split
+        mdd = minimum_detectable_difference(float(cfg.stats.pair_sd), size, len(cfg.seeds))
+        assert 100 * mdd <= 5.0
+    # the runs it reuses are the default's: the same training and evaluation
+    for key in ("iterations", "tasks_per_iteration", "group_size", "optim", "eval", "setting", "warm_start"):
+        assert cfg[key] == default[key], key
+    cold = _compose("+profile=full", "reuse_from=null")
+    assert _minutes(cold) > _minutes(cfg)  # the estimate counts the reuse only when there is one
+
+
+def test_the_hard_profile_trains_and_evaluates_on_the_three_hard_types_only() -> None:
+    from experiments.agent_setting import alfworld_games
+
+    cfg = _compose("+profile=hard")
+    train, evals, _ = alfworld_games(cfg)
+    hard = {"pick_clean_then_place_in_recep", "pick_cool_then_place_in_recep", "pick_two_obj_and_place"}
+    assert {g.task_type for g in train} == hard and len(train) == cfg.setting.train_games
+    assert all({g.task_type for g in games} == hard for games in evals.values())
+    assert [len(v) for v in evals.values()] == [76, 69]
+    assert _minutes(cfg) <= float(cfg.budget.minutes)
+
+
+def test_the_smoke_profile_keeps_every_arm_and_its_three_minutes() -> None:
+    cfg = _compose("+profile=smoke")
+    assert len(cfg.arms) == 5 and _minutes(cfg) <= float(cfg.budget.minutes) == 3
+
+
+def test_the_arms_get_the_ablations_judge_target_and_epoch_settings() -> None:
+    """ablate.py forwards them to every arm's train.py config (balance_judge_targets was dropped before)."""
+    from experiments.ablation_runs import _overrides
+
+    cfg = _compose("balance_judge_targets=true", "optim.policy_epochs=3")
+    forwarded = _overrides(cfg)
+    assert "++balance_judge_targets=true" in forwarded and "++optim.policy_epochs=3" in forwarded

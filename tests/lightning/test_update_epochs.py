@@ -1,0 +1,82 @@
+"""PPO epochs: ``policy_epochs`` / ``judge_epochs`` passes over an iteration's rows, each of ``*_updates`` minibatch
+steps, all against the old log-probs of the weights before the iteration's first step (issue 27, item 2)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from test_update_device import _fit, _rows
+
+from rlanything_core.lightning.module import RLAnythingModule
+from rlanything_core.loop.iteration import IterationData
+from rlanything_core.losses.consistency import ConsistencyRewardLoss
+from rlanything_core.models.tiny import tiny_causal_lm
+
+
+def _module(**kwargs: int) -> RLAnythingModule:
+    return RLAnythingModule(
+        tiny_causal_lm(64, hidden=16, layers=1, seed=0),
+        tiny_causal_lm(64, hidden=16, layers=1, seed=1),
+        judge_loss=ConsistencyRewardLoss(),
+        policy_optimizer=lambda p: torch.optim.AdamW(p, lr=1e-2),
+        judge_optimizer=lambda p: torch.optim.AdamW(p, lr=1e-2),
+        micro_batch_tokens=24,
+        **kwargs,
+    )
+
+
+def _data() -> IterationData:
+    return IterationData(iteration=0, policy=_rows(6, 12, seed=0), judge=_rows(8, 10, seed=1))
+
+
+def test_each_epoch_makes_its_minibatch_steps_and_logs_its_later_passes_apart() -> None:
+    module = _module(policy_updates=2, judge_updates=1, policy_epochs=3, judge_epochs=2)
+    _fit(module, _data())
+    (history,) = module.update_history
+    assert history["policy/updates"] == 6 and history["judge/updates"] == 2
+    for name in ("policy", "judge"):
+        assert {f"{name}/approx_kl", f"{name}/clip_frac", f"{name}/later/approx_kl", f"{name}/later/clip_frac"} <= set(
+            history
+        )
+        assert history[f"{name}/later/approx_kl"] > 0.0  # the later passes see how far the first one moved
+
+
+def test_one_epoch_is_the_single_pass_and_logs_nothing_later() -> None:
+    default, explicit = (
+        _module(policy_updates=2, judge_updates=2),
+        _module(policy_updates=2, judge_updates=2, policy_epochs=1, judge_epochs=1),
+    )
+    _fit(default, _data())
+    _fit(explicit, _data())
+    assert not any("/later/" in k for k in default.update_history[0])
+    assert default.update_history[0]["policy/updates"] == 2
+    for a, b in zip(default.parameters(), explicit.parameters()):
+        assert torch.equal(a, b)
+
+
+def test_old_logprobs_stay_those_of_the_pre_update_weights_across_epochs() -> None:
+    """One minibatch, two passes: the second pass's ratio is against the weights before the first step.
+
+    Were the old log-probs recomputed per pass, the second pass would start at ratio 1 (approx KL exactly 0), and the
+    old log-probs would be computed twice.
+    """
+    module = _module(policy_updates=1, judge_updates=1, policy_epochs=2, judge_epochs=2)
+    calls: list[str] = []
+    original = module._old_logprobs
+
+    def counted(model, rows):  # type: ignore[no-untyped-def]
+        calls.append("policy" if model is module.policy else "judge")
+        return original(model, rows)
+
+    module._old_logprobs = counted  # type: ignore[method-assign]
+    _fit(module, _data())
+    (history,) = module.update_history
+    assert calls == ["policy", "judge"]  # once per model and iteration, before any step
+    assert history["policy/approx_kl"] == pytest.approx(0.0, abs=1e-6)  # the first pass starts at the old weights
+    assert history["policy/later/approx_kl"] > 1e-6 and history["judge/later/approx_kl"] > 1e-6
+
+
+@pytest.mark.parametrize("bad", [{"policy_epochs": 0}, {"judge_epochs": 0}])
+def test_fewer_than_one_epoch_is_refused(bad: dict[str, int]) -> None:
+    with pytest.raises(ValueError, match="policy_epochs, judge_epochs"):
+        _module(**bad)
