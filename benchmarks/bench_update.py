@@ -122,7 +122,7 @@ def _library_update(model: Any, rows: Any, device: torch.device, args: argparse.
     module.manual_backward = lambda loss, *a, **k: loss.backward()  # type: ignore[method-assign]
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-6, weight_decay=0.0)
     loss_fn = PolicyLoss()
-    return lambda: module._update("policy", model, optimizer, rows, 1, loss_fn)
+    return lambda: module._update("policy", model, optimizer, rows, 1, 1, loss_fn)
 
 
 def _plain_update(model: Any, rows: Any, device: torch.device, args: argparse.Namespace) -> Any:
