@@ -43,9 +43,13 @@ def _score(request: dict[str, Any]) -> dict[str, Any]:
     try:
         _limit(limits["time_s"], limits["memory_mb"], limits["file_mb"])
         t = request["task"]
-        task = DesktopTask(t["task_id"], t["instruction"], t["config"], t["evaluator"], Path(t["task_dir"]), t["raw"])
+        task = DesktopTask(
+            t["task_id"], t["instruction"], tuple(t["config"]), t["evaluator"], Path(t["task_dir"]), t["raw"],
+            cache_dir=None if t["cache_dir"] is None else Path(t["cache_dir"]), cache_key=t["cache_key"],
+            json_path=None if t["json_path"] is None else Path(t["json_path"]),
+        )
         fs = EpisodeFS(request["root"], owner=request.get("owner"))
-        ctx = StepContext(fs, None, None, task.task_dir, tuple(request["screen"]))
+        ctx = StepContext(fs, None, None, task.task_dir, tuple(request["screen"]), task.files)
         outcome = score_files(task, ctx, postconfig_error=request["postconfig_error"])
         return {"score": outcome.score, "metrics": [list(m) for m in outcome.metrics], "error": outcome.error}
     except MemoryError:

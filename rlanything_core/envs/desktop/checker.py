@@ -127,8 +127,11 @@ class Checker:
             The outcome (score 0 with the broken limit named when the check broke one) and that limit.
         """
         proc = self._proc if self._proc is not None and self._proc.poll() is None else self._start()
+        # the whole task: its file cache (OSWorld's gold files) and its key too, or the check finds no expected file
         t = {"task_id": task.task_id, "instruction": task.instruction, "config": task.config,
-             "evaluator": task.evaluator, "task_dir": str(task.task_dir), "raw": task.raw}
+             "evaluator": task.evaluator, "task_dir": str(task.task_dir), "raw": task.raw,
+             "cache_dir": None if task.cache_dir is None else str(task.cache_dir), "cache_key": task.cache_key,
+             "json_path": None if task.json_path is None else str(task.json_path)}
         request = {"task": t, "root": str(fs.root), "owner": fs.owner, "screen": list(screen),
                    "postconfig_error": postconfig_error, "limits": asdict(self.limits)}
         assert proc.stdin is not None
