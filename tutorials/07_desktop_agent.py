@@ -34,6 +34,7 @@
 # %%
 import json
 import tempfile
+import time
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -72,7 +73,8 @@ print("evaluator:", vm_json(raw["evaluator"]))
 #
 # `LocalDesktopEnv` owns one Xvfb display, one LibreOffice profile and one sandboxed action worker. `reset(task)`
 # gives the app a fresh profile and fresh files and runs the task's `config`; the observation holds the instruction
-# and a screenshot (a `PIL.Image`).
+# and a screenshot (a `PIL.Image`). `reset` returns once Calc's window is up; its first frame can come before Calc has
+# painted the sheet (an agent would `WAIT` one step), so the notebook waits for a drawn frame before showing it.
 
 # %%
 def show(image, title):
@@ -83,10 +85,19 @@ def show(image, title):
     plt.show()
 
 
+def drawn(env, shot, timeout_s=10.0):
+    """The first frame with the window painted: a bare window frame has a few hundred colours, a drawn sheet more."""
+    deadline = time.monotonic() + timeout_s
+    while shot.getcolors(1000) is not None and time.monotonic() < deadline:
+        time.sleep(0.2)
+        shot = env.display.screenshot()
+    return shot
+
+
 env = LocalDesktopEnv(settle_s=0.3)
 obs = env.reset(TASK)
 print("instruction:", obs.instruction, "| step:", obs.step)
-show(obs.screenshot, "after reset: sales.xlsx open in Calc")
+show(drawn(env, obs.screenshot), "after reset: sales.xlsx open in Calc")
 
 # %% [markdown]
 # Actions are OSWorld's: `pyautogui` code (run in the sandboxed worker, which sees only the display), or the special
