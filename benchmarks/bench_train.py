@@ -6,7 +6,7 @@ Same samples (ALFWorld step prompts of real, uneven lengths with a response each
 (``PolicyLoss``, seq-mean-token-mean), one optimizer step over all samples on each side, measured side by side:
 
 - baseline: every sample padded to the longest sample of the set, one sample per forward/backward, logits at every
-  position (the reference trainer, REFERENCE_IMPL §4);
+  position (the reference trainer, Open-AgentRL train/alfworld_train.py);
 - ours: rows sorted by length into micro-batches of at most ``--max-tokens`` padded tokens, each padded to its own
   longest row, the vocabulary head evaluated only where response tokens are predicted.
 

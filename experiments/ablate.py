@@ -8,7 +8,7 @@ start with `experiments/train.py` (each run resumable in its own directory):
     policy         integrated feedback, judge frozen                       (Table 1 "Policy")
     policy_judge   + judge optimized with consistency feedback             (Table 1 "Policy + Reward")
     full           + environment adaptation (full RLAnything)              (Table 1 "Policy + Reward + Env")
-    step_only      step-wise rewards of the full arm's optimized judge, no outcome (PAPER §6.1)
+    step_only      step-wise rewards of the full arm's optimized judge, no outcome (arXiv 2602.02488)
 
 Every arm and seed is evaluated on the same games with the same episode seeds (``eval.games`` x ``eval.runs``
 episodes per split, ALFWorld's games drawn over all six task types by ``eval.sample_seed``), so the table gives,

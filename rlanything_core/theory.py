@@ -1,4 +1,4 @@
-"""Theorems 1 and 2 of the paper as functions (PAPER §3), for property tests, tutorials and sizing ``m``.
+"""Theorems 1 and 2 of the paper as functions (arXiv 2602.02488), for property tests, tutorials and sizing ``m``.
 
 Theorem 1: with ``m`` i.i.d. judge votes per step, ``p_plus = P(vote = +1 | step of a success)`` and
 ``p_minus = P(vote = -1 | step of a failure)``, the precision ``A = P(mean vote on tau+ > mean vote on tau-)`` tends to
@@ -106,7 +106,7 @@ def _outcome_and_vote(outcome: Tensor, mean_vote: Tensor) -> tuple[Tensor, Tenso
 
 
 def consistency_reward(outcome: Tensor, mean_vote: Tensor, vote: Tensor, *, lam: float = 1.0) -> Tensor:
-    """General-``lam`` consistency reward ``(O + lam * s_bar) * S`` (PAPER §2.1, §2.3), float64.
+    """General-``lam`` consistency reward ``(O + lam * s_bar) * S`` (arXiv 2602.02488), float64.
 
     Args:
         outcome: outcomes in ``{-1, +1}``.
@@ -158,7 +158,7 @@ class Theorem2Sides:
 
 
 def theorem2_sides(outcome: Tensor, mean_vote: Tensor, p: Tensor, *, lam: float = 1.0) -> Theorem2Sides:
-    """Evaluate both sides of Theorem 2's identity (PAPER §3 reconstruction; holds for every ``lam``).
+    """Evaluate both sides of Theorem 2's identity (arXiv 2602.02488; holds for every ``lam``).
 
     The step reward ``R = O + lam s`` is treated as fixed with respect to the judged vote (stop-gradient), so a vote
     drawn with ``P(+1) = p`` has expected consistency reward ``R (2p - 1)``.

@@ -1,4 +1,4 @@
-"""Theorems 1 and 2 (PAPER §3, properties T1a-T1d, T2a-T2c): exact values, bounds, limits, identity."""
+"""Theorems 1 and 2 (arXiv 2602.02488, properties T1a-T1d, T2a-T2c): exact values, bounds, limits, identity."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@
 # %% [markdown]
 # # 03 · Environment adaptation: a pool of ALFWorld tasks drifts into the difficulty band
 #
-# RLAnything rewrites tasks whose success rate leaves the band `(0.2, 0.8)` (PAPER §2.5): too easy → harder,
+# RLAnything rewrites tasks whose success rate leaves the band `(0.2, 0.8)` (arXiv 2602.02488): too easy → harder,
 # too hard → easier. A rewrite replaces its task only if its own fresh success rate moves the right way and stays
 # valid (`accept_rewrite`). This notebook runs that loop on **real ALFWorld games on the real TextWorld engine**:
 #

@@ -176,7 +176,9 @@ def outcome_step_reward(outcome: Tensor, step_mask: Tensor) -> Tensor:
 
 
 def step_only_reward(step_mask: Tensor, votes: Tensor, vote_mask: Tensor, vote_valid: Tensor) -> Tensor:
-    """Step-only reward ``R_{tau_i} = s_bar_{tau_i}`` (an optimized judge's votes replace the outcome, PAPER §6.1).
+    """Step-only reward ``R_{tau_i} = s_bar_{tau_i}``: an optimized judge's votes replace the outcome.
+
+    arXiv 2602.02488 (step-wise signals from the optimized reward model vs outcome signals).
 
     Args:
         step_mask: ``(B, S)`` bool.

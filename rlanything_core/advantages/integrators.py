@@ -4,8 +4,8 @@ Every integrator maps ``batch -> (B, S)`` advantages: build a step reward, then 
 index) (arXiv 2602.02488). Variants are classes (chosen by Hydra with ``_target_``), not string switches.
 
 - :class:`OutcomeOnlyIntegrator`: ``R = O`` ("Outcome Only (GRPO)").
-- :class:`IntegratedIntegrator`: ``R = O + lam * mean_j S_j`` (integrated feedback, §2.1).
-- :class:`StepOnlyIntegrator`: ``R = mean_j S_j`` (an optimized judge's signal alone, §6.1).
+- :class:`IntegratedIntegrator`: ``R = O + lam * mean_j S_j`` (integrated feedback).
+- :class:`StepOnlyIntegrator`: ``R = mean_j S_j`` (an optimized judge's signal alone).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class _Standardizing:
         self.singleton = singleton
 
     def standardize(self, reward: Tensor, batch: StepBatch) -> Tensor:
-        """``(B, S)`` step rewards -> ``(B, S)`` advantages, z-scored per (task group, step index) (PAPER §2.2)."""
+        """``(B, S)`` step rewards -> ``(B, S)`` advantages, z-scored per (task group, step index)."""
         return standardize_per_step(reward, batch.step_mask, batch.group_index, eps=self.eps, singleton=self.singleton)
 
     def __repr__(self) -> str:

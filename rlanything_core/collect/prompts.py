@@ -53,7 +53,7 @@ def agent_messages(
     max_history_turns: int | None = 10,
     boxed_answer: bool = True,
 ) -> Messages:
-    """The policy's prompt for one step of a text game (REFERENCE_IMPL §2.2, as chat messages).
+    """The policy's prompt for one step of a text game (Open-AgentRL sample/alfworld_rl_rollout.py, as chat messages).
 
     Args:
         goal: the task ("put a clean mug in the coffee machine").
@@ -151,7 +151,9 @@ def code_messages(statement: str, *, stdin_io: bool, starter_code: str = "", thi
 def unit_test_messages(
     statement: str, *, sanitize: Callable[[str], str] = _identity, scaffold: bool = False
 ) -> Messages:
-    """The unit-test writer's prompt (REFERENCE_IMPL §2.6): exactly one correct, discriminative test.
+    """The unit-test writer's prompt: exactly one correct, discriminative test.
+
+    The authors' semantics: Open-AgentRL ``sample/llm_reward_rollout.py``.
 
     Args:
         statement: the problem (untrusted: it may be a rewrite by a model).

@@ -16,7 +16,7 @@ __all__ = [
     "check_strict_band",
 ]
 
-# Critic feedback, task rewriters, task pool, metrics (environment adaptation, PAPER §2.5).
+# Critic feedback, task rewriters, task pool, metrics (environment adaptation, arXiv 2602.02488).
 from rlanything_core.environment.feedback import (  # noqa: E402
     FailureNote,
     TaskFeedback,

@@ -1,4 +1,4 @@
-"""Difficulty critic and acceptance rule of environment adaptation (PAPER §2.5, M5-M6).
+"""Difficulty critic and acceptance rule of environment adaptation (arXiv 2602.02488, M5-M6).
 
 A task whose success rate ``acc`` lies outside the open band ``(low, high)`` is rewritten: ``acc >= high`` -> make it
 harder, ``acc <= low`` -> make it easier (the edges themselves trigger a rewrite, as in the authors' code). A rewrite

@@ -1,4 +1,4 @@
-r"""Critic feedback from a finished iteration (PAPER §2.5, REFERENCE_IMPL §2.4 step 1 and §2.7 step 3).
+r"""Critic feedback from a finished iteration (arXiv 2602.02488; Open-AgentRL's rollout and env-rollout stages).
 
 Pure functions over ``records.Episode``: per task the success rate; per failed rollout the high-risk steps (every
 judge vote ``-1``) and a short failure summary, written by an LLM when one is given (the authors' prompt: the task,
@@ -124,7 +124,7 @@ def _trajectory_lines(episode: Episode, max_chars: int) -> list[str]:
 
 
 def failure_summary_chat(episode: Episode, *, max_obs_chars: int = 300) -> list[dict[str, str]]:
-    """The failure-summary prompt for one failed rollout (the authors' semantics, REFERENCE_IMPL §2.4 step 1)."""
+    """The failure-summary prompt for one failed rollout (Open-AgentRL ``sample/alfworld_rl_rollout.py``)."""
     risky = high_risk_steps(episode)
     body = "\n".join(
         [f"Task: {episode.goal}", "Trajectory (step index, observation, action):",
@@ -170,8 +170,8 @@ def build_feedback(
         episodes: the iteration's rollouts (any order, any number per task).
         chat_model: writes the failure summaries (one batched call); ``None`` uses ``template_summary``.
         seed: sampling seed for the LLM call.
-        tasks: only summarise failures of these task ids (the authors summarised every task, REFERENCE_IMPL §7
-            item 23; pass the tasks that will be rewritten). Success rates are computed for all.
+        tasks: only summarise failures of these task ids (the authors summarised every task, a weak point of
+            Open-AgentRL; pass the tasks that will be rewritten). Success rates are computed for all.
 
     Returns:
         task id -> ``TaskFeedback``, in first-seen order.
@@ -215,7 +215,7 @@ def per_test_pass_rates(passed: Sequence[Sequence[bool]]) -> list[float]:
 def coding_feedback(
     task_id: str, goal: str, gt_passed: Sequence[Sequence[bool]], gen_passed: Sequence[Sequence[bool]] = (),
 ) -> TaskFeedback:
-    """Coding critic (REFERENCE_IMPL §2.7): success = a program passes every GT test; per-test pass rates."""
+    """Coding critic (Open-AgentRL ``sample/llm_env_rollout.py``): success = passing every GT test; test pass rates."""
     wins = [all(row) for row in gt_passed]
     return TaskFeedback(task_id=task_id, goal=goal, success_rate=sum(wins) / len(wins) if wins else 0.0,
                         num_rollouts=len(wins), gt_test_pass_rates=per_test_pass_rates(gt_passed),

@@ -1,6 +1,6 @@
 """Environment-adaptation metrics and plots over a ``TaskPool``'s event log.
 
-PAPER §6.2: accepted tasks grow about linearly and their accuracy stays inside the band.
+arXiv 2602.02488: accepted tasks grow about linearly and their accuracy stays inside the band.
 
 Pure functions over ``pool.events`` (dicts with ``type`` in ``candidate | accept | reject | rate``); plots return
 ``matplotlib`` figures and the caller saves them.

@@ -14,7 +14,7 @@ state names exists. One writer: in a multi-process run only the process built wi
 ``from_snapshot`` of the writer's broadcast ``snapshot()``) and get a ``RuntimeError`` from ``save``. There is no
 global state: a pool is an object.
 
-Acceptance (PAPER §2.5): a pending rewrite of a task with success rate ``acc`` is rolled out in the next
+Acceptance (arXiv 2602.02488): a pending rewrite of a task with success rate ``acc`` is rolled out in the next
 iteration; with its fresh success rate ``acc_new`` it replaces the slot's active task iff
 ``accept_rewrite(direction, acc, acc_new, band=band)``; either way it leaves ``pending``.
 """

@@ -2,7 +2,7 @@ r"""Parsing model outputs: the last ``\boxed{...}``, an action index, a judge's 
 
 Pure functions on strings. Unparseable output is data: the parsers return ``None`` (or a vote of ``0``) and the caller
 counts it and applies its documented fallback; nothing here raises on model text, and nothing silently maps garbage to
-action 0 (the reference implementation's behaviour, REFERENCE_IMPL §2.2).
+action 0 (the reference implementation's behaviour, Open-AgentRL sample/alfworld_rl_rollout.py).
 """
 
 from __future__ import annotations
@@ -101,11 +101,11 @@ def parse_action_index(text: str, num_actions: int) -> int | None:
 def parse_vote(text: str) -> int:
     r"""A judge's vote from its last ``\boxed{}``: ``+1``, ``-1``, or ``0`` when unparseable or ambiguous.
 
-    Follows the authors' rule (REFERENCE_IMPL §2.3) with stricter handling of ambiguity: unicode minus signs are
-    normalized (``- 1`` reads as ``-1``) and ``\text{...}``-style wrappers and ``$`` removed; a fraction (``1/2``)
-    gives 0; otherwise every number in the box must equal the same one of ``+1`` / ``-1`` (``1``, ``+1``, ``1.0``,
-    ``score: -1``); any other number (``2``, ``0``, ``1 out of 10``) or both signs (``1 or -1``) gives 0. No box, or
-    an unclosed last box, gives 0. The caller counts 0 as a format failure.
+    Follows the authors' rule (Open-AgentRL sample/alfworld_rl_rollout.py) with stricter handling of ambiguity: unicode
+    minus signs are normalized (``- 1`` reads as ``-1``) and ``\text{...}``-style wrappers and ``$`` removed; a fraction
+    (``1/2``) gives 0; otherwise every number in the box must equal the same one of ``+1`` / ``-1`` (``1``, ``+1``,
+    ``1.0``, ``score: -1``); any other number (``2``, ``0``, ``1 out of 10``) or both signs (``1 or -1``) gives 0. No
+    box, or an unclosed last box, gives 0. The caller counts 0 as a format failure.
 
     Args:
         text: the judge's response.

@@ -1,12 +1,12 @@
 r"""Prompt rendering with the tokenizer's own chat template, and neutralizing untrusted text.
 
 Prompts are never assembled from hand-written special tokens (the reference implementation writes ChatML strings by
-hand, §2.1): :func:`render_prompt` applies ``tokenizer.apply_chat_template(..., add_generation_prompt=True)``.
+hand): :func:`render_prompt` applies ``tokenizer.apply_chat_template(..., add_generation_prompt=True)``.
 
 Untrusted text (a policy's response shown to the judge, an environment observation, a rewritten task) may contain the
 template's special-token strings, e.g. ``<|im_end|>\n<|im_start|>system``; tokenized as-is, they become real
-control tokens and forge turns (REFERENCE_IMPL §7, item 21). :func:`sanitize_untrusted` breaks every such string
-by inserting a space after its first character, so it tokenizes as plain text and stays readable.
+control tokens and forge turns (a weak point of Open-AgentRL). :func:`sanitize_untrusted` breaks every such
+string by inserting a space after its first character, so it tokenizes as plain text and stays readable.
 
 A response *prefill* (:func:`render_prefilled_prompt`) starts the assistant's turn with fixed text (a code fence, a
 unit-test scaffold) that the model then continues. Its tokens end the prompt: they are conditioned on, never sampled,

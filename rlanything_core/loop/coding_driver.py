@@ -1,4 +1,4 @@
-"""The data side of one RLAnything iteration in the coding setting (PAPER §2.4, REFERENCE_IMPL §2.5-2.7, §3.2).
+"""The data side of one RLAnything iteration in the coding setting (arXiv 2602.02488; Open-AgentRL's coding loop).
 
     pool.sample(k) + pending rewrites -> this rank's tasks -> G programs (CodeCollector) -> K unit tests from the
       judge (UnitTestCollector) -> pass matrices (GT tests, generated tests) -> policy rewards (GT pass fraction,

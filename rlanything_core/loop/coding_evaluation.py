@@ -1,8 +1,8 @@
 """Evaluation of the coding setting on held-out problems: the policy's pass@1 and the judge's UT / Detect.
 
 pass@1 is the mean over problems of the fraction of sampled programs that pass every test (greedy samples give the
-greedy pass rate). The judge writes ``K`` unit tests per problem; UT and Detect (PAPER Table 1, REFERENCE_IMPL §3.2)
-are computed against the programs sampled for that problem, with their denominators logged.
+greedy pass rate). The judge writes ``K`` unit tests per problem; UT and Detect (arXiv 2602.02488 Table 1, Open-AgentRL
+reward/llm_rl_reward.py) are computed against the programs sampled for that problem, with their denominators logged.
 
 Stdin problems run a generated test as stdin/expected stdout. Functional problems (LeetCode ``class Solution``) run it
 as a call: the judge is asked for the call's keyword arguments as **Test Input** (the statements' own example format,

@@ -23,7 +23,7 @@ class Aggregation(Enum):
     Attributes:
         TOKEN_MEAN: ``sum_{i,t} x_{i,t} / (#response tokens of the whole batch)``: every token weighs the same (DAPO).
         SEQ_MEAN_TOKEN_MEAN: ``(1/#seqs) sum_i (1/|y_i|) sum_t x_{i,t}``: every sample weighs the same whatever its
-            length (the authors' code, REFERENCE_IMPL §4).
+            length (the authors' code, Open-AgentRL train/alfworld_train.py).
         SEQ_MEAN_TOKEN_SUM: ``(1/#seqs) sum_i sum_t x_{i,t}``: longer responses weigh more (Dr. GRPO-like).
     """
 

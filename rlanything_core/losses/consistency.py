@@ -1,4 +1,4 @@
-"""``ConsistencyRewardLoss``: train the generative judge with consistency feedback (PAPER §2.3, REFERENCE_IMPL §3.1).
+"""``ConsistencyRewardLoss``: train the generative judge with consistency feedback (arXiv 2602.02488).
 
 The composition of the target builder and the policy objective, for users who call the loss on a whole batch:
 

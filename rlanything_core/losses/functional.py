@@ -1,4 +1,4 @@
-"""Pure tensor maths of the clipped policy-gradient objective (PAPER §2.6, REFERENCE_IMPL §4).
+"""Pure tensor maths of the clipped policy-gradient objective (arXiv 2602.02488, Open-AgentRL train/alfworld_train.py).
 
 Per response token ``t`` of sample ``i`` (masks select with ``torch.where``; padding may hold NaN)::
 

@@ -29,7 +29,7 @@ class KLReference(Enum):
 
 
 class PolicyLoss(nn.Module):
-    """Token-level clipped policy-gradient loss (PAPER §2.6) on right-padded ``(N, L)`` tensors.
+    """Token-level clipped policy-gradient loss (arXiv 2602.02488) on right-padded ``(N, L)`` tensors.
 
     Args:
         clip_eps_low: ``eps_low``: ratios below ``1 - eps_low`` are clipped (negative advantages).

@@ -1,4 +1,4 @@
-"""``ConsistencyTargets``: the judge's final advantages, built once per iteration (PAPER §2.3, REFERENCE_IMPL §3.1).
+"""``ConsistencyTargets``: the judge's final advantages, built once per iteration (arXiv 2602.02488).
 
 A thin class over the pure functions of ``rewards.consistency``: it holds the two hyperparameters (``format_penalty``,
 ``eps``) and applies them to a ``StepBatch``::
@@ -44,7 +44,8 @@ class ConsistencyTargets:
     With ``balance_outcomes``, each step's standardized targets are then weighted so that a task group's won and
     failed episodes' steps carry equal total weight (``rewards.consistency.balanced_step_weights``): the judge's
     expected push no longer depends on how many steps won and failed episodes have. A departure from the paper
-    (PAPER §2.3 weights every step alike), off by default here; ``docs/results.md`` says when it is chosen and why.
+    (arXiv 2602.02488 weights every step alike), off by default here; ``docs/results.md`` says when it is chosen and
+    why.
 
     Args:
         format_penalty: raw target of an unparseable judge output.

@@ -3,8 +3,8 @@
 Inputs per task are pass matrices from the sandbox: ``gt_pass (C, T_gt)`` (codes x ground-truth tests),
 ``gen_pass (C, K)`` (codes x generated tests) and ``parsed (K,)`` (the generated test parsed into an input/output pair).
 A *correct code* passes every ground-truth test; a generated test is *correct* when every correct code passes it.
-Semantics follow the authors' ``reward/llm_rl_reward.py`` (REFERENCE_IMPL §3.2) plus an explicit format penalty
-(they have none: an unparseable test fails every code and scores like a correct but useless test).
+Semantics follow the authors' ``reward/llm_rl_reward.py`` (Open-AgentRL reward/llm_rl_reward.py) plus an explicit format
+penalty (they have none: an unparseable test fails every code and scores like a correct but useless test).
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def unit_test_rewards(
     strictly_lowest: bool = True,
     format_without_reference: bool = False,
 ) -> Tensor | None:
-    """Raw reward of each generated unit test of one task (CURE-style, REFERENCE_IMPL §3.2).
+    """Raw reward of each generated unit test of one task (CURE-style, Open-AgentRL reward/llm_rl_reward.py).
 
     With ``G`` the correct codes and ``N`` the wrong ones, a parsed test ``k`` is *correct* iff every code in ``G``
     passes it; its reward is ``#{N failing k}`` if correct, ``-#{N passing k}`` otherwise; when ``N`` is empty,
@@ -223,7 +223,7 @@ def standardize_unit_test_rewards(rewards: Tensor, mask: Tensor | None = None, *
 
 
 def unit_test_counts(gt_pass: Tensor, gen_pass: Tensor, parsed: Tensor) -> UnitTestCounts:
-    """UT / Detect counts of one task (REFERENCE_IMPL §3.2: ``syn_ut_acc``, ``perfect_ut_rate``).
+    """UT / Detect counts of one task (Open-AgentRL reward/llm_rl_reward.py: ``syn_ut_acc``, ``perfect_ut_rate``).
 
     Unparseable tests count in the denominators and never in the numerators. A task without a correct code
     contributes nothing; a task without a wrong code contributes to UT only.

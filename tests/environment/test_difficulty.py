@@ -1,4 +1,4 @@
-"""Difficulty critic and acceptance rule (PAPER §2.5, M5-M6)."""
+"""Difficulty critic and acceptance rule (arXiv 2602.02488, M5-M6)."""
 
 from __future__ import annotations
 

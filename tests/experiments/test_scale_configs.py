@@ -1,6 +1,6 @@
 """The GPU and multinode commands resolve to the paper's hyperparameters; the CPU default keeps its own values.
 
-The paper's values (PAPER §4.2, the authors' configs/<setting>_rl.yaml) are written out here once, as a table, and
+The paper's values (arXiv 2602.02488, the authors' configs/<setting>_rl.yaml) are written out here once, as a table, and
 each README command is composed with Hydra's compose API and checked against it, key by key (issue 19, defect 1:
 ``_self_`` came last in train.yaml's defaults, so the CPU values silently overrode every GPU value).
 """

@@ -25,7 +25,8 @@ T, F = True, False
 def plain_rewards(
     gt: list[list[bool]], gen: list[list[bool]], parsed: list[bool], penalty: float = FORMAT_PENALTY
 ) -> list[float] | None:
-    """The authors' rule (REFERENCE_IMPL §3.2) with a strictly-lowest format penalty, in plain Python."""
+    """The authors' rule (Open-AgentRL reward/llm_rl_reward.py) with a strictly-lowest format penalty, in plain
+    Python."""
     correct = [all(row) for row in gt]
     if not any(correct):
         return None

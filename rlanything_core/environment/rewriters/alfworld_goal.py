@@ -1,9 +1,10 @@
 """ALFWorld goals as data: parse a game's PDDL facts and goal, swap its two type tokens, validate, write the game.
 
 The paper rewrites an ALFWorld task by changing the object and receptacle (or lamp) types of its PDDL goal
-(PAPER §2.5, REFERENCE_IMPL §2.4). The authors only printed warnings on constraint violations and never checked
-solvability (REFERENCE_IMPL §7 item 10); here every new goal is checked against the game's own ``:init`` facts
-(``check_goal``), then compiled and planned by the engine (``rewriters.alfworld_rules.verify_in_engine``).
+(arXiv 2602.02488, Open-AgentRL sample/alfworld_rl_rollout.py). The authors only printed warnings on constraint
+violations and never checked solvability (a weak point of Open-AgentRL); here every new goal is checked against
+the game's own ``:init`` facts (``check_goal``), then compiled and planned by the engine
+(``rewriters.alfworld_rules.verify_in_engine``).
 
 Goal slots: ``obj`` is the type the agent must manipulate; ``target`` is the receptacle type to place it in, or
 the lamp type for ``look_at_obj_in_light``.

@@ -1,4 +1,4 @@
-r"""LLM ALFWorld rewriter: the paper's goal rewrite proposed by a language model (REFERENCE_IMPL §2.4 steps 2-5).
+r"""LLM ALFWorld rewriter: the paper's goal rewrite proposed by a language model (as Open-AgentRL's rollout stage).
 
 The prompt holds an English summary of the game's facts (object types with instance counts, receptacle types,
 what each receptacle can contain, which types can be cleaned/heated/cooled/toggled), the critic's failure

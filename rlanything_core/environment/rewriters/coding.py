@@ -1,8 +1,8 @@
-"""LLM coding rewriter: a new problem with new tests, anchored to the root problem (REFERENCE_IMPL §2.7 step 3-4).
+"""LLM coding rewriter: a new problem with new tests, anchored to the root problem (Open-AgentRL's env rollout).
 
 The prompt follows the authors' semantics (dataset curator; JSON only; goal HARDER/EASIER; "CRITICAL ANCHOR: stay
 close to the ORIGINAL (root, version 0) problem"; root and current problem with their tests; per-test pass rates as
-critic feedback). Unlike the authors' code the output is not trusted (REFERENCE_IMPL §7 item 10):
+critic feedback). Unlike the authors' code the output is not trusted (a weak point of Open-AgentRL):
 
 * the last brace-matched JSON object is parsed; types, sizes and ``>= min_tests`` equal-length test lists checked;
 * the tests are executed in the sandbox against a program: the JSON's own ``solution`` (the prompt asks for one: a
