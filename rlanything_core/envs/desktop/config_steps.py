@@ -13,8 +13,9 @@
                         any other command runs in the command sandbox with ``/home/user`` mapped; commands that need
                         the VM's root, desktop session or package manager (:data:`VM_ONLY`) are refused at load
 ``sleep``               ``seconds``
-``activate_window``     ``window_name`` (+ ``strict``): raise and focus the window (a ``Terminal`` is refused at load:
-                        no terminal emulator runs on the local desktop)
+``activate_window``     ``window_name`` (+ ``strict``): raise and focus the window; ``Terminal`` with no such window
+                        starts one (xterm in the episode's app sandbox, :mod:`.terminal`: OSWorld opens it with
+                        Ctrl+Alt+T, a key the local desktop does not bind)
 ======================  ===================================================================================
 
 Every step is checked at load by :func:`check_step`, which raises the caller's error naming the step and what in it
@@ -35,6 +36,7 @@ from typing import Any
 from rlanything_core.envs.desktop.actions import InvalidAction, parse_action
 from rlanything_core.envs.desktop.episode_fs import EpisodeFS, run_task_command
 from rlanything_core.envs.desktop.osworld_cache import MissingTaskFile, TaskFiles, check_vm_path, episode_path
+from rlanything_core.envs.desktop.terminal import is_terminal, open_terminal
 
 __all__ = [
     "DOCUMENTS",
@@ -66,7 +68,6 @@ VM_ONLY = (
     "pactl",
     "timedatectl",
 )
-_NO_WINDOWS = ("terminal",)
 
 
 @dataclass
@@ -165,8 +166,6 @@ def check_step(step: Any, where: str, task_files: TaskFiles, error: type[Excepti
         name = params.get("window_name")
         if not isinstance(name, str):
             raise error(f"{where}: activate_window needs a string 'window_name'")
-        if name.strip().lower() in _NO_WINDOWS:
-            raise error(f"{where}: activate_window {name!r}: no terminal emulator runs on the local desktop")
 
 
 def needs_display(step: dict[str, Any]) -> bool:
@@ -232,6 +231,9 @@ def run_step(step: dict[str, Any], ctx: StepContext) -> str:
         if ids:
             focus_window(ctx.office.display, ids[-1])
             return f"activated {params['window_name']!r}"
+        if is_terminal(params["window_name"]):
+            open_terminal(ctx.office)
+            return f"opened and activated {params['window_name']!r}"
         return f"no window {params['window_name']!r} to activate"  # OSWorld logs and goes on
     argv = _argv(params["command"])
     if _program(argv) in _OFFICE and "--convert-to" in argv:

@@ -100,9 +100,11 @@ def run_task_command(
 ) -> subprocess.CompletedProcess[str]:
     """Run a task's own shell command (set-up ``execute``/``command``, getter ``vm_command_line``) in a sandbox.
 
-    The command sees a read-only system, no network, and ``/home/user`` = the episode's home folder (writable). It
-    runs as ``fs.owner`` (the episode's apps' uid) when set and the caller is root, else with all capabilities
-    dropped. Without bubblewrap it runs with ``HOME`` set to the episode home and ``cwd`` there.
+    The command sees a read-only system, no network, ``/home/user`` = the episode's home folder and ``/tmp`` = the
+    episode's VM ``/tmp`` (``root/tmp``, the one its apps see: in OSWorld's VM a set-up script's ``/tmp/...`` files
+    are the ones the agent and the check find), both writable. It runs as ``fs.owner`` (the episode's apps' uid)
+    when set and the caller is root, else with all capabilities dropped. Without bubblewrap it runs with ``HOME`` set
+    to the episode home and ``cwd`` there.
     """
     argv = ["/bin/sh", "-c", command if isinstance(command, str) else " ".join(command)] if shell else command
     if isinstance(argv, str):
@@ -110,7 +112,11 @@ def run_task_command(
     env = {"PATH": "/usr/bin:/bin", "HOME": HOME, "LANG": "C.UTF-8"}
     works, _ = bwrap_status()
     if works:
-        prefix = bwrap_command(tmpfs_mb=64)[:-1]
+        vm_tmp = fs.root / "tmp"
+        vm_tmp.mkdir(exist_ok=True)
+        if fs.owner is not None and os.getuid() == 0:
+            os.chown(vm_tmp, fs.owner, fs.owner)  # the folder only: what is in it is the episode's own already
+        prefix = bwrap_command(tmpfs_mb=64, tmp_dir=str(vm_tmp))[:-1]
         prefix += ["--tmpfs", "/home", "--bind", str(fs.home), HOME, "--chdir", HOME]
         if fs.owner is not None and os.getuid() == 0:
             uid = str(fs.owner)

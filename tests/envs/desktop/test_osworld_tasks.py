@@ -154,13 +154,7 @@ OS_REFUSED = {
     "a4d98375-215b-4a4d-aee9-3d4370fccc41": "gsettings",
     "13584542-872b-42d8-b299-866967b5c3ef": "vm_terminal_output",
     "5812b315-e7bd-4265-b51f-863c02174c28": "sudo",
-    "4783cc41-c03c-4e1b-89b4-50658f642bd5": "Terminal",
-    "5c1075ca-bb34-46a3-a7a0-029bd7463e79": "Terminal",
-    "5ced85fc-fa1a-4217-95fd-0fb530545ce2": "Terminal",
-    "37887e8c-da15-4192-923c-08fa390a176d": "Terminal",
     "4127319a-8b79-4410-b58a-7a151e15f3d7": "xdg-open",
-    "4d117223-a354-47fb-8b45-62ab1390a95f": "Terminal",
-    "6f56bf42-85b8-4fbb-8e06-6c44960184ba": "Terminal",
 }
 OS_UNPROVEN = {"94d95f96-9699-4208-98ba-3c3119edf9c2"}
 

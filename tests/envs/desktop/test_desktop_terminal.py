@@ -1,0 +1,99 @@
+"""The terminal OSWorld's OS tasks activate: xterm in the episode's app sandbox, typed into as an agent types.
+
+Hostile: what a policy types into the terminal runs as the app uid and sees what the apps see (``/usr``,
+``/home/user`` = the episode home, the episode's ``/tmp``), not the repository, the task's private files or the
+host's ``/tmp``; closing the episode ends the shell.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from _desktop_apps import running
+
+from rlanything_core.envs.desktop.app_sandbox import APP_HOME, AppSandbox
+from rlanything_core.envs.desktop.config_steps import StepContext, check_step, run_step
+from rlanything_core.envs.desktop.episode_fs import EpisodeFS
+from rlanything_core.envs.desktop.office import OfficeApp, find_windows
+from rlanything_core.envs.desktop.terminal import TERMINAL_TITLE, is_terminal, terminal_argv
+from rlanything_core.sandbox.bwrap import bwrap_status
+
+needs_gui = pytest.mark.skipif(
+    not bwrap_status()[0] or shutil.which("xterm") is None, reason="needs bubblewrap and xterm (apt-get install xterm)"
+)
+ACTIVATE = {"type": "activate_window", "parameters": {"window_name": "Terminal"}}
+
+
+def test_the_terminal_names() -> None:
+    assert is_terminal("Terminal") and is_terminal(" terminal ") and not is_terminal("Terminal - LibreOffice")
+    argv = terminal_argv()
+    assert argv[0] == "xterm" and argv[argv.index("-T") + 1] == TERMINAL_TITLE
+    assert "*allowTitleOps: false" in argv  # the shell cannot retitle the window out of reach of activate_window
+
+
+def test_activating_the_terminal_is_a_supported_step(tmp_path: Path) -> None:
+    class Refused(Exception):
+        pass
+
+    check_step(ACTIVATE, "config[1]", None, Refused)  # type: ignore[arg-type]
+    with pytest.raises(Refused, match="window_name"):
+        check_step({"type": "activate_window", "parameters": {}}, "config[1]", None, Refused)  # type: ignore[arg-type]
+
+
+def _wait_for(path: Path, timeout_s: float = 20.0) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if path.is_file():
+            return path.read_text()
+        time.sleep(0.05)
+    raise AssertionError(f"{path} was not written")
+
+
+@needs_gui
+def test_the_terminal_runs_typed_commands_inside_the_app_sandbox(display, uid: int | None, tmp_path: Path) -> None:
+    fs = EpisodeFS(tmp_path / "episode", owner=uid)
+    secret = tmp_path / "private"
+    secret.mkdir()
+    (secret / "gold.txt").write_text("the expected answer\n")
+    host_tmp_marker = Path("/tmp") / f"rlanything-terminal-test-{os.getpid()}"
+    host_tmp_marker.write_text("host\n")
+    profile = tmp_path / "profile"
+    apps = AppSandbox(
+        display,
+        home=fs.home,
+        tmp_dir=fs.root / "tmp",
+        uid=uid,
+        rw_binds=(OfficeApp.profile_bind(profile),),
+        hidden_paths=(str(secret), str(Path.cwd())),
+    )
+    office = OfficeApp(display, profile, apps, window_timeout_s=20.0, ready_s=0.3)
+    ctx = StepContext(fs, office, None, tmp_path, (display.width, display.height))
+    script = (
+        f"(id -u; echo $HOME $PWD; echo $(ls /); cat {secret}/gold.txt; ls {Path.cwd()} | head -1;"
+        f" cat {host_tmp_marker}; touch /tmp/from-terminal) > seen.tmp 2>&1; mv seen.tmp seen.txt\n"
+    )
+    try:
+        note = run_step(ACTIVATE, ctx)
+        assert note.startswith("opened"), note
+        assert find_windows(display, TERMINAL_TITLE, strict=True)
+        assert run_step(ACTIVATE, ctx).startswith("activated")  # a second activation finds the open one
+        subprocess.run(["xdotool", "type", "--delay", "5", script], env=display.env(), check=True, timeout=60)
+        seen = _wait_for(fs.home / "seen.txt").splitlines()
+        shells = [p for p in apps.pids() if Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"/bin/bash")]
+        assert shells
+    finally:
+        apps.close(clear_tmp=False)
+        host_tmp_marker.unlink()
+    assert seen[0] == str(uid if uid is not None else os.getuid())
+    assert seen[1] == f"{APP_HOME} {APP_HOME}"
+    assert set(seen[2].split()) <= {"bin", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32", "proc",
+                                    "profile", "sbin", "tmp", "usr", "var"}, seen[2]
+    assert "No such file" in seen[3] and "No such file" in seen[4] and "No such file" in seen[5], seen[3:]
+    assert (fs.root / "tmp" / "from-terminal").is_file()  # the episode's /tmp, not the host's
+    assert not Path("/tmp/from-terminal").exists()
+    assert not any(running(p) for p in shells)
