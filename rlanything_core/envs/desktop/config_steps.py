@@ -35,6 +35,7 @@ from typing import Any
 
 from rlanything_core.envs.desktop.actions import InvalidAction, parse_action
 from rlanything_core.envs.desktop.episode_fs import EpisodeFS, run_task_command
+from rlanything_core.envs.desktop.gsettings import missing_schema
 from rlanything_core.envs.desktop.osworld_cache import MissingTaskFile, TaskFiles, check_vm_path, episode_path
 from rlanything_core.envs.desktop.terminal import is_terminal, open_terminal
 
@@ -54,11 +55,11 @@ _OFFICE = ("libreoffice", "soffice", "localc", "scalc")
 _PYTHON = ("python", "python3")
 _SHEETS = (".xlsx", ".xls", ".ods", ".csv")
 DOCUMENTS = (*_SHEETS, ".docx", ".doc", ".odt", ".rtf", ".txt", ".pptx", ".ppt", ".odp")
-# what only OSWorld's VM has: root (sudo), the GNOME session (gsettings, gio, xdg-open over D-Bus), a package manager
+# what only OSWorld's VM has: root (sudo), the GNOME session (gio, xdg-open over D-Bus), a package manager; gsettings
+# runs on a per-episode keyfile (:mod:`.gsettings`) when its schema is installed here
 VM_ONLY = (
     "sudo",
     "su",
-    "gsettings",
     "gio",
     "xdg-open",
     "DBUS_SESSION_BUS_ADDRESS",
@@ -110,10 +111,17 @@ def _fill(text: str, screen: tuple[int, int]) -> str:
 
 
 def vm_only_word(command: Any) -> str | None:
-    """The first word of :data:`VM_ONLY` the command uses (as a shell word), or None."""
+    """What in ``command`` only OSWorld's VM has, or None.
+
+    The first word of :data:`VM_ONLY` it uses (as a shell word), else what its ``gsettings`` use lacks here
+    (:func:`~.gsettings.missing_schema`).
+    """
     text = command if isinstance(command, str) else " ".join(str(c) for c in command)
     words = set(text.replace(";", " ").replace("|", " ").replace("&", " ").replace("=", " ").split())
-    return next((w for w in VM_ONLY if w in words), None)
+    word = next((w for w in VM_ONLY if w in words), None)
+    if word is None and (missing := missing_schema(command)) is not None:
+        return "gsettings" if missing == "gsettings" else f"gsettings schema {missing}"
+    return word
 
 
 def check_step(step: Any, where: str, task_files: TaskFiles, error: type[Exception]) -> None:

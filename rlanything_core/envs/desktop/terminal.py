@@ -5,12 +5,14 @@ OSWorld's set-up opens GNOME Terminal with Ctrl+Alt+T and then activates the win
 such key, so the ``activate_window`` step of :mod:`.config_steps` starts the terminal itself when no window of that
 name exists. It is started like every other app (:class:`~rlanything_core.envs.desktop.app_sandbox.AppSandbox`):
 as the episode's unprivileged uid, seeing ``/usr``, the display, ``/home/user`` and the episode's private ``/tmp``
-only, with no network; the shell it runs is therefore no door the app sandbox does not already hold.
+only, with no network; the shell it runs is therefore no door the app sandbox does not already hold. Its
+``gsettings`` writes the episode's keyfile (:mod:`.gsettings`), the store the tasks' checks read.
 """
 
 from __future__ import annotations
 
 from rlanything_core.envs.desktop.display import require_binaries
+from rlanything_core.envs.desktop.gsettings import GSETTINGS_ENV
 from rlanything_core.envs.desktop.office import OfficeApp, find_windows
 
 __all__ = ["TERMINAL_TITLE", "is_terminal", "open_terminal", "terminal_argv"]
@@ -52,5 +54,5 @@ def open_terminal(office: OfficeApp) -> str:
     """
     require_binaries("xterm")
     before = frozenset(find_windows(office.display, TERMINAL_TITLE))
-    office.apps.launch(terminal_argv(), env={"SHELL": "/bin/bash", "TERM": "xterm"})
+    office.apps.launch(terminal_argv(), env={"SHELL": "/bin/bash", "TERM": "xterm", **GSETTINGS_ENV})
     return office.wait_window(TERMINAL_TITLE, ignore=before)

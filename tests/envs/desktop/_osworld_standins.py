@@ -500,12 +500,42 @@ def _terminal_case(raw: dict[str, Any], cache_dir: Path) -> Case:
     return case
 
 
+KEYFILE = "/home/user/.config/glib-2.0/settings/keyfile"
+"""Where ``gsettings`` keeps an episode's settings (``rlanything_core.envs.desktop.gsettings``)."""
+
+# the settings tasks: (keyfile group, key, the correct value, {wrong label: value}) in GVariant text as gsettings
+# writes it; the "never set" wrong result (the schema default) is added to each
+_SETTINGS: dict[str, tuple[str, str, str, dict[str, str]]] = {
+    "bedcedc4-4d72-425e-ad62-21960b11fe0d": ("org/gnome/desktop/session", "idle-delay", "0", {"10 min": "600"}),
+    "f9be0997-4b7c-45c5-b05c-4612b44a6118": (
+        "org/gnome/desktop/notifications", "show-banners", "false", {"banners on": "true"},
+    ),
+    "3ce045a0-877b-42aa-8d2c-b4a863336ab8": (
+        "org/gnome/desktop/interface", "text-scaling-factor", "1.25", {"smaller": "0.75", "same": "1.0"},
+    ),
+}
+
+
+def _settings_case(raw: dict[str, Any]) -> Case:
+    group, key, good, wrongs = _SETTINGS[raw["id"]]
+
+    def keyfile(value: str) -> dict[str, Writer]:
+        return {KEYFILE: _text(f"[{group}]\n{key}={value}\n")}
+
+    return Case(
+        good=keyfile(good),
+        wrongs={**{label: keyfile(v) for label, v in wrongs.items()}, "never set": {KEYFILE: _text("")}},
+    )
+
+
 def os_case(raw: dict[str, Any], cache_dir: Path) -> Case:
     """Stand-ins for the ``os`` tasks whose checks run here (``check_moved_jpgs`` on a folder listing, a terminal
-    task's ``bash eval.sh``)."""
+    task's ``bash eval.sh``, a setting read by ``gsettings`` from the episode's keyfile)."""
     ev = raw["evaluator"]
     if raw["id"] in _EVAL_SH:
         return _terminal_case(raw, cache_dir)
+    if raw["id"] in _SETTINGS:
+        return _settings_case(raw)
     if ev["func"] != "check_moved_jpgs":
         raise KeyError(ev["func"])
     folder = ev["result"]["path"]

@@ -18,7 +18,7 @@ from _desktop_apps import running
 
 from rlanything_core.envs.desktop.app_sandbox import APP_HOME, AppSandbox
 from rlanything_core.envs.desktop.config_steps import StepContext, check_step, run_step
-from rlanything_core.envs.desktop.episode_fs import EpisodeFS
+from rlanything_core.envs.desktop.episode_fs import EpisodeFS, run_task_command
 from rlanything_core.envs.desktop.office import OfficeApp, find_windows
 from rlanything_core.envs.desktop.terminal import TERMINAL_TITLE, is_terminal, terminal_argv
 from rlanything_core.sandbox.bwrap import bwrap_status
@@ -75,7 +75,8 @@ def test_the_terminal_runs_typed_commands_inside_the_app_sandbox(display, uid: i
     ctx = StepContext(fs, office, None, tmp_path, (display.width, display.height))
     script = (
         f"(id -u; echo $HOME $PWD; echo $(ls /); cat {secret}/gold.txt; ls {Path.cwd()} | head -1;"
-        f" cat {host_tmp_marker}; touch /tmp/from-terminal) > seen.tmp 2>&1; mv seen.tmp seen.txt\n"
+        f" cat {host_tmp_marker}; touch /tmp/from-terminal; gsettings set org.gnome.desktop.session idle-delay 0)"
+        " > seen.tmp 2>&1; mv seen.tmp seen.txt\n"
     )
     try:
         note = run_step(ACTIVATE, ctx)
@@ -97,3 +98,6 @@ def test_the_terminal_runs_typed_commands_inside_the_app_sandbox(display, uid: i
     assert (fs.root / "tmp" / "from-terminal").is_file()  # the episode's /tmp, not the host's
     assert not Path("/tmp/from-terminal").exists()
     assert not any(running(p) for p in shells)
+    # the setting the agent made in the terminal is the one a task's check reads (the episode's keyfile)
+    check = run_task_command("gsettings get org.gnome.desktop.session idle-delay", shell=True, fs=fs)
+    assert check.stdout == "uint32 0\n", (check.stdout, check.stderr)
