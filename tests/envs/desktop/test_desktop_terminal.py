@@ -7,6 +7,7 @@ host's ``/tmp``; closing the episode ends the shell.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -20,7 +21,7 @@ from rlanything_core.envs.desktop.app_sandbox import APP_HOME, AppSandbox
 from rlanything_core.envs.desktop.config_steps import StepContext, check_step, run_step
 from rlanything_core.envs.desktop.episode_fs import EpisodeFS, run_task_command
 from rlanything_core.envs.desktop.office import OfficeApp, find_windows
-from rlanything_core.envs.desktop.terminal import TERMINAL_TITLE, is_terminal, terminal_argv
+from rlanything_core.envs.desktop.terminal import TERMINAL_TITLE, TerminalKey, is_terminal, terminal_argv
 from rlanything_core.sandbox.bwrap import bwrap_status
 
 needs_gui = pytest.mark.skipif(
@@ -101,3 +102,53 @@ def test_the_terminal_runs_typed_commands_inside_the_app_sandbox(display, uid: i
     # the setting the agent made in the terminal is the one a task's check reads (the episode's keyfile)
     check = run_task_command("gsettings get org.gnome.desktop.session idle-delay", shell=True, fs=fs)
     assert check.stdout == "uint32 0\n", (check.stdout, check.stderr)
+
+
+def _pressed_within(key: TerminalKey, timeout_s: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if key.pressed():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@needs_gui
+def test_ctrl_alt_t_is_caught_and_other_keys_are_not(display) -> None:
+    key = TerminalKey(display)
+    try:
+        assert not key.pressed()
+        for other in ("ctrl+t", "alt+t", "t", "ctrl+alt+y"):
+            subprocess.run(["xdotool", "key", other], env=display.env(), check=True, timeout=10)
+        assert not _pressed_within(key, 1.0)
+        subprocess.run(["xdotool", "key", "ctrl+alt+t"], env=display.env(), check=True, timeout=10)
+        assert _pressed_within(key)
+        assert not key.pressed()  # read once
+    finally:
+        key.close()
+
+
+@needs_gui
+@pytest.mark.slow
+def test_an_agent_opens_the_terminal_with_ctrl_alt_t_and_changes_a_setting(desktop_env, tmp_path: Path) -> None:
+    """End to end in the environment: OSWorld's "dim screen" check (bedcedc4's evaluator), solved by typing."""
+    from rlanything_core.envs.desktop.cli import run_task
+
+    task = tmp_path / "dim.json"
+    task.write_text(json.dumps({
+        "id": "dim-screen-off",
+        "instruction": "Set 'Dim screen when inactive' to off.",
+        "config": [],
+        "evaluator": {
+            "func": "exact_match",
+            "result": {"type": "vm_command_line", "command": ["gsettings", "get", "org.gnome.desktop.session",
+                                                             "idle-delay"]},
+            "expected": {"type": "rule", "rules": {"expected": "uint32 0\n"}},
+        },
+    }))
+    untouched = run_task(task, ["DONE"], env=desktop_env)
+    assert untouched["score"] == 0.0, untouched
+    typed = "gsettings set org.gnome.desktop.session idle-delay 0\n"
+    actions = ["pyautogui.hotkey('ctrl', 'alt', 't')", f"pyautogui.write({typed!r}, interval=0.01)", "WAIT", "DONE"]
+    solved = run_task(task, actions, env=desktop_env)
+    assert (solved["score"], solved["error"]) == (1.0, ""), solved
