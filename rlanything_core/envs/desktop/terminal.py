@@ -98,5 +98,10 @@ class TerminalKey:
         return hit
 
     def close(self) -> None:
-        """Release the grab (closing the connection does)."""
-        self._conn.close()
+        """Release the grab (closing the connection does; a dead display has released it already)."""
+        from Xlib.error import ConnectionClosedError
+
+        try:
+            self._conn.close()
+        except ConnectionClosedError:
+            pass

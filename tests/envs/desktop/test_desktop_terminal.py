@@ -152,3 +152,21 @@ def test_an_agent_opens_the_terminal_with_ctrl_alt_t_and_changes_a_setting(deskt
     actions = ["pyautogui.hotkey('ctrl', 'alt', 't')", f"pyautogui.write({typed!r}, interval=0.01)", "WAIT", "DONE"]
     solved = run_task(task, actions, env=desktop_env)
     assert (solved["score"], solved["error"]) == (1.0, ""), solved
+
+
+@needs_gui
+def test_a_dead_display_is_no_error_for_the_key(tmp_path: Path) -> None:
+    """The environment ends an episode whose display died; reading or closing the key must not raise first."""
+    import signal
+
+    from rlanything_core.envs.desktop.display import XDisplay
+
+    d = XDisplay(window_manager=None)
+    key = TerminalKey(d)
+    os.killpg(d._proc.pid, signal.SIGKILL)
+    d._proc.wait(timeout=10)
+    try:
+        assert key.pressed() is False and key.pressed() is False
+        key.close()
+    finally:
+        d.close()
