@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml Makefile
 # the tests that need it fail or skip saying so): bubblewrap (the code sandbox; without it the sandbox refuses to run
 # unless root), chromium and its driver (MiniWoB++ pages, the documentation site's browser test), Xvfb, a small window
 # manager and LibreOffice Calc, Writer and Impress (the OSWorld-format desktop tasks).
-APT_PACKAGES := bubblewrap chromium chromium-driver xvfb xdotool x11-utils scrot openbox libreoffice-calc \
+APT_PACKAGES := bubblewrap chromium chromium-driver xvfb xdotool xterm libglib2.0-bin gsettings-desktop-schemas x11-utils scrot openbox libreoffice-calc \
   libreoffice-writer libreoffice-impress
 system-deps:
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \

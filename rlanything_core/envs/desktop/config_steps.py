@@ -13,8 +13,9 @@
                         any other command runs in the command sandbox with ``/home/user`` mapped; commands that need
                         the VM's root, desktop session or package manager (:data:`VM_ONLY`) are refused at load
 ``sleep``               ``seconds``
-``activate_window``     ``window_name`` (+ ``strict``): raise and focus the window (a ``Terminal`` is refused at load:
-                        no terminal emulator runs on the local desktop)
+``activate_window``     ``window_name`` (+ ``strict``): raise and focus the window; ``Terminal`` with no such window
+                        starts one (xterm in the episode's app sandbox, :mod:`.terminal`: OSWorld opens it with
+                        Ctrl+Alt+T, a key the local desktop does not bind)
 ======================  ===================================================================================
 
 Every step is checked at load by :func:`check_step`, which raises the caller's error naming the step and what in it
@@ -34,7 +35,9 @@ from typing import Any
 
 from rlanything_core.envs.desktop.actions import InvalidAction, parse_action
 from rlanything_core.envs.desktop.episode_fs import EpisodeFS, run_task_command
+from rlanything_core.envs.desktop.gsettings import missing_schema
 from rlanything_core.envs.desktop.osworld_cache import MissingTaskFile, TaskFiles, check_vm_path, episode_path
+from rlanything_core.envs.desktop.terminal import is_terminal, open_terminal
 
 __all__ = [
     "DOCUMENTS",
@@ -52,11 +55,11 @@ _OFFICE = ("libreoffice", "soffice", "localc", "scalc")
 _PYTHON = ("python", "python3")
 _SHEETS = (".xlsx", ".xls", ".ods", ".csv")
 DOCUMENTS = (*_SHEETS, ".docx", ".doc", ".odt", ".rtf", ".txt", ".pptx", ".ppt", ".odp")
-# what only OSWorld's VM has: root (sudo), the GNOME session (gsettings, gio, xdg-open over D-Bus), a package manager
+# what only OSWorld's VM has: root (sudo), the GNOME session (gio, xdg-open over D-Bus), a package manager; gsettings
+# runs on a per-episode keyfile (:mod:`.gsettings`) when its schema is installed here
 VM_ONLY = (
     "sudo",
     "su",
-    "gsettings",
     "gio",
     "xdg-open",
     "DBUS_SESSION_BUS_ADDRESS",
@@ -66,7 +69,6 @@ VM_ONLY = (
     "pactl",
     "timedatectl",
 )
-_NO_WINDOWS = ("terminal",)
 
 
 @dataclass
@@ -109,10 +111,17 @@ def _fill(text: str, screen: tuple[int, int]) -> str:
 
 
 def vm_only_word(command: Any) -> str | None:
-    """The first word of :data:`VM_ONLY` the command uses (as a shell word), or None."""
+    """What in ``command`` only OSWorld's VM has, or None.
+
+    The first word of :data:`VM_ONLY` it uses (as a shell word), else what its ``gsettings`` use lacks here
+    (:func:`~.gsettings.missing_schema`).
+    """
     text = command if isinstance(command, str) else " ".join(str(c) for c in command)
     words = set(text.replace(";", " ").replace("|", " ").replace("&", " ").replace("=", " ").split())
-    return next((w for w in VM_ONLY if w in words), None)
+    word = next((w for w in VM_ONLY if w in words), None)
+    if word is None and (missing := missing_schema(command)) is not None:
+        return "gsettings" if missing == "gsettings" else f"gsettings schema {missing}"
+    return word
 
 
 def check_step(step: Any, where: str, task_files: TaskFiles, error: type[Exception]) -> None:
@@ -165,8 +174,6 @@ def check_step(step: Any, where: str, task_files: TaskFiles, error: type[Excepti
         name = params.get("window_name")
         if not isinstance(name, str):
             raise error(f"{where}: activate_window needs a string 'window_name'")
-        if name.strip().lower() in _NO_WINDOWS:
-            raise error(f"{where}: activate_window {name!r}: no terminal emulator runs on the local desktop")
 
 
 def needs_display(step: dict[str, Any]) -> bool:
@@ -232,6 +239,9 @@ def run_step(step: dict[str, Any], ctx: StepContext) -> str:
         if ids:
             focus_window(ctx.office.display, ids[-1])
             return f"activated {params['window_name']!r}"
+        if is_terminal(params["window_name"]):
+            open_terminal(ctx.office)
+            return f"opened and activated {params['window_name']!r}"
         return f"no window {params['window_name']!r} to activate"  # OSWorld logs and goes on
     argv = _argv(params["command"])
     if _program(argv) in _OFFICE and "--convert-to" in argv:

@@ -34,11 +34,12 @@ from rlanything_core.envs.desktop.actions import ActionKind, InvalidAction, pars
 from rlanything_core.envs.desktop.app_sandbox import AppSandbox
 from rlanything_core.envs.desktop.checker import Checker, CheckLimits
 from rlanything_core.envs.desktop.config_steps import StepContext, run_step
-from rlanything_core.envs.desktop.display import XDisplay
+from rlanything_core.envs.desktop.display import DisplayError, XDisplay
 from rlanything_core.envs.desktop.episode_fs import EpisodeFS
 from rlanything_core.envs.desktop.evaluator import Outcome, run_postconfig, verdict_without_files
 from rlanything_core.envs.desktop.office import OfficeApp
 from rlanything_core.envs.desktop.task import DesktopTask, load_task
+from rlanything_core.envs.desktop.terminal import TerminalKey, open_terminal
 from rlanything_core.sandbox.slots import UidSlots
 
 __all__ = [
@@ -152,6 +153,7 @@ class LocalDesktopEnv:
                 hidden_paths=(PACKAGE_DIR,),
             )
             self.office = OfficeApp(self.display, profile, self.apps)
+            self.terminal_key = TerminalKey(self.display)  # Ctrl+Alt+T opens the sandboxed terminal
             self.sandbox = ActionSandbox(
                 self.display,
                 hidden_paths=(str(self.work_dir), PACKAGE_DIR),
@@ -219,9 +221,12 @@ class LocalDesktopEnv:
         self.steps, self.done, self.failure, self.last_action = 0, False, "", None
         self.invalid_actions = self.action_errors = 0
         ctx = self._context()
+        self.terminal_key.pressed()  # a press left from the last episode opens nothing
         for i, step in enumerate(self.task.config):
             try:
                 run_step(step, ctx)
+                if self.terminal_key.pressed():  # OSWorld's set-ups open the terminal with Ctrl+Alt+T
+                    open_terminal(self.office)
             except Exception as exc:  # the episode is over, failed, with the reason
                 self.done, self.failure = True, f"config[{i}] {step.get('type')}: {exc}"
                 break
@@ -252,6 +257,11 @@ class LocalDesktopEnv:
                 if not result.ok:
                     self.action_errors += 1
                     info = StepInfo(action, error=result.error)
+                elif self.terminal_key.pressed():
+                    try:
+                        open_terminal(self.office)
+                    except (DisplayError, RuntimeError) as exc:  # the agent sees no terminal; the episode goes on
+                        info = StepInfo(action, error=f"Ctrl+Alt+T: {exc}")
                 time.sleep(self.settle_s)
         if not self.display.alive:
             self.done, self.failure = True, f"display {self.display.name} died"
@@ -297,6 +307,7 @@ class LocalDesktopEnv:
             self.checker.close()
             self.sandbox.close()
             self.office.close()
+            self.terminal_key.close()
             self.display.close()
             if self._own_dir:
                 shutil.rmtree(self.work_dir, ignore_errors=True)

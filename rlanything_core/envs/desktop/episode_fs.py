@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from rlanything_core.envs.desktop.gsettings import GSETTINGS_ENV
 from rlanything_core.sandbox.bwrap import bwrap_command, bwrap_status
 
 __all__ = ["HOME", "EpisodeFS", "resolve_shipped_file", "run_task_command"]
@@ -100,17 +101,24 @@ def run_task_command(
 ) -> subprocess.CompletedProcess[str]:
     """Run a task's own shell command (set-up ``execute``/``command``, getter ``vm_command_line``) in a sandbox.
 
-    The command sees a read-only system, no network, and ``/home/user`` = the episode's home folder (writable). It
-    runs as ``fs.owner`` (the episode's apps' uid) when set and the caller is root, else with all capabilities
-    dropped. Without bubblewrap it runs with ``HOME`` set to the episode home and ``cwd`` there.
+    The command sees a read-only system, no network, ``/home/user`` = the episode's home folder and ``/tmp`` = the
+    episode's VM ``/tmp`` (``root/tmp``, the one its apps see: in OSWorld's VM a set-up script's ``/tmp/...`` files
+    are the ones the agent and the check find), both writable, and ``gsettings`` on the episode's keyfile
+    (:data:`~.gsettings.GSETTINGS_ENV`). It runs as ``fs.owner`` (the episode's apps' uid)
+    when set and the caller is root, else with all capabilities dropped. Without bubblewrap it runs with ``HOME`` set
+    to the episode home and ``cwd`` there.
     """
     argv = ["/bin/sh", "-c", command if isinstance(command, str) else " ".join(command)] if shell else command
     if isinstance(argv, str):
         argv = argv.split()
-    env = {"PATH": "/usr/bin:/bin", "HOME": HOME, "LANG": "C.UTF-8"}
+    env = {"PATH": "/usr/bin:/bin", "HOME": HOME, "LANG": "C.UTF-8", **GSETTINGS_ENV}
     works, _ = bwrap_status()
     if works:
-        prefix = bwrap_command(tmpfs_mb=64)[:-1]
+        vm_tmp = fs.root / "tmp"
+        vm_tmp.mkdir(exist_ok=True)
+        if fs.owner is not None and os.getuid() == 0:
+            os.chown(vm_tmp, fs.owner, fs.owner)  # the folder only: what is in it is the episode's own already
+        prefix = bwrap_command(tmpfs_mb=64, tmp_dir=str(vm_tmp))[:-1]
         prefix += ["--tmpfs", "/home", "--bind", str(fs.home), HOME, "--chdir", HOME]
         if fs.owner is not None and os.getuid() == 0:
             uid = str(fs.owner)
@@ -121,4 +129,5 @@ def run_task_command(
         cwd = None
     else:  # documented fallback: no isolation beyond the working folder
         cmd, env["HOME"], cwd = list(argv), str(fs.home), str(fs.home)
+        env["XDG_CONFIG_HOME"] = str(fs.home / ".config")
     return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout_s, check=False)

@@ -20,6 +20,7 @@ from typing import Any
 
 from rlanything_core.envs.desktop.config_steps import check_step
 from rlanything_core.envs.desktop.getters import GETTERS
+from rlanything_core.envs.desktop.gsettings import default_value
 from rlanything_core.envs.desktop.metrics import METRICS, check_metric_options, check_metric_rules
 from rlanything_core.envs.desktop.osworld_cache import TaskFiles
 
@@ -104,6 +105,18 @@ def _check_getter(cfg: Any, where: str, files: TaskFiles) -> None:
         raise UnsupportedTaskError(f"{where}: {exc}") from None
 
 
+def _check_not_default(name: str, result: dict[str, Any], rules: Any, i: int) -> None:
+    """Refuse an ``exact_match`` on a ``gsettings get`` that the untouched episode passes (see :mod:`.gsettings`)."""
+    if name != "exact_match" or result.get("type") != "vm_command_line" or not isinstance(rules, dict):
+        return
+    default = default_value(result["command"])
+    if default is not None and default == rules.get("expected"):
+        raise UnsupportedTaskError(
+            f"evaluator.expected[{i}]: gsettings' default {default!r} already passes the check (OSWorld's VM image "
+            "starts from another value, which the task does not record)"
+        )
+
+
 def _check_evaluator(evaluator: Any, files: TaskFiles) -> None:
     if not isinstance(evaluator, dict):
         raise UnsupportedTaskError(f"'evaluator' must be a dict, got {type(evaluator).__name__}")
@@ -138,6 +151,7 @@ def _check_evaluator(evaluator: Any, files: TaskFiles) -> None:
                         check_metric_rules(name, cfg["rules"])
                     except ValueError as exc:
                         raise UnsupportedTaskError(f"evaluator.expected[{i}]: {exc}") from None
+                    _check_not_default(name, results[i], cfg["rules"], i)
     options = evaluator.get("options", {} if len(funcs) == 1 else [{}] * len(funcs))
     options_list = _as_list(options) if isinstance(func, list) else [options]
     if len(options_list) != len(funcs):

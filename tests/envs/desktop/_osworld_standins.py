@@ -424,9 +424,118 @@ def placeholders(raw: dict[str, Any], cache_dir: Path) -> None:
     case.write_cache()
 
 
+def _text(text: str, mode: int = 0o644) -> Writer:
+    def write(path: Path) -> None:
+        path.write_text(text)
+        path.chmod(mode)
+
+    return write
+
+
+# The terminal tasks' ``eval.sh`` (OSWorld downloads its own): a stand-in that checks the state the instruction asks
+# for and prints the task's success line (``{ok}``) only then; each task's correct and wrong results in files.
+_EVAL_SH: dict[str, tuple[str, dict[str, str], dict[str, dict[str, str]]]] = {
+    # copy *failed.ipynb under test_environment to ./fails, keeping the folders (and nothing else)
+    "5c1075ca-bb34-46a3-a7a0-029bd7463e79": (
+        'cd test_environment && [ -f fails/a/b/x_failed.ipynb ] && [ -f fails/y_failed.ipynb ] '
+        '&& [ ! -e fails/a/b/ok.ipynb ] && echo "{ok}" || echo "Evaluation failed."',
+        {"test_environment/fails/a/b/x_failed.ipynb": "{}", "test_environment/fails/y_failed.ipynb": "{}"},
+        {
+            "flattened": {"test_environment/fails/x_failed.ipynb": "{}", "test_environment/fails/y_failed.ipynb": "{}"},
+            "too much": {
+                "test_environment/fails/a/b/x_failed.ipynb": "{}",
+                "test_environment/fails/y_failed.ipynb": "{}",
+                "test_environment/fails/a/b/ok.ipynb": "{}",
+            },
+        },
+    ),
+    "5ced85fc-fa1a-4217-95fd-0fb530545ce2": (
+        "printf '1<br/>\\n2<br/>\\n3<br/>\\n' | cmp -s - output.txt && echo \"{ok}\" || echo Failure",
+        {"output.txt": "1<br/>\n2<br/>\n3<br/>\n"},
+        {"unchanged": {"output.txt": "1\n2\n3\n"}, "first line only": {"output.txt": "1<br/>\n2\n3\n"}},
+    ),
+    "37887e8c-da15-4192-923c-08fa390a176d": (
+        '[ -f /tmp/test_files/old.txt.gz ] && [ ! -e /tmp/test_files/old.txt ] && [ -f /tmp/test_files/new.txt ] '
+        '&& echo "{ok}" || echo Failure',
+        {"/tmp/test_files/old.txt.gz": "gz", "/tmp/test_files/new.txt": "new"},
+        {
+            "nothing compressed": {"/tmp/test_files/old.txt": "old", "/tmp/test_files/new.txt": "new"},
+            "all compressed": {"/tmp/test_files/old.txt.gz": "gz", "/tmp/test_files/new.txt.gz": "gz"},
+        },
+    ),
+    "4d117223-a354-47fb-8b45-62ab1390a95f": (
+        '[ -z "$(find tree -type f ! -perm 644)" ] && [ -n "$(find tree -type f)" ] && echo "{ok}" || echo Failure',
+        {"tree/a.txt": "a", "tree/sub/b.txt": "b"},
+        {"one left": {"tree/a.txt": "a", "tree/sub/b.txt": "b"}},
+    ),
+    "6f56bf42-85b8-4fbb-8e06-6c44960184ba": (
+        'for d in dir1 dir2 dir3; do [ -f $d/file1 ] && echo "Success: file1 exists in $d." '
+        '|| echo "Failure: file1 missing in $d."; done',
+        {"dir1/file1": "f", "dir2/file1": "f", "dir3/file1": "f"},
+        {"two of three": {"dir1/file1": "f", "dir2/file1": "f"}},
+    ),
+}
+# results whose files need a mode other than 0644 (the "one left" permission case)
+_MODES = {("4d117223-a354-47fb-8b45-62ab1390a95f", "one left", "tree/sub/b.txt"): 0o755}
+
+
+def _terminal_case(raw: dict[str, Any], cache_dir: Path) -> Case:
+    """A terminal task checked by ``bash eval.sh``: the stand-in script in the cache and in the home folder."""
+    task_id, ev = raw["id"], raw["evaluator"]
+    script, good, wrongs = _EVAL_SH[task_id]
+    ok = ev["expected"]["rules"]["include"][0]
+    eval_sh = _text(script.replace("{ok}", ok.rstrip("\n").split("\n")[0]) + "\n", 0o755)
+
+    def files(label: str, chosen: dict[str, str]) -> dict[str, Writer]:
+        out = {
+            (p if p.startswith("/") else f"/home/user/{p}"): _text(t, _MODES.get((task_id, label, p), 0o644))
+            for p, t in chosen.items()
+        }
+        return {**out, "/home/user/eval.sh": eval_sh}  # a config-step download lands there before the check
+
+    case = Case(good=files("good", good), wrongs={label: files(label, w) for label, w in wrongs.items()})
+    for url, vm_path in _download_files(raw):
+        target = download_cache_path(cache_dir, task_id, url, vm_path)
+        case.cache[target] = eval_sh if Path(vm_path).name == "eval.sh" else _bytes(url)
+    return case
+
+
+KEYFILE = "/home/user/.config/glib-2.0/settings/keyfile"
+"""Where ``gsettings`` keeps an episode's settings (``rlanything_core.envs.desktop.gsettings``)."""
+
+# the settings tasks: (keyfile group, key, the correct value, {wrong label: value}) in GVariant text as gsettings
+# writes it; the "never set" wrong result (the schema default) is added to each
+_SETTINGS: dict[str, tuple[str, str, str, dict[str, str]]] = {
+    "bedcedc4-4d72-425e-ad62-21960b11fe0d": ("org/gnome/desktop/session", "idle-delay", "0", {"10 min": "600"}),
+    "f9be0997-4b7c-45c5-b05c-4612b44a6118": (
+        "org/gnome/desktop/notifications", "show-banners", "false", {"banners on": "true"},
+    ),
+    "3ce045a0-877b-42aa-8d2c-b4a863336ab8": (
+        "org/gnome/desktop/interface", "text-scaling-factor", "1.25", {"smaller": "0.75", "same": "1.0"},
+    ),
+}
+
+
+def _settings_case(raw: dict[str, Any]) -> Case:
+    group, key, good, wrongs = _SETTINGS[raw["id"]]
+
+    def keyfile(value: str) -> dict[str, Writer]:
+        return {KEYFILE: _text(f"[{group}]\n{key}={value}\n")}
+
+    return Case(
+        good=keyfile(good),
+        wrongs={**{label: keyfile(v) for label, v in wrongs.items()}, "never set": {KEYFILE: _text("")}},
+    )
+
+
 def os_case(raw: dict[str, Any], cache_dir: Path) -> Case:
-    """Stand-ins for the ``os`` tasks whose checks run here (``check_moved_jpgs`` on a folder listing)."""
+    """Stand-ins for the ``os`` tasks whose checks run here (``check_moved_jpgs`` on a folder listing, a terminal
+    task's ``bash eval.sh``, a setting read by ``gsettings`` from the episode's keyfile)."""
     ev = raw["evaluator"]
+    if raw["id"] in _EVAL_SH:
+        return _terminal_case(raw, cache_dir)
+    if raw["id"] in _SETTINGS:
+        return _settings_case(raw)
     if ev["func"] != "check_moved_jpgs":
         raise KeyError(ev["func"])
     folder = ev["result"]["path"]

@@ -1,7 +1,9 @@
-"""One display and one LibreOffice profile shared by the desktop tests that need the real app (a session fixture)."""
+"""Fixtures of the desktop tests that need the real apps: one desktop environment for the session (one display and
+one LibreOffice profile), and, per module, a bare display and an app uid for the app-sandbox tests."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -22,3 +24,27 @@ def desktop_env() -> Iterator[object]:
     finally:
         env.close()
         assert not env.display.alive and not env.office.pids()
+
+
+@pytest.fixture(scope="module")
+def uid() -> Iterator[int | None]:
+    """An app uid of the desktop range, held like an environment holds it (``None`` when not root)."""
+    if os.getuid() != 0:
+        yield None
+        return
+    from rlanything_core.envs.desktop.env import DESKTOP_UID_BASE, DESKTOP_UID_SLOTS
+    from rlanything_core.sandbox.slots import UidSlots
+
+    with UidSlots(DESKTOP_UID_BASE, DESKTOP_UID_SLOTS).acquire() as slot:
+        yield slot.program_uid
+
+
+@pytest.fixture(scope="module")
+def display() -> Iterator[object]:
+    """A bare X display (no window manager) for the module."""
+    if desktop_missing():
+        pytest.skip(desktop_missing())
+    from rlanything_core.envs.desktop.display import XDisplay
+
+    with XDisplay(window_manager=None) as d:
+        yield d

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,31 +13,6 @@ from rlanything_core.envs.desktop.app_sandbox import APP_HOME, AppSandbox, desce
 from rlanything_core.sandbox.bwrap import bwrap_status
 
 pytestmark = pytest.mark.skipif(not bwrap_status()[0], reason="bubblewrap does not work here")
-
-
-@pytest.fixture(scope="module")
-def uid() -> Iterator[int | None]:
-    """An app uid of the desktop range, held like an environment holds it (``None`` when not root)."""
-    if os.getuid() != 0:
-        yield None
-        return
-    from rlanything_core.envs.desktop.env import DESKTOP_UID_BASE, DESKTOP_UID_SLOTS
-    from rlanything_core.sandbox.slots import UidSlots
-
-    with UidSlots(DESKTOP_UID_BASE, DESKTOP_UID_SLOTS).acquire() as slot:
-        yield slot.program_uid
-
-
-@pytest.fixture(scope="module")
-def display() -> Iterator[object]:
-    from _desktop_apps import desktop_missing
-
-    if desktop_missing():
-        pytest.skip(desktop_missing())
-    from rlanything_core.envs.desktop.display import XDisplay
-
-    with XDisplay(window_manager=None) as d:
-        yield d
 
 
 def _wait_for(path: Path, timeout_s: float = 20.0) -> str:

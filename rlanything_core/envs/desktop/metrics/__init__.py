@@ -15,6 +15,7 @@ from rlanything_core.envs.desktop.metrics import docs, images, profile, slides
 from rlanything_core.envs.desktop.metrics.general import (
     check_include_exclude,
     check_moved_jpgs,
+    check_text_enlarged,
     exact_match,
     literal_match,
 )
@@ -39,6 +40,7 @@ METRICS: dict[str, Callable[..., float]] = {
     "exact_match": exact_match,
     "literal_match": literal_match,
     "check_moved_jpgs": check_moved_jpgs,
+    "check_text_enlarged": check_text_enlarged,
     "check_pdf_pages": check_pdf_pages,
     "compare_pdfs": compare_pdfs,
     **{name: getattr(docs, name) for name in docs.__all__},

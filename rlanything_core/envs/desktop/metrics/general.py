@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-__all__ = ["check_include_exclude", "check_moved_jpgs", "exact_match", "literal_match"]
+__all__ = ["check_include_exclude", "check_moved_jpgs", "check_text_enlarged", "exact_match", "literal_match"]
 
 
 def check_include_exclude(result: str | None, rules: dict[str, list[str]]) -> float:
@@ -32,6 +33,18 @@ def literal_match(result: Any, expected: Any, **options: Any) -> float:
         result = [str(r).lower() for r in result] if isinstance(result, list) else str(result).lower()
         expected = [str(e).lower() for e in expected] if isinstance(expected, list) else str(expected).lower()
     return float(result == expected)
+
+
+def check_text_enlarged(scaling_factor: Any) -> float:
+    """1.0 when the ``text-scaling-factor`` a command printed is a finite number above 1.0.
+
+    (OSWorld's ``basic_os.py``; the printed value is the agent's doing, so a non-number scores 0.0, not an error.)
+    """
+    try:
+        value = float(str(scaling_factor).strip())
+    except ValueError:
+        return 0.0
+    return float(math.isfinite(value) and value > 1.0)
 
 
 def check_moved_jpgs(directory: dict[str, Any] | None, rules: dict[str, Any]) -> float:
