@@ -28,7 +28,7 @@ from typing import Any
 from rlanything_core.envs.desktop.episode_fs import run_task_command
 from rlanything_core.envs.desktop.osworld_cache import MissingTaskFile, TaskFiles, check_vm_path, episode_path
 
-__all__ = ["GETTERS", "VM_PROFILE", "Getter", "vm_local_path"]
+__all__ = ["GETTERS", "VM_PROFILE", "Getter", "installed_program_check", "vm_local_path"]
 
 
 @dataclass(frozen=True)
@@ -141,6 +141,28 @@ def _check_command(cfg: dict[str, Any], _files: TaskFiles) -> None:
     word = vm_only_word(cfg["command"])
     if word is not None:
         raise ValueError(f"vm_command_line uses {word!r}, which only OSWorld's VM has: {cfg['command']!r}")
+    program = installed_program_check(cfg["command"])
+    if program is not None:
+        # either always passes or never: a task that no action can win, or one that doing nothing wins
+        raise ValueError(
+            f"vm_command_line checks whether {program!r} is installed ({cfg['command']!r}); no action can change that "
+            "here: nothing can be installed in the sandbox (no network, /usr read-only)"
+        )
+
+
+def installed_program_check(command: str | list[str]) -> str | None:
+    """The program a ``which PROGRAM`` / ``command -v PROGRAM`` check looks for, else ``None``.
+
+    Examples:
+        >>> installed_program_check("which spotify"), installed_program_check(["ls", "-l"])
+        ('spotify', None)
+    """
+    words = command.split() if isinstance(command, str) else [str(w) for w in command]
+    if len(words) == 2 and words[0] == "which":
+        return words[1]
+    if len(words) == 3 and words[:2] == ["command", "-v"]:
+        return words[2]
+    return None
 
 
 def _check_directory(cfg: dict[str, Any], _files: TaskFiles) -> None:

@@ -138,10 +138,10 @@ def test_impress_task(task_id: str, tmp_path: Path) -> None:
     _domain_test("libreoffice_impress", impress_case, IMPRESS_REFUSED, task_id, tmp_path)
 
 
-# OS tasks refused at load (the piece named); what is left: the infeasible ones, the folder listing, and
-# 94d95f96 ("install Spotify", checked by `which spotify` in the command sandbox): it loads and its check runs, but
-# no correct state can exist here (no package manager, a read-only system), so it is loaded and not proven
+# OS tasks refused at load (the piece named). 94d95f96 ("install Spotify", checked by `which spotify`) is refused as
+# a check no action can change here (no package manager, a read-only system): it could only ever score 0.
 OS_REFUSED = {
+    "94d95f96-9699-4208-98ba-3c3119edf9c2": "checks whether 'spotify' is installed",
     "ec4e3f68-9ea4-4c18-a5c9-69f89d1178b3": "DBUS_SESSION_BUS_ADDRESS",
     "a462a795-fdc7-4b23-b689-e8b6df786b78": "sudo",
     "28cc3b7e-b194-4bc9-8353-d04c0f4d56d2": "pulseaudio",
@@ -153,15 +153,9 @@ OS_REFUSED = {
     "5812b315-e7bd-4265-b51f-863c02174c28": "sudo",
     "4127319a-8b79-4410-b58a-7a151e15f3d7": "xdg-open",
 }
-OS_UNPROVEN = {"94d95f96-9699-4208-98ba-3c3119edf9c2"}
 
 
 @ABSENT
 @pytest.mark.parametrize("task_id", _ids("os"))
 def test_os_task(task_id: str, tmp_path: Path) -> None:
-    if task_id in OS_UNPROVEN:
-        path = task_path("os", task_id)
-        task = load_task(path, cache_dir=tmp_path / "cache")
-        assert score_files(task, EpisodeFS(tmp_path / "ep")).score == 0.0  # the check runs; nothing installed
-        pytest.skip("loaded and checkable, not provable here: no correct state can exist in the sandbox")
     _domain_test("os", os_case, OS_REFUSED, task_id, tmp_path)
