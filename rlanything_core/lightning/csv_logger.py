@@ -3,15 +3,18 @@
 Lightning's ``CSVLogger`` deletes an existing ``metrics.csv`` when its writer starts (a resumed run with a fixed
 ``version`` lost every earlier row) and writes rows only every ``flush_logs_every_n_steps`` (a SIGKILL lost the
 unflushed ones). :class:`ResumableCSVLogger` keeps the file and writes after every logged step (one iteration is one
-step here). Every row has a *position* in the run: a training row that of its ``replay_key`` column (``iteration``),
-an evaluation row after ``c`` completed iterations (``eval_key``, ``eval/iteration``) ``c - 0.5``, between the last
-training row before it and the next one. When a resumed run logs a position again (an iteration that ran after the
-last checkpoint and is repeated, or a final evaluation whose process was killed before it exited), the new rows
-replace the old ones from that position on (:func:`merge_rows`), so the file holds each iteration and each evaluation
-once, in order. The ``step`` column is the row's index in the file (0, 1, 2, ...): unique and without gaps whatever
-kills and resumes happened (Lightning's own step repeated where an evaluation and the next iteration shared it, and
-after a resume; issue 28). The file is replaced atomically (a torn write cannot lose the history), and a damaged one
-is named with what to do (:func:`read_metrics_csv`), never a raw ``csv.Error`` or ``ValueError``.
+step here). Every row has a *position* in the run: a training row that of its ``replay_key`` column (``iteration``), an
+evaluation row after ``c`` completed iterations (``eval_key``, ``eval/iteration``) ``c - 0.5``, between the last
+training row before it and the next one. When a resumed run logs a position again (an iteration that ran after the last
+checkpoint and is repeated, or a final evaluation whose process was killed before it exited), the new rows replace the
+old ones from that position on (:func:`merge_rows`), so the file holds each iteration and each evaluation once, in
+order. Within one process rows are never dropped, only put in position order (:func:`in_position_order`): Lightning
+writes an iteration's row after the hooks of its batch have run, so a judge-only evaluation logged in
+``on_train_batch_end`` reaches the logger before the row of the iteration it follows. The ``step`` column is the row's
+index in the file (0, 1, 2, ...): unique and without gaps whatever kills and resumes happened (Lightning's own step
+repeated where an evaluation and the next iteration shared it, and after a resume; issue 28). The file is replaced
+atomically (a torn write cannot lose the history), and a damaged one is named with what to do
+(:func:`read_metrics_csv`), never a raw ``csv.Error`` or ``ValueError``.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from lightning.pytorch.loggers.logger import rank_zero_experiment
 
 from rlanything_core.environment._io import CorruptFileError, atomic_write_text
 
-__all__ = ["ResumableCSVLogger", "merge_rows", "read_metrics", "read_metrics_csv", "row_position"]
+__all__ = ["ResumableCSVLogger", "in_position_order", "merge_rows", "read_metrics", "read_metrics_csv", "row_position"]
 
 _FIX = "move the file aside (a resumed run then starts a new one) or restore it from a backup"
 
@@ -49,6 +52,24 @@ def row_position(row: dict[str, Any], replay_key: str, eval_key: str | None) -> 
     if math.isnan(position) and eval_key is not None:
         position = _number(row.get(eval_key)) - 0.5
     return position
+
+
+def in_position_order(
+    rows: Sequence[dict[str, Any]], *, replay_key: str, eval_key: str | None
+) -> list[dict[str, Any]]:
+    """``rows`` stably sorted by :func:`row_position`; a row without a position stays after the row before it.
+
+    Examples:
+        >>> rows = [{"eval/iteration": 1}, {"iteration": 0}, {"note": "x"}, {"iteration": 1}]
+        >>> in_position_order(rows, replay_key="iteration", eval_key="eval/iteration")
+        [{'iteration': 0}, {'note': 'x'}, {'eval/iteration': 1}, {'iteration': 1}]
+    """
+    keys: list[float] = []
+    for row in rows:
+        position = row_position(row, replay_key, eval_key)
+        keys.append(position if not math.isnan(position) else (keys[-1] if keys else -math.inf))
+    order = sorted(range(len(rows)), key=lambda i: keys[i])
+    return [rows[i] for i in order]
 
 
 def merge_rows(
@@ -139,19 +160,27 @@ class _AppendingWriter(ExperimentWriter):
     replay_key = "step"
     eval_key: str | None = None
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._previous: tuple[list[str], list[dict[str, Any]]] | None = None  # earlier processes' file, read once
+        self._session: list[dict[str, Any]] = []  # every row this process logged
+
     def _check_log_dir_exists(self) -> None:
         """Keep the previous run's files (the parent deletes ``metrics.csv`` here)."""
 
     def save(self) -> None:
-        """Rewrite ``metrics.csv`` with the new rows merged in (:func:`merge_rows`)."""
+        """Rewrite ``metrics.csv``: earlier processes' rows merged with this one's (:func:`merge_rows`)."""
         if not self.metrics:
             return
-        old_rows: list[dict[str, Any]] = []
-        header: list[str] = []
-        if os.path.isfile(self.metrics_file_path):
-            keys = [k for k in (self.replay_key, self.eval_key) if k is not None]
-            header, old_rows = read_metrics_csv(self.metrics_file_path, numeric=keys)
-        rows = merge_rows(old_rows, self.metrics, replay_key=self.replay_key, eval_key=self.eval_key)
+        if self._previous is None:
+            self._previous = [], []
+            if os.path.isfile(self.metrics_file_path):
+                keys = [k for k in (self.replay_key, self.eval_key) if k is not None]
+                self._previous = read_metrics_csv(self.metrics_file_path, numeric=keys)
+        header, old_rows = self._previous
+        self._session.extend(self.metrics)
+        session = in_position_order(self._session, replay_key=self.replay_key, eval_key=self.eval_key)
+        rows = merge_rows(old_rows, session, replay_key=self.replay_key, eval_key=self.eval_key)
         keys = sorted(set(header) | set(self.metrics_keys) | set().union(*self.metrics))
         self.metrics_keys = keys
         out = io.StringIO()

@@ -130,3 +130,21 @@ def test_read_metrics_names_the_file_line_and_column(tmp_path: Path) -> None:
     path.write_text("iteration,loss,step\n0,1.0,0\n1,,1\n")
     assert read_metrics(path) == [{"iteration": 0.0, "loss": 1.0, "step": 0.0}, {"iteration": 1.0, "step": 1.0}]
     assert read_metrics(tmp_path / "absent.csv") == []
+
+
+def test_an_evaluation_logged_before_its_iterations_row_is_kept_in_order(tmp_path: Path) -> None:
+    """Lightning writes an iteration's row after its batch hooks, where a judge-only evaluation is logged.
+
+    Before: the iteration's row (position i) arrived after the evaluation that follows it (position i + 0.5) and
+    replaced it as "repeated work": every judge-only probe of the ALFWorld smoke was lost from metrics.csv.
+    """
+    logger = _logger(tmp_path)
+    for i in range(2):
+        logger.log_metrics({"eval/iteration": i + 1, "eval/judge": 0.5 + i}, step=i + 1)  # on_train_batch_end
+        logger.log_metrics({"iteration": i, "loss": 1.0}, step=i)  # then Lightning's row of the batch
+    logger.log_metrics({"eval/iteration": 2, "eval/success": 0.25}, step=2)  # the final evaluation, later
+    rows = _rows(tmp_path / "logs" / "metrics.csv")
+    assert [(r["iteration"], r["eval/iteration"]) for r in rows] == [("0", ""), ("", "1"), ("1", ""), ("", "2"),
+                                                                     ("", "2")]  # fmt: skip
+    assert [r["step"] for r in rows] == ["0", "1", "2", "3", "4"]
+    assert rows[1]["eval/judge"] == "0.5" and rows[4]["eval/success"] == "0.25"
