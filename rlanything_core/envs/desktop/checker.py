@@ -23,7 +23,6 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-import rlanything_core
 from rlanything_core.envs.desktop.episode_fs import EpisodeFS
 from rlanything_core.envs.desktop.evaluator import Outcome
 from rlanything_core.envs.desktop.task import DesktopTask
@@ -89,7 +88,7 @@ class Checker:
 
     def _start(self) -> subprocess.Popen[bytes]:
         # the server imports this very package (a worktree's, an editable or an installed one)
-        package_parent = str(Path(rlanything_core.__file__).resolve().parents[1])
+        package_parent = str(Path(__file__).resolve().parents[3])  # the folder holding rlanything_core/
         env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH", "")) if p)
         proc = subprocess.Popen(

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import rlanything_core
 from rlanything_core.envs.desktop.action_sandbox import ActionSandbox
 from rlanything_core.envs.desktop.actions import ActionKind, InvalidAction, parse_action
 from rlanything_core.envs.desktop.app_sandbox import AppSandbox
@@ -66,7 +65,7 @@ RELEASE_INPUT = (
 )
 """What the evaluator runs before its own key presses: a modifier or button the agent left held would turn its
 Ctrl+S into another command."""
-PACKAGE_DIR = str(Path(rlanything_core.__file__).resolve().parent)
+PACKAGE_DIR = str(Path(__file__).resolve().parents[2])  # rlanything_core/ (this file: envs/desktop/env.py)
 """The library's folder (the shipped tasks' gold files live in it): hidden from the apps and the action worker."""
 
 
