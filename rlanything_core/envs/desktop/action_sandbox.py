@@ -18,7 +18,6 @@ import importlib.util
 import json
 import os
 import select
-import signal
 import stat
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rlanything_core.envs.desktop._processes import stop_process_group
 from rlanything_core.envs.desktop.actions import Action, ActionKind
 from rlanything_core.envs.desktop.display import XDisplay
 from rlanything_core.sandbox.bwrap import bwrap_command, bwrap_status
@@ -262,14 +262,5 @@ class ActionSandbox:
     def close(self) -> None:
         """Kill the worker's process group (bubblewrap and everything inside it)."""
         proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        if proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        proc.wait(timeout=5)
-        for stream in (proc.stdin, proc.stdout):
-            if stream is not None:
-                stream.close()
+        if proc is not None:
+            stop_process_group(proc, timeout_s=5)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import select
-import signal
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
@@ -23,6 +22,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from rlanything_core.envs.desktop._processes import stop_process_group
 from rlanything_core.envs.desktop.episode_fs import EpisodeFS
 from rlanything_core.envs.desktop.evaluator import Outcome
 from rlanything_core.envs.desktop.task import DesktopTask
@@ -154,17 +154,8 @@ class Checker:
     def close(self) -> None:
         """Stop the server (and any check it runs)."""
         proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        if proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        proc.wait(timeout=10)
-        for stream in (proc.stdin, proc.stdout):
-            if stream is not None:
-                stream.close()
+        if proc is not None:
+            stop_process_group(proc, timeout_s=10)
 
 
 def check_files(
