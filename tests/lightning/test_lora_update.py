@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import lightning as L
 import pytest
 import torch
+from _update_rows import fit_one_step, ragged_rows
 from omegaconf import OmegaConf
-from torch.utils.data import DataLoader
 
-from rlanything_core.collect.batching import TokenRows
 from rlanything_core.lightning.module import RLAnythingModule
-from rlanything_core.loop.iteration import IterationData, TrainingRows
+from rlanything_core.loop.iteration import IterationData
 from rlanything_core.models.tiny import tiny_causal_lm
 from rlanything_core.training.packing import packable
 
@@ -26,31 +22,6 @@ LORA = OmegaConf.create(
 )  # fmt: skip
 
 
-class _Rows(L.LightningDataModule):
-    def __init__(self, data: IterationData) -> None:
-        super().__init__()
-        self.data = data
-
-    def train_dataloader(self) -> DataLoader[Any]:
-        return DataLoader([self.data], batch_size=None, collate_fn=lambda batch: batch)
-
-    def transfer_batch_to_device(self, batch: Any, device: torch.device, dataloader_idx: int) -> Any:
-        return batch
-
-
-def _rows(n: int, length: int) -> TrainingRows:
-    gen = torch.Generator().manual_seed(0)
-    lengths = torch.randint(length // 2, length + 1, (n,), generator=gen)
-    ids = torch.randint(1, 64, (n, length), generator=gen)
-    attention = torch.arange(length) < lengths[:, None]
-    response = attention & (torch.arange(length) >= 3)
-    return TrainingRows(
-        rows=TokenRows(ids, attention, response, torch.full(ids.shape, float("nan")), torch.zeros(n, 3).long()),
-        advantages=torch.randn(n, generator=gen),
-        group=torch.arange(n) % 2,
-    )
-
-
 def test_lora_trains_the_adapters_and_leaves_the_base_alone() -> None:
     model = apply_lora(tiny_causal_lm(64, hidden=16, layers=2, seed=0), LORA)
     assert packable(model)  # the packed update drives the PEFT-wrapped model like any causal LM
@@ -61,11 +32,7 @@ def test_lora_trains_the_adapters_and_leaves_the_base_alone() -> None:
         model, policy_updates=2, micro_batch_tokens=40,
         policy_optimizer=lambda params: torch.optim.AdamW(params, lr=1e-2),
     )  # fmt: skip
-    trainer = L.Trainer(
-        accelerator="cpu", max_steps=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-        enable_model_summary=False,
-    )  # fmt: skip
-    trainer.fit(module, datamodule=_Rows(IterationData(iteration=0, policy=_rows(6, 12), judge=None)))
+    fit_one_step(module, IterationData(iteration=0, policy=ragged_rows(6, 12), judge=None))
     assert module.update_history[0]["policy/updates"] == 2
     changed = {n for n, p in model.named_parameters() if not torch.equal(p, before[n])}
     assert changed and changed <= trainable  # only adapters moved (lora_B starts at zero: A and B both move)

@@ -18,30 +18,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import lightning as L
 import torch
-from torch.utils.data import DataLoader
+from _update_rows import fit_one_step, ragged_rows
 
-from rlanything_core.collect.batching import TokenRows
 from rlanything_core.lightning.module import RLAnythingModule
-from rlanything_core.loop.iteration import IterationData, TrainingRows
+from rlanything_core.loop.iteration import IterationData
 from rlanything_core.losses.consistency import ConsistencyRewardLoss
 from rlanything_core.models.tiny import tiny_causal_lm
-
-
-def _rows(n: int, length: int, seed: int) -> TrainingRows:
-    """``n`` right-padded rows of uneven length on the CPU, two task groups, prompt then response."""
-    gen = torch.Generator().manual_seed(seed)
-    lengths = torch.randint(length // 2, length + 1, (n,), generator=gen)
-    ids = torch.randint(1, 64, (n, length), generator=gen)
-    positions = torch.arange(length)
-    attention = positions < lengths[:, None]
-    response = attention & (positions >= 3)
-    return TrainingRows(
-        rows=TokenRows(ids, attention, response, torch.full(ids.shape, float("nan")), torch.zeros(n, 3).long()),
-        advantages=torch.randn(n, generator=gen),
-        group=torch.arange(n) % 2,
-    )
 
 
 class _OnMeta(RLAnythingModule):
@@ -63,28 +46,6 @@ class _OnMeta(RLAnythingModule):
         self.to_empty(device="cpu")  # the trainer's teardown copies the module to the CPU: give it storage
 
 
-class _Rows(L.LightningDataModule):
-    """Hands the iteration's rows over on the host, as ``lightning.datamodule.RolloutDataModule`` does."""
-
-    def __init__(self, data: IterationData) -> None:
-        super().__init__()
-        self.data = data
-
-    def train_dataloader(self) -> DataLoader[Any]:
-        return DataLoader([self.data], batch_size=None, collate_fn=lambda batch: batch)
-
-    def transfer_batch_to_device(self, batch: Any, device: torch.device, dataloader_idx: int) -> Any:
-        return batch
-
-
-def _fit(module: RLAnythingModule, data: IterationData) -> None:
-    trainer = L.Trainer(
-        accelerator="cpu", devices=1, max_steps=1, logger=False, enable_checkpointing=False,
-        enable_progress_bar=False, enable_model_summary=False,
-    )  # fmt: skip
-    trainer.fit(module, datamodule=_Rows(data))
-
-
 def _eager(model: Any) -> Any:
     """Eager attention: SDPA's mask builder asks whether the padding mask is all ones, which ``meta`` cannot answer."""
     model.set_attn_implementation("eager")
@@ -101,8 +62,8 @@ def test_the_whole_update_follows_the_models_device() -> None:
         micro_batch_tokens=24,  # several micro-batches per minibatch
         max_grad_norm=1.0,
     )
-    data = IterationData(iteration=0, policy=_rows(6, 12, seed=0), judge=_rows(8, 10, seed=1))
-    _fit(module, data)
+    data = IterationData(iteration=0, policy=ragged_rows(6, 12, seed=0), judge=ragged_rows(8, 10, seed=1))
+    fit_one_step(module, data)
     (history,) = module.update_history
     assert history["policy/updates"] == 2 and history["judge/updates"] == 2  # both models stepped, twice
     assert module.devices_after_update == {"meta"}
@@ -113,6 +74,6 @@ def test_the_update_still_learns_on_the_cpu() -> None:
     policy = tiny_causal_lm(64, hidden=16, layers=1, seed=0)
     before = [p.detach().clone() for p in policy.parameters()]
     module = RLAnythingModule(policy, policy_updates=2, micro_batch_tokens=24)
-    _fit(module, IterationData(iteration=0, policy=_rows(6, 12, seed=0), judge=None))
+    fit_one_step(module, IterationData(iteration=0, policy=ragged_rows(6, 12, seed=0), judge=None))
     assert module.update_history[0]["policy/updates"] == 2
     assert any(not torch.equal(b, p) for b, p in zip(before, policy.parameters()))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_update_device import _fit, _rows
+from _update_rows import fit_one_step, ragged_rows
 
 from rlanything_core.lightning.module import RLAnythingModule
 from rlanything_core.loop.iteration import IterationData
@@ -26,12 +26,12 @@ def _module(**kwargs: int) -> RLAnythingModule:
 
 
 def _data() -> IterationData:
-    return IterationData(iteration=0, policy=_rows(6, 12, seed=0), judge=_rows(8, 10, seed=1))
+    return IterationData(iteration=0, policy=ragged_rows(6, 12, seed=0), judge=ragged_rows(8, 10, seed=1))
 
 
 def test_each_epoch_makes_its_minibatch_steps_and_logs_its_later_passes_apart() -> None:
     module = _module(policy_updates=2, judge_updates=1, policy_epochs=3, judge_epochs=2)
-    _fit(module, _data())
+    fit_one_step(module, _data())
     (history,) = module.update_history
     assert history["policy/updates"] == 6 and history["judge/updates"] == 2
     for name in ("policy", "judge"):
@@ -46,8 +46,8 @@ def test_one_epoch_is_the_single_pass_and_logs_nothing_later() -> None:
         _module(policy_updates=2, judge_updates=2),
         _module(policy_updates=2, judge_updates=2, policy_epochs=1, judge_epochs=1),
     )
-    _fit(default, _data())
-    _fit(explicit, _data())
+    fit_one_step(default, _data())
+    fit_one_step(explicit, _data())
     assert not any("/later/" in k for k in default.update_history[0])
     assert default.update_history[0]["policy/updates"] == 2
     for a, b in zip(default.parameters(), explicit.parameters()):
@@ -69,7 +69,7 @@ def test_old_logprobs_stay_those_of_the_pre_update_weights_across_epochs() -> No
         return original(model, rows)
 
     module._old_logprobs = counted  # type: ignore[method-assign]
-    _fit(module, _data())
+    fit_one_step(module, _data())
     (history,) = module.update_history
     assert calls == ["policy", "judge"]  # once per model and iteration, before any step
     assert history["policy/approx_kl"] == pytest.approx(0.0, abs=1e-6)  # the first pass starts at the old weights
