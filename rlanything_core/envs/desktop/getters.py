@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rlanything_core.envs.desktop.config_steps import vm_only_word
 from rlanything_core.envs.desktop.episode_fs import run_task_command
 from rlanything_core.envs.desktop.osworld_cache import MissingTaskFile, TaskFiles, check_vm_path, episode_path
 
@@ -134,8 +135,6 @@ def _check_rules(cfg: dict[str, Any], _files: TaskFiles) -> None:
 
 
 def _check_command(cfg: dict[str, Any], _files: TaskFiles) -> None:
-    from rlanything_core.envs.desktop.config_steps import vm_only_word
-
     if not isinstance(cfg.get("command"), (str, list)):
         raise ValueError("getter 'vm_command_line' needs a 'command' string or list")
     word = vm_only_word(cfg["command"])

@@ -58,6 +58,12 @@ def _t(name: str, family: str, level: Level, *hints: str, **settings: Setting) -
     return MiniwobTask(name, family, level, hints, own_page=name.startswith("rla-"), settings=dict(settings))
 
 
+# first hints that several tasks of one family share (one wording, so that a fix reaches all of them)
+_TEXT_BOX = "The text box is the element with tag 'input_text'."
+_TABS = "Tabs are the a elements at the top; links are span elements with class alink."
+_DATEPICKER = "The box with id datepicker is read-only: clicking it opens a calendar."
+_EMAIL_ROWS = "Emails are rows: a div with class email-sender, then the row's span.trash and span.star icons."
+
 E, M, H = Level.EASY, Level.MEDIUM, Level.HARD
 CURATED_TASKS: dict[str, MiniwobTask] = {
     t.name: t
@@ -69,9 +75,9 @@ CURATED_TASKS: dict[str, MiniwobTask] = {
         _t("click-dialog", "click", E, "The dialog's close button is the button element in its title bar.",
            "Click that button element (its icon reads Close); nothing else is needed."),
         _t("click-test", "click", E, "Click the element whose tag is button.", "There is only one button: click it."),
-        _t("focus-text", "text-entry", E, "The text box is the element with tag 'input_text'.",
+        _t("focus-text", "text-entry", E, _TEXT_BOX,
            "Click the input_text element; nothing needs typing."),
-        _t("enter-text", "text-entry", E, "The text box is the element with tag 'input_text'.",
+        _t("enter-text", "text-entry", E, _TEXT_BOX,
            "First type the quoted text into the input_text element, then click the Submit button."),
         _t("enter-password", "text-entry", M, "There are two password boxes (input_password) and a Submit button.",
            "Type the password into both input_password elements, then click Submit."),
@@ -86,25 +92,20 @@ CURATED_TASKS: dict[str, MiniwobTask] = {
            "Click each checkbox whose label text is listed, and no other, then click the Submit button."),
         _t("click-option", "checkboxes", M, "Options are input_radio elements, each followed by its label text.",
            "Click the input_radio whose label is the quoted word, then click Submit."),
-        _t("click-tab-2-easy", "tabs", M, "Tabs are the a elements at the top; "
-           "links are span elements with class alink.",
+        _t("click-tab-2-easy", "tabs", M, _TABS,
            "If the quoted link is not shown, click another tab; then click the span whose text is the quoted word."),
-        _t("click-tab-2-medium", "tabs", H, "Tabs are the a elements at the top; "
-           "links are span elements with class alink.",
+        _t("click-tab-2-medium", "tabs", H, _TABS,
            "Click each tab in turn until the quoted link shows up, then click the link."),
-        _t("click-tab-2-hard", "tabs", H, "Tabs are the a elements at the top; "
-           "links are span elements with class alink.",
+        _t("click-tab-2-hard", "tabs", H, _TABS,
            "Click each tab in turn until the exact quoted link shows up, then click it; or click no link if none."),
-        _t("choose-date-easy", "dates", M, "The box with id datepicker is read-only: clicking it opens a calendar.",
+        _t("choose-date-easy", "dates", M, _DATEPICKER,
            "Order: click the datepicker box, click the a element whose text is the day, then click Submit."),
-        _t("choose-date-medium", "dates", H, "The box with id datepicker is read-only: clicking it opens a calendar.",
+        _t("choose-date-medium", "dates", H, _DATEPICKER,
            "Order: click the datepicker box, click Prev or Next until the month shows, click the day, then Submit."),
-        _t("email-inbox", "email", H, "Emails are rows: a div with class email-sender, then the row's "
-           "span.trash and span.star icons.",
+        _t("email-inbox", "email", H, _EMAIL_ROWS,
            "Open the email from the named sender, then use the action the instruction asks for (reply, forward, "
            "star, delete)."),
-        _t("email-inbox-delete", "email", H, "Emails are rows: a div with class email-sender, then the row's "
-           "span.trash and span.star icons.",
+        _t("email-inbox-delete", "email", H, _EMAIL_ROWS,
            "Click the span with class trash that follows the named sender's email-sender div."),
         _t("email-inbox-forward-nl", "email", H, "Emails are rows: a div with class email-sender; "
            "click the sender to open the email.",
