@@ -9,9 +9,9 @@ gets the screenshot beside it (``GuiAgentObservation.screenshot``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from rlanything_core.collect.prompts import Messages, render_history, rubric_messages
+from rlanything_core.collect.prompts import Messages, StepJudgePrompt, render_history
 
 __all__ = ["GUI_JUDGE_RUBRIC", "gui_agent_messages", "gui_judge_messages"]
 
@@ -20,10 +20,6 @@ _ACTIONS_HELP = (
     "<ArrowDown>, C-a), wait (let the page update, e.g. a suggestion list), show more elements (when the page "
     "lists more than are shown), DONE (the task is complete), FAIL (it cannot be done)."
 )
-
-
-def _identity(text: str) -> str:
-    return text
 
 
 def gui_agent_messages(
@@ -69,18 +65,8 @@ GUI_JUDGE_RUBRIC = (
 )
 
 
-def gui_judge_messages(
-    goal: str,
-    context: str,
-    response: str,
-    next_observation: str,
-    *,
-    sanitize: Callable[[str], str] = _identity,
-) -> Messages:
-    """The judge's prompt for one GUI step: the page and candidates before it, the action, the page after it.
-
-    Everything from the policy or the page passes through ``sanitize``: the judge reads it as data.
-    """
-    sections = {"Instruction": goal, "The page the agent saw": context, "The agent's action": response,
-                "The page after the action": next_observation}  # fmt: skip
-    return rubric_messages(GUI_JUDGE_RUBRIC, sections, sanitize=sanitize)
+gui_judge_messages = StepJudgePrompt(
+    GUI_JUDGE_RUBRIC,
+    ("Instruction", "The page the agent saw", "The agent's action", "The page after the action"),
+)
+"""The judge's prompt for one GUI step: the page and candidates before it, the action, the page after it."""

@@ -8,9 +8,11 @@ Text that comes from a model or an environment and is embedded in another model'
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 __all__ = [
     "Messages",
+    "StepJudgePrompt",
     "agent_messages",
     "code_messages",
     "judge_messages",
@@ -94,21 +96,41 @@ JUDGE_RUBRIC = (
 )
 
 
-def judge_messages(
-    goal: str,
-    context: str,
-    response: str,
-    next_observation: str,
-    *,
-    sanitize: Callable[[str], str] = _identity,
-) -> Messages:
-    """The judge's prompt for one step: the step's context, the policy's response, the next observation.
+@dataclass(frozen=True)
+class StepJudgePrompt:
+    """A judge's prompt for one step: a rubric, then four titled sections (goal, context, response, next observation).
 
-    Everything from the policy or the environment passes through ``sanitize``: the judge reads it as data.
+    Everything from the policy or the environment passes through ``sanitize``: the judge reads it as data. Called as
+    ``prompt(goal, context, response, next_observation, *, sanitize=...)``, the ``prompt_builder`` signature of
+    :class:`~rlanything_core.collect.judge.JudgeCollector`; one instance per rubric (:data:`judge_messages`,
+    :data:`~rlanything_core.collect.gui_prompts.gui_judge_messages`).
+
+    Attributes:
+        rubric: the scoring rubric, first in the user message.
+        titles: the section titles of the goal, the context, the response and the next observation, in that order.
     """
-    sections = {"Goal": goal, "What the agent saw": context, "The agent's response": response,
-                "Next observation": next_observation}  # fmt: skip
-    return rubric_messages(JUDGE_RUBRIC, sections, sanitize=sanitize)
+
+    rubric: str
+    titles: tuple[str, str, str, str]
+
+    def __call__(
+        self,
+        goal: str,
+        context: str,
+        response: str,
+        next_observation: str,
+        *,
+        sanitize: Callable[[str], str] = _identity,
+    ) -> Messages:
+        """The messages of one step (:func:`rubric_messages` with this rubric and these section titles)."""
+        sections = dict(zip(self.titles, (goal, context, response, next_observation), strict=True))
+        return rubric_messages(self.rubric, sections, sanitize=sanitize)
+
+
+judge_messages = StepJudgePrompt(
+    JUDGE_RUBRIC, ("Goal", "What the agent saw", "The agent's response", "Next observation")
+)
+"""The judge's prompt for one step of a text game: the step's context, the policy's response, the next observation."""
 
 
 def rubric_messages(rubric: str, sections: dict[str, str], *, sanitize: Callable[[str], str] = _identity) -> Messages:
