@@ -7,9 +7,9 @@ Runs on the pool's single writer with the success rates of every task rolled out
    feedback (``build_feedback``); the first valid candidate becomes the slot's pending task, rolled out next
    iteration.
 
-``step`` does both in one process. The rewrites (an LLM call each, for the coding and SmolLM2 rewriters) need no pool
-state: ``plan`` (writer) lists them, ``rewrite`` runs one on any rank, ``apply`` (writer) adds the candidates in
-request order; ``PoolSnapshots._sync_pool`` spreads the rewrites over the ranks that way.
+The rewrites (an LLM call each, for the coding and SmolLM2 rewriters) need no pool state: ``plan`` (writer) lists
+them, ``rewrite`` runs one on any rank, ``apply`` (writer) adds the candidates in request order;
+``PoolSnapshots._sync_pool`` runs the three, spreading the rewrites over the ranks (one process: all of them there).
 """
 
 from __future__ import annotations
@@ -51,25 +51,6 @@ class EnvironmentAdaptation:
     feedback_model: ChatModel | None = None
     max_requests: int = 8
 
-    def step(
-        self,
-        pool: TaskPool,
-        episodes: Sequence[Episode],
-        rates: dict[str, float],
-        *,
-        iteration: int,
-        seed: int,
-        feedback: dict[str, TaskFeedback] | None = None,
-    ) -> dict[str, float]:
-        """Resolve pending rewrites, request new ones; returns metrics. Does not save the pool.
-
-        ``feedback`` replaces the critic feedback built from ``episodes`` (single-turn settings such as coding, whose
-        critic is the per-test pass rates rather than failure summaries). One process: ``plan``, ``rewrite`` each
-        request, ``apply``; ``PoolSnapshots._sync_pool`` runs the same three with the rewrites spread over the ranks.
-        """
-        metrics, requests = self.plan(pool, episodes, rates, iteration=iteration, seed=seed, feedback=feedback)
-        return self.apply(pool, requests, [self.rewrite(r) for r in requests], iteration=iteration, metrics=metrics)
-
     def plan(
         self,
         pool: TaskPool,
@@ -83,7 +64,9 @@ class EnvironmentAdaptation:
         """Record the rates, resolve the pending candidates that were rolled out, list this iteration's rewrites.
 
         Runs on the pool's writer (it changes the pool). Returns the acceptance metrics and the requests, each with
-        its critic feedback, in the order their candidates must be added (``apply``).
+        its critic feedback, in the order their candidates must be added (``apply``). ``feedback`` replaces the critic
+        feedback built from ``episodes`` (single-turn settings such as coding, whose critic is the per-test pass rates
+        rather than failure summaries).
         """
         pool.record_rates(rates, iteration=iteration)
         accepted = rejected = 0
