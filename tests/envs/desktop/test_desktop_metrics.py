@@ -3,17 +3,24 @@ and the evaluator's infeasible / FAIL / conj logic."""
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _osworld_impress_standins import write_deck
+from _osworld_standins import ROWS, _pivot
+from _osworld_writer_standins import write_doc, write_odt
 
 from rlanything_core.envs.desktop.config_steps import StepContext
 from rlanything_core.envs.desktop.episode_fs import EpisodeFS
 from rlanything_core.envs.desktop.evaluator import evaluate_task
 from rlanything_core.envs.desktop.metrics import check_include_exclude, compare_table, exact_match
 from rlanything_core.envs.desktop.metrics.cells import match_value_to_rule, read_cell_value
+from rlanything_core.envs.desktop.metrics.docs import compare_docx_files
+from rlanything_core.envs.desktop.metrics.slides import check_transition, compare_pptx_files
 from rlanything_core.envs.desktop.metrics.table import compare_csv
+from rlanything_core.envs.desktop.metrics.workbook_parts import chart_summary, pivot_summary
 from rlanything_core.envs.desktop.task import parse_task
 
 
@@ -356,3 +363,48 @@ def test_style_evaluates_conditional_formats_as_osworld(tmp_path: Path) -> None:
     assert compare_table(_weekend_book(tmp_path / "a.xlsx", conditional="WEEKDAY(A2,2)>5"), gold, rules=rules) == 1.0
     assert compare_table(_weekend_book(tmp_path / "b.xlsx", conditional="WEEKDAY(A2,2)>6"), gold, rules=rules) == 0.0
     assert compare_table(_weekend_book(tmp_path / "c.xlsx", conditional=None), gold, rules=rules) == 1.0
+
+
+def test_chart_and_pivot_summaries_read_each_named_prop() -> None:
+    from openpyxl import Workbook
+    from openpyxl.chart import BarChart, Reference
+
+    sheet = Workbook().active
+    for row in ROWS:
+        sheet.append(row)
+    chart = BarChart()
+    chart.type, chart.title = "bar", "Units"
+    chart.add_data(Reference(sheet, min_col=3, min_row=1, max_row=5), titles_from_data=True)
+    chart.set_categories(Reference(sheet, min_col=1, min_row=2, max_row=5))
+    sheet.add_chart(chart, "F2")
+    sheet._pivots.append(_pivot({"row": 1, "subtotal": "sum"}, source=sheet.title))
+    charts = chart_summary(sheet, ["title", "legend", "width", "height", "type", "direction", "xtitle"])
+    assert charts == {"'Sheet'!$C$2:$C$5,'Sheet'!$A$2:$A$5": {
+        "title": "Units", "legend": "r", "width": 15, "height": 7.5, "type": "barChart", "direction": "bar",
+        "xtitle": None}}  # fmt: skip
+    assert chart_summary(sheet, ["width"]) == {key: {"width": 15} for key in charts}
+    pivots = pivot_summary(sheet, ["name", "show_total", "show_empty_row", "show_headers", "col_fields", "row_fields",
+                                   "data_fields", "data_fields_name"])  # fmt: skip
+    assert pivots == {"worksheet;(1, 2):(5, 2);Sheet": {
+        "name": "DataPilot1", "show_total": True, "show_empty_row": False, "show_headers": True, "col_fields": [],
+        "row_fields": [0], "data_fields": ["1;Sum - Units;sum;normal"]}}  # fmt: skip
+    (location,) = (info["location"] for info in pivot_summary(sheet, ["location"]).values())
+    assert location.ref == "A1:B4"
+
+
+def test_missing_or_unreadable_office_files_score_zero(tmp_path: Path) -> None:
+    doc, odt, deck = tmp_path / "a.docx", tmp_path / "a.odt", tmp_path / "a.pptx"
+    write_doc(doc, {})
+    write_odt(odt, {"texts": ["one", "two"]})
+    write_deck(deck, {})
+    assert compare_docx_files(doc, doc) == compare_docx_files(odt, odt) == compare_pptx_files(deck, deck) == 1.0
+    for name in ("zip.docx", "zip.odt", "zip.pptx"):  # not a zip file; a zip without the part the reader needs
+        (tmp_path / name).write_text("not a zip")
+        with zipfile.ZipFile(tmp_path / f"part-{name}", "w") as z:
+            z.writestr("other.xml", "<a/>")
+    for good in (doc, odt):
+        for bad in (tmp_path / f"zip{good.suffix}", tmp_path / f"part-zip{good.suffix}", tmp_path / f"no{good.suffix}"):
+            assert compare_docx_files(bad, good) == compare_docx_files(good, bad) == 0.0
+    for bad in (tmp_path / "zip.pptx", tmp_path / "part-zip.pptx", tmp_path / "no.pptx", None, ""):
+        assert compare_pptx_files(bad, deck) == compare_pptx_files(deck, bad) == 0.0
+        assert check_transition(bad, {"slide_idx": 0, "transition_type": "fade"}) == 0.0

@@ -31,9 +31,9 @@ Every metric scores 0 for a missing or unreadable file. Two-file metrics take ``
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
+from rlanything_core.envs.desktop.metrics._files import read_or_none
 from rlanything_core.envs.desktop.metrics.odt import has_yellow_highlight, odt_paragraphs
 
 __all__ = [
@@ -61,12 +61,7 @@ def _open(path: Any) -> Any:
     """The python-docx document at ``path``, or None (no path, not a file, not a .docx)."""
     from docx import Document
 
-    if not path or not Path(str(path)).is_file():
-        return None
-    try:
-        return Document(str(path))
-    except Exception:  # a broken or foreign file is a wrong result, whatever python-docx raises for it
-        return None
+    return read_or_none(path, Document)
 
 
 def _open_both(result: Any, expected: Any) -> tuple[Any, Any] | None:

@@ -11,10 +11,10 @@ the code here is ours.
 
 from __future__ import annotations
 
-import zipfile
-from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
+
+from rlanything_core.envs.desktop.metrics._files import zip_xml
 
 __all__ = ["has_yellow_highlight", "odt_paragraphs"]
 
@@ -25,13 +25,7 @@ _FO = "{urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0}"
 
 
 def _content(path: Any) -> ElementTree.Element | None:
-    if not path or not str(path).endswith(".odt") or not Path(str(path)).is_file():
-        return None
-    try:
-        with zipfile.ZipFile(str(path)) as z:
-            return ElementTree.fromstring(z.read("content.xml"))
-    except (zipfile.BadZipFile, KeyError, ElementTree.ParseError, OSError):
-        return None
+    return zip_xml(path, "content.xml") if str(path).endswith(".odt") else None
 
 
 def _direct_text(node: ElementTree.Element) -> list[str]:

@@ -25,10 +25,10 @@ the slide within half an inch and is centred).
 from __future__ import annotations
 
 import math
-import zipfile
-from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
+
+from rlanything_core.envs.desktop.metrics._files import read_or_none, zip_xml
 
 __all__ = [
     "PPTX_OPTIONS",
@@ -73,14 +73,10 @@ _EMU_PER_INCH = 914400
 
 
 def _open(path: Any) -> Any:
+    """The python-pptx presentation at ``path``, or None (no path, not a file, not a .pptx)."""
     from pptx import Presentation
 
-    if not path or not Path(str(path)).is_file():
-        return None
-    try:
-        return Presentation(str(path))
-    except Exception:  # a broken or foreign file is a wrong result, whatever python-pptx raises for it
-        return None
+    return read_or_none(path, Presentation)
 
 
 def _box(shape: Any) -> tuple[Any, ...]:
@@ -244,13 +240,9 @@ def check_slide_orientation_Portrait(result: Any) -> float:  # noqa: N802 - OSWo
 
 def check_transition(result: Any, rules: dict[str, Any]) -> float:
     """1.0 when slide ``rules["slide_idx"]`` (0-based) has a transition of type ``rules["transition_type"]``."""
-    if not result or not Path(str(result)).is_file():
-        return 0.0
     name = f"ppt/slides/slide{int(rules['slide_idx']) + 1}.xml"
-    try:
-        with zipfile.ZipFile(str(result)) as z:
-            root = ElementTree.fromstring(z.read(name))
-    except (KeyError, zipfile.BadZipFile, ElementTree.ParseError, OSError):
+    root = zip_xml(result, name)
+    if root is None:
         return 0.0
     transition = root.find(f".//{_P}transition")
     return float(transition is not None and transition.find(f".//{_P}{rules['transition_type']}") is not None)

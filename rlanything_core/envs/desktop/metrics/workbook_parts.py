@@ -75,6 +75,23 @@ DV_ATTRIBUTES = (
 )
 
 
+# props read as one attribute each (prop -> the openpyxl attribute); the others are computed in the readers
+_CHART_ATTRIBUTES = {"width": "width", "height": "height", "type": "tagname", "direction": "barDir"}
+_PIVOT_ATTRIBUTES = {
+    "name": "name",
+    "show_total": "visualTotals",
+    "show_empty_row": "showEmptyRow",
+    "show_empty_col": "showEmptyCol",
+    "show_headers": "showHeaders",
+    "location": "location",
+}
+
+
+def _attributes(obj: Any, wanted: set[str], attributes: dict[str, str]) -> dict[str, Any]:
+    """``{prop: obj.<attribute>}`` for the wanted props among ``attributes`` (a missing attribute reads None)."""
+    return {prop: getattr(obj, attribute, None) for prop, attribute in attributes.items() if prop in wanted}
+
+
 def _rich_text(title: Any) -> Any:
     """The first run of a chart or axis title's rich text, or None (no title, or a title given by reference)."""
     try:
@@ -114,14 +131,7 @@ def chart_summary(sheet: Any, props: list[str]) -> dict[str, dict[str, Any]]:
                 getattr(end, "col", None),
                 getattr(end, "row", None),
             ]
-        if "width" in wanted:
-            info["width"] = chart.width
-        if "height" in wanted:
-            info["height"] = chart.height
-        if "type" in wanted:
-            info["type"] = chart.tagname
-        if "direction" in wanted:
-            info["direction"] = getattr(chart, "barDir", None)
+        info |= _attributes(chart, wanted, _CHART_ATTRIBUTES)
         for axis in ("x", "y", "z"):
             if f"{axis}title" in wanted:
                 info[f"{axis}title"] = _rich_text(getattr(getattr(chart, f"{axis}_axis", None), "title", None))
@@ -149,27 +159,14 @@ def pivot_summary(sheet: Any, props: list[str]) -> dict[str, dict[str, Any]]:
         r1, c1 = coordinate_to_tuple(first)
         r2, c2 = coordinate_to_tuple(last)
         key = f"{source.type};{(r1, c1 + left)}:{(r2, c2 - right)};{source.worksheetSource.sheet}"
-        info: dict[str, Any] = {}
-        if "name" in wanted:
-            info["name"] = pivot.name
-        if "show_total" in wanted:
-            info["show_total"] = pivot.visualTotals
-        if "show_empty_row" in wanted:
-            info["show_empty_row"] = pivot.showEmptyRow
-        if "show_empty_col" in wanted:
-            info["show_empty_col"] = pivot.showEmptyCol
-        if "show_headers" in wanted:
-            info["show_headers"] = pivot.showHeaders
-        if "location" in wanted:
-            info["location"] = pivot.location
+        info = _attributes(pivot, wanted, _PIVOT_ATTRIBUTES)
         if "filter" in wanted or "selection" in wanted:
             info["selection"] = selection if "ordered" in wanted else [set(r) for r in selection]
         if "filter" in wanted:
             info["filter_fields"] = {f.fld for f in pivot.pageFields}
-        if "col_fields" in wanted:
-            info["col_fields"] = [f.x - left for f in pivot.colFields]
-        if "row_fields" in wanted:
-            info["row_fields"] = [f.x - left for f in pivot.rowFields]
+        for prop, fields in (("col_fields", pivot.colFields), ("row_fields", pivot.rowFields)):
+            if prop in wanted:
+                info[prop] = [f.x - left for f in fields]
         if "data_fields" in wanted:
             named = "data_fields_name" in wanted
             info["data_fields"] = [
