@@ -70,6 +70,12 @@ def read_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
             yield obj
 
 
+def _records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(where, record)`` for each record of a JSONL file, ``where`` being ``path:record number`` (for messages)."""
+    for i, rec in enumerate(read_jsonl(path), 1):
+        yield f"{path}:{i}", rec
+
+
 def _field(rec: dict[str, Any], key: str, where: str) -> Any:
     if key not in rec:
         raise ValueError(f"{where}: missing field {key!r}")
@@ -81,10 +87,8 @@ def load_leetcode(path: str | os.PathLike[str] | None = None) -> list[CodingProb
 
     Scoring as the source does it: ``prompt + code + test + "check(" + entry_point + ")"``.
     """
-    p = _resolve(path, _LEETCODE)
     out = []
-    for i, rec in enumerate(read_jsonl(p), 1):
-        where = f"{p}:{i}"
+    for where, rec in _records(_resolve(path, _LEETCODE)):
         entry = _field(rec, "entry_point", where)
         statement = _field(rec, "problem_description", where)
         starter = rec.get("starter_code", "")
@@ -132,10 +136,8 @@ def load_kickstart(
     applies to all sets; ``default_time_limit_s`` where the statement gives none). Judging is the Kattis default
     validator: token-wise, case-insensitive, ``float_tolerance`` absolute and relative.
     """
-    p = _resolve(path, _KICKSTART)
     out = []
-    for i, rec in enumerate(read_jsonl(p), 1):
-        where = f"{p}:{i}"
+    for where, rec in _records(_resolve(path, _KICKSTART)):
         limits = [float(x) for x in rec.get("time_limits_seconds") or [] if isinstance(x, int | float)]
         raw_tests = _field(rec, "tests", where)
         tests = []
@@ -168,10 +170,8 @@ def load_codecontests(path: str | os.PathLike[str] | None = None) -> list[Coding
     Caveat from the data's README: the generated tests are missing and "print any" problems need a checker that
     exact matching is not.
     """
-    p = _resolve(path, _CODECONTESTS)
     out = []
-    for i, rec in enumerate(read_jsonl(p), 1):
-        where = f"{p}:{i}"
+    for where, rec in _records(_resolve(path, _CODECONTESTS)):
         raw = _field(rec, "tests", where)
         inputs, outputs = raw.get("inputs", []), raw.get("outputs", [])
         if len(inputs) != len(outputs):
@@ -207,8 +207,7 @@ def load_humaneval(path: str | os.PathLike[str] | None = None) -> list[CodingPro
     if not p.is_file():
         raise FileNotFoundError(f"HumanEval data file not found: {p}")
     out = []
-    for i, rec in enumerate(read_jsonl(p), 1):
-        where = f"{p}:{i}"
+    for where, rec in _records(p):
         entry = _field(rec, "entry_point", where)
         out.append(
             CodingProblem(
