@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -128,40 +129,40 @@ class TaskFiles:
     task_dir: Path
     cache_dir: Path | None = None
 
-    def _missing(self, what: str, url: str, path: Path) -> MissingTaskFile:
-        return MissingTaskFile(f"task {self.task_id}: {what} {url!r} is not in the cache; expected it at {path}")
-
     def download_source(self, url: str, vm_path: str) -> Path:
         """The local file a ``download`` step copies to ``vm_path``.
 
         Raises:
             MissingTaskFile: the file is absent (the message names the task, the URL and the expected path).
         """
-        if not _is_remote(url):
-            path = _local_source(url, self.task_dir)
-            if not path.is_file():
-                raise MissingTaskFile(f"task {self.task_id}: download source {url!r} is not a file ({path})")
-            return path
-        if self.cache_dir is not None:
-            path = download_cache_path(self.cache_dir, self.task_id, url, vm_path)
-            if not path.is_file():
-                raise self._missing("download url", url, path)
-            return path
-        return self._shipped(url, "download url")
+        return self._source(
+            url, "download source", "download url", lambda root: download_cache_path(root, self.task_id, url, vm_path)
+        )
 
     def cloud_source(self, url: str, dest: str) -> Path:
         """The local file of a ``cloud_file`` getter saved as ``dest`` (see :meth:`download_source`)."""
+        return self._source(
+            url, "cloud_file", "cloud_file url", lambda root: cloud_cache_path(root, self.task_id, dest)
+        )
+
+    def _source(self, url: str, local: str, remote: str, cached: Callable[[Path], Path]) -> Path:
+        """A local path or ``file://`` URL as it is, a remote URL at ``cached(cache root)`` or shipped with the task.
+
+        ``local`` and ``remote`` name the file in the messages (a local source, a remote URL).
+        """
         if not _is_remote(url):
             path = _local_source(url, self.task_dir)
             if not path.is_file():
-                raise MissingTaskFile(f"task {self.task_id}: cloud_file {url!r} is not a file ({path})")
+                raise MissingTaskFile(f"task {self.task_id}: {local} {url!r} is not a file ({path})")
             return path
         if self.cache_dir is not None:
-            path = cloud_cache_path(self.cache_dir, self.task_id, dest)
+            path = cached(self.cache_dir)
             if not path.is_file():
-                raise self._missing("cloud_file url", url, path)
+                raise MissingTaskFile(
+                    f"task {self.task_id}: {remote} {url!r} is not in the cache; expected it at {path}"
+                )
             return path
-        return self._shipped(url, "cloud_file url")
+        return self._shipped(url, remote)
 
     def _shipped(self, url: str, what: str) -> Path:
         name = unquote(Path(urlparse(url).path).name)

@@ -103,10 +103,16 @@ def test_a_download_outside_the_mapped_folders_is_refused(tmp_path: Path) -> Non
 
 def test_missing_files_raise_file_not_found(tmp_path: Path) -> None:
     files = TaskFiles("t", tmp_path, tmp_path / "cache")
-    with pytest.raises(MissingTaskFile, match="expected it at"):
+    with pytest.raises(MissingTaskFile, match="task t: cloud_file url .* is not in the cache; expected it at"):
         files.cloud_source(DRIVE.format("q"), "g.xlsx")
-    with pytest.raises(MissingTaskFile, match="not a file"):
+    with pytest.raises(MissingTaskFile, match="task t: download url 'https://x/a.xlsx' is not in the cache"):
+        files.download_source("https://x/a.xlsx", "/home/user/a.xlsx")
+    with pytest.raises(MissingTaskFile, match="task t: download source 'nope.xlsx' is not a file"):
         files.download_source("nope.xlsx", "/home/user/a.xlsx")
+    with pytest.raises(MissingTaskFile, match="task t: cloud_file 'nope.xlsx' is not a file"):
+        files.cloud_source("nope.xlsx", "g.xlsx")
+    with pytest.raises(MissingTaskFile, match="task t: cloud_file url .* is neither shipped beside the task"):
+        TaskFiles("t", tmp_path).cloud_source(DRIVE.format("q"), "g.xlsx")
 
 
 def test_share_strings_makes_openpyxl_strings_readable(tmp_path: Path) -> None:
