@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
-from typing import Any
+from typing import Any, ClassVar
 
 from rlanything_core.envs.protocols import AgentEnv, AgentObservation, StepResult
 
@@ -119,6 +119,10 @@ class EnvPool:
         ...     results = pool.step_all([o.admissible_actions[0] for o in obs])
     """
 
+    # What each worker process runs; a subclass wraps it (BrowserEnvPool: in a session of its own). A module-level
+    # function, so that it pickles for "spawn".
+    _worker_loop: ClassVar[staticmethod[[Connection, Callable[[Any], AgentEnv]], None]] = staticmethod(_worker_main)
+
     def __init__(
         self,
         env_factory: Callable[[Any], AgentEnv],
@@ -144,7 +148,7 @@ class EnvPool:
     # ------------------------------------------------------------------ workers
     def _start_worker(self) -> _Worker:
         parent, child = self._ctx.Pipe(duplex=True)
-        process = self._ctx.Process(target=_worker_main, args=(child, self._factory), daemon=True)
+        process = self._ctx.Process(target=self._worker_loop, args=(child, self._factory), daemon=True)
         process.start()
         child.close()
         return _Worker(process=process, conn=parent)

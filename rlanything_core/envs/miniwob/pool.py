@@ -44,6 +44,8 @@ class BrowserEnvPool(EnvPool):
         reset_timeout_s: the same for a reset (a fresh worker imports Selenium and starts a browser: seconds).
     """
 
+    _worker_loop = staticmethod(_session_worker_main)
+
     def __init__(
         self,
         env_factory: Callable[[Any], AgentEnv],
@@ -55,15 +57,6 @@ class BrowserEnvPool(EnvPool):
         super().__init__(
             env_factory, num_workers=num_workers, step_timeout_s=step_timeout_s, reset_timeout_s=reset_timeout_s
         )
-
-    def _start_worker(self) -> Any:
-        from rlanything_core.envs.parallel import _Worker
-
-        parent, child = self._ctx.Pipe(duplex=True)
-        process = self._ctx.Process(target=_session_worker_main, args=(child, self._factory), daemon=True)
-        process.start()
-        child.close()
-        return _Worker(process=process, conn=parent)
 
     def _stop_worker(self, w: int) -> None:
         pid = int(self._workers[w].process.pid)
