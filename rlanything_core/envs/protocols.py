@@ -26,6 +26,7 @@ __all__ = [
     "GuiTerminal",
     "SingleTurnTask",
     "StepResult",
+    "check_step",
 ]
 
 GUI_MAX_STEPS = 50
@@ -70,6 +71,25 @@ class StepResult:
     won: bool
     truncated: bool = False
     failure_reason: str | None = None
+
+
+def check_step(action: object, *, episode_over: bool) -> None:
+    """The preconditions of :meth:`AgentEnv.step` for an engine-backed text game: a ``str`` action, a live episode.
+
+    Raises:
+        ValueError: ``action`` is not a ``str``, or ``episode_over`` (call ``reset()`` first).
+
+    Examples:
+        >>> check_step("look", episode_over=False)
+        >>> check_step(3, episode_over=False)
+        Traceback (most recent call last):
+        ...
+        ValueError: action must be a str, got int
+    """
+    if not isinstance(action, str):
+        raise ValueError(f"action must be a str, got {type(action).__name__}")
+    if episode_over:
+        raise ValueError("the episode is over (or was never reset); call reset() first")
 
 
 @runtime_checkable

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlanything_core.envs.protocols import AgentObservation, StepResult
+from rlanything_core.envs.protocols import AgentObservation, StepResult, check_step
 
 __all__ = [
     "TextWorldChallenge",
@@ -200,10 +200,7 @@ class TextWorldEnv:
         Raises:
             ValueError: ``action`` is not a string, or the episode is over.
         """
-        if not isinstance(action, str):
-            raise ValueError(f"action must be a str, got {type(action).__name__}")
-        if self._done:
-            raise ValueError("the episode is over (or was never reset); call reset() first")
+        check_step(action, episode_over=self._done)
         state, _, done = self._engine.step(action)
         self._steps += 1
         won = bool(state["won"])

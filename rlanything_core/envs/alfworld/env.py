@@ -20,7 +20,7 @@ from rlanything_core.envs.alfworld.engine_cache import (
     memoize_pddl_translation,
     take_engine,
 )
-from rlanything_core.envs.protocols import AgentObservation, StepResult
+from rlanything_core.envs.protocols import AgentObservation, StepResult, check_step
 
 __all__ = ["AlfworldEnv", "AlfworldEnvFactory", "compiles", "parse_goal", "start_engine"]
 
@@ -123,10 +123,7 @@ class AlfworldEnv:
         Raises:
             ValueError: ``action`` is not a string, or the episode is over (call :meth:`reset`).
         """
-        if not isinstance(action, str):
-            raise ValueError(f"action must be a str, got {type(action).__name__}")
-        if self._done:
-            raise ValueError("the episode is over (or was never reset); call reset() first")
+        check_step(action, episode_over=self._done)
         state, _, _ = self._engine.step(action)
         self._steps += 1
         won = bool(state["won"])
