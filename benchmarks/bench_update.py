@@ -263,6 +263,24 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def arguments(**options: object) -> argparse.Namespace:
+    """The parsed command line of a run given as keywords (what ``benchmarks.gpu_stages`` and the tests run).
+
+    ``min_len=16`` is ``--min-len 16``, ``fsdp=False`` is ``--no-fsdp``; the others keep :func:`parser`'s defaults
+    (an unknown option exits naming it, as on the command line).
+
+    Examples:
+        >>> args = arguments(device="cpu", shape="small", rows=4, min_len=16, max_len=64, fsdp=False)
+        >>> (args.rows, args.min_len, args.fsdp, args.response_frac)
+        (4, 16, False, 0.25)
+    """
+    argv: list[str] = []
+    for name, value in options.items():
+        flag = name.replace("_", "-")
+        argv += [f"--{flag}" if value else f"--no-{flag}"] if isinstance(value, bool) else [f"--{flag}", str(value)]
+    return parser().parse_args(argv)
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the comparison from the command line."""
     return compare(parser().parse_args(argv))

@@ -41,38 +41,10 @@ def _small_model(args: argparse.Namespace, device: torch.device, seed: int = 0) 
 def stage_update(args: argparse.Namespace) -> dict[str, Any]:
     """``benchmarks.bench_update`` at the issue-26 shape (Qwen2.5-1.5B, 48 rows of 512-2048 tokens, FSDP2)."""
     if args.dry:
-        bench = [
-            "--device",
-            "cpu",
-            "--shape",
-            "small",
-            "--rows",
-            "4",
-            "--min-len",
-            "16",
-            "--max-len",
-            "64",
-            "--reps",
-            "1",
-            "--no-fsdp",
-        ]
+        options = dict(device="cpu", shape="small", rows=4, min_len=16, max_len=64, reps=1, fsdp=False)
     else:
-        bench = [
-            "--device",
-            "cuda",
-            "--shape",
-            "qwen2.5-1.5b",
-            "--rows",
-            "48",
-            "--min-len",
-            "512",
-            "--max-len",
-            "2048",
-            "--reps",
-            "2",
-            "--fsdp",
-        ]
-    result = bench_update.compare(bench_update.parser().parse_args(bench))
+        options = dict(device="cuda", shape="qwen2.5-1.5b", rows=48, min_len=512, max_len=2048, reps=2, fsdp=True)
+    result = bench_update.compare(bench_update.arguments(**options))
     return {k: result[k] for k in ("shape", "rows", "ratio", "peak_ratio")} | {
         "library_tokens_per_s": result["library"]["tokens_per_s"],
         "plain_tokens_per_s": result["plain"]["tokens_per_s"],

@@ -9,24 +9,8 @@ from benchmarks import bench_update
 
 
 def test_both_sides_train_the_same_tokens_and_report_ratio_and_peaks() -> None:
-    args = bench_update.parser().parse_args(
-        [
-            "--device",
-            "cpu",
-            "--shape",
-            "small",
-            "--rows",
-            "4",
-            "--min-len",
-            "8",
-            "--max-len",
-            "40",
-            "--reps",
-            "1",
-            "--no-fsdp",
-            "--threads",
-            "1",
-        ]
+    args = bench_update.arguments(
+        device="cpu", shape="small", rows=4, min_len=8, max_len=40, reps=1, fsdp=False, threads=1
     )
     result = bench_update.compare(args)
     lib, plain = result["library"], result["plain"]
