@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from rlanything_core._validation import check_positive_int
 from rlanything_core.envs.gui import GuiEpisode
 from rlanything_core.envs.miniwob.browser import Browser, page_url
 from rlanything_core.envs.miniwob.render import (
@@ -124,19 +125,15 @@ class MiniwobEnv:
         self, *, max_steps: int = GUI_MAX_STEPS, screenshots: bool = True, timeout_s: float = 20.0,
         offer_done: bool = True, offer_wait: bool = False, wait_s: float = 1.0, max_clicks: int = 60,
     ) -> None:  # fmt: skip
-        if max_steps < 1:
-            raise ValueError(f"max_steps: expected >= 1, got {max_steps}")
         if not 0 <= wait_s <= 10:
             raise ValueError(f"wait_s: expected 0..10 seconds, got {wait_s}")
-        if max_clicks < 1:
-            raise ValueError(f"max_clicks: expected >= 1, got {max_clicks}")
-        self.max_steps = max_steps
+        self.max_steps = check_positive_int("max_steps", max_steps)
         self.screenshots = screenshots
         self.timeout_s = timeout_s
         self.offer_done = offer_done
         self.offer_wait = offer_wait
         self.wait_s = wait_s
-        self.max_clicks = max_clicks
+        self.max_clicks = check_positive_int("max_clicks", max_clicks)
         self._page = 0
         self._pages = 1
         self.browser: Browser | None = None

@@ -1,9 +1,14 @@
-"""The pure parts of the MiniWoB++ setting: DOM flattening and rendering, candidate actions, parsing, task specs."""
+"""The pure parts of the MiniWoB++ setting: DOM flattening and rendering, candidate actions, parsing, task specs,
+the environment's refusals at construction."""
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import pytest
 
+from rlanything_core.envs.miniwob.env import MiniwobEnv
 from rlanything_core.envs.miniwob.render import (
     ActionKind,
     ElementView,
@@ -186,3 +191,16 @@ def test_candidates_never_cut_silently() -> None:
     cands = candidate_actions(shown, [], more=True, wait=True)
     assert cands[-3:] == ["show more elements", "wait", "DONE"] and len(cands) == 63
     assert all(parse_action(c) is not None for c in cands)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "text"),
+    [
+        ({"max_steps": 0}, "max_steps: expected an integer >= 1, got 0"),
+        ({"max_clicks": 2.5}, "max_clicks: expected an integer >= 1, got 2.5"),
+        ({"wait_s": 11}, "wait_s: expected 0..10 seconds, got 11"),
+    ],
+)
+def test_bad_env_settings_are_refused_naming_them(kwargs: dict[str, Any], text: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(text)):
+        MiniwobEnv(screenshots=False, **kwargs)  # construction starts no browser
