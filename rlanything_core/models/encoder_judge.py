@@ -18,15 +18,16 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from rlanything_core.models.encoder import SplitEncoder, load_minilm
-from rlanything_core.models.scorer_rows import ScorerRowLayout
+from rlanything_core.models.encoder import FrozenPrecision, load_minilm
+from rlanything_core.models.encoder_rows import EncoderRowModel
+from rlanything_core.models.scorer_rows import DecodedRow
 
 __all__ = ["EncoderJudge", "minilm_judge"]
 
 TokenIds = tuple[int, ...]
 
 
-class EncoderJudge(nn.Module):
+class EncoderJudge(EncoderRowModel):
     """The ±1 encoder judge (see the module docstring).
 
     Args:
@@ -37,6 +38,8 @@ class EncoderJudge(nn.Module):
         head_init_std: standard deviation of the head's initial weights (small: votes start near coin flips).
         seed: seeds the head's initialization.
         cache_size: frozen-bottom outputs kept (LRU).
+        frozen_precision: the precision of the frozen bottom layers (``"float32"``, exact, or ``"bfloat16"``,
+            faster; :class:`~rlanything_core.models.encoder.FrozenPrecision`).
     """
 
     def __init__(
@@ -49,61 +52,52 @@ class EncoderJudge(nn.Module):
         head_init_std: float = 0.02,
         seed: int = 0,
         cache_size: int = 2048,
+        frozen_precision: FrozenPrecision | str = FrozenPrecision.FLOAT32,
     ) -> None:
-        super().__init__()
-        if max_tokens < 3:
-            raise ValueError(f"max_tokens: expected >= 3, got {max_tokens}")
-        self.encoder = SplitEncoder.for_tokenizer(
-            bert, tokenizer, trainable_layers=trainable_layers, cache_size=cache_size
+        super().__init__(
+            bert,
+            tokenizer,
+            budget_name="max_tokens",
+            budget=max_tokens,
+            trainable_layers=trainable_layers,
+            cache_size=cache_size,
+            frozen_precision=frozen_precision,
         )
         self.head = nn.Linear(self.encoder.hidden_size, 1)
         gen = torch.Generator().manual_seed(seed)
         with torch.no_grad():
             self.head.weight.copy_(torch.randn(self.head.weight.shape, generator=gen) * head_init_std)
             self.head.bias.zero_()
-        self.tokenizer = tokenizer
-        self.layout = ScorerRowLayout(len(tokenizer))
         self.max_tokens = int(max_tokens)
         self.stats: dict[str, int] = {"texts": 0, "truncated_texts": 0, "vote_rows": 0, "vote_forwards": 0}
 
     def text_ids(self, text: str) -> TokenIds:
         """The step text's ids within the budget (truncation counted)."""
-        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
-        self.stats["texts"] += 1
-        if len(ids) > self.max_tokens - 2:
-            self.stats["truncated_texts"] += 1
-            ids = ids[: self.max_tokens - 2]
-        return tuple(int(t) for t in ids)
+        return self.cut_ids(text, self.max_tokens, self.stats, "texts", "truncated_texts")
 
     def vote_log_probs(self, texts: Sequence[TokenIds]) -> Tensor:
         """``(N, 2)``: ``[log P(-1), log P(+1)]`` of each step text (differentiable in the trainable parts)."""
         logit = self.head(self.encoder(texts)).squeeze(-1)  # (N,)
         return torch.stack([nn.functional.logsigmoid(-logit), nn.functional.logsigmoid(logit)], dim=-1)
 
-    def row_logprobs(self, input_ids: Tensor, attention_mask: Tensor, score_mask: Tensor) -> Tensor:
-        """Log-prob of each row's vote (rows laid out by :class:`ScorerRowLayout`): ``(N, L)``, 0 off the vote."""
-        rows = [
-            self.layout.decode(input_ids[n].cpu(), attention_mask[n].cpu(), score_mask[n].cpu())
-            for n in range(input_ids.shape[0])
-        ]
-        out = torch.zeros(input_ids.shape, dtype=torch.float32, device=input_ids.device)
-        scored = [n for n, r in enumerate(rows) if r.position >= 0]
-        if not scored:
-            return out
-        for n in scored:
-            if rows[n].choice not in (0, 1):
-                raise ValueError(f"input_ids: row {n} holds no judge vote (choice {rows[n].choice}, expected 0 or 1)")
+    def decision_logprobs(self, rows: Sequence[DecodedRow], indices: Sequence[int]) -> Tensor:
+        """``log P(vote)`` of each row (the row scoring of :meth:`EncoderRowModel.row_logprobs`).
+
+        Raises:
+            ValueError: a row holds no judge vote (its choice is not 0 or 1); the error names its batch index.
+        """
+        for r, n in zip(rows, indices):
+            if r.choice not in (0, 1):
+                raise ValueError(f"input_ids: row {n} holds no judge vote (choice {r.choice}, expected 0 or 1)")
         # The m vote rows of a step share one text: one forward of each distinct text (its top layers and head), read
         # by every row that holds it; exact, since the encoder has no dropout (``load_minilm``), and the gradient of a
         # shared text sums its rows' gradients, as separate forwards would.
         distinct: dict[TokenIds, int] = {}
-        which = torch.tensor([distinct.setdefault(rows[n].text, len(distinct)) for n in scored])
+        which = torch.tensor([distinct.setdefault(r.text, len(distinct)) for r in rows])
         logp = self.vote_log_probs(list(distinct))[which]
-        self.stats["vote_rows"] += len(scored)
+        self.stats["vote_rows"] += len(rows)
         self.stats["vote_forwards"] += len(distinct)
-        picked = logp[torch.arange(len(scored)), torch.tensor([rows[n].choice for n in scored])]
-        cols = torch.tensor([rows[n].position for n in scored])
-        return out.index_put((torch.tensor(scored), cols), picked.float().to(out.device))
+        return logp[torch.arange(len(rows)), torch.tensor([r.choice for r in rows])]
 
     def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any:
         """``nn.Module.load_state_dict``, with a clear error when the checkpoint's head has another shape."""
@@ -118,13 +112,12 @@ class EncoderJudge(nn.Module):
         return super().load_state_dict(state_dict, strict=strict, assign=assign)
 
 
-def minilm_judge(
-    *, trainable_layers: int = 2, max_tokens: int = 160, head_init_std: float = 0.02, seed: int = 0
-) -> tuple[EncoderJudge, Any]:
-    """``(judge, tokenizer)``: the all-MiniLM-L6-v2 ±1 judge (Hydra ``model=minilm-scorer``'s judge)."""
+def minilm_judge(**options: Any) -> tuple[EncoderJudge, Any]:
+    """``(judge, tokenizer)``: the all-MiniLM-L6-v2 ±1 judge (Hydra ``model=minilm-scorer``'s judge).
+
+    Args:
+        **options: :class:`EncoderJudge`'s keyword arguments (``trainable_layers``, ``max_tokens``, ``seed``, ...);
+            an unknown one is a ``TypeError`` that names it.
+    """
     bert, tokenizer = load_minilm()
-    judge = EncoderJudge(
-        bert, tokenizer, trainable_layers=trainable_layers, max_tokens=max_tokens, head_init_std=head_init_std,
-        seed=seed,
-    )
-    return judge, tokenizer
+    return EncoderJudge(bert, tokenizer, **options), tokenizer

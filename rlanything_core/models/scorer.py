@@ -22,8 +22,9 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from rlanything_core.models.encoder import SplitEncoder, load_minilm
-from rlanything_core.models.scorer_rows import ScorerRowLayout
+from rlanything_core.models.encoder import FrozenPrecision, load_minilm
+from rlanything_core.models.encoder_rows import EncoderRowModel
+from rlanything_core.models.scorer_rows import DecodedRow
 
 __all__ = ["EncoderScorerPolicy", "candidate_log_softmax", "minilm_scorer"]
 
@@ -47,7 +48,7 @@ def candidate_log_softmax(logits: Tensor, *, temperature: float) -> Tensor:
     return torch.log_softmax(logits / temperature, dim=0)
 
 
-class EncoderScorerPolicy(nn.Module):
+class EncoderScorerPolicy(EncoderRowModel):
     """The bi-encoder policy (see the module docstring).
 
     Args:
@@ -61,6 +62,8 @@ class EncoderScorerPolicy(nn.Module):
         max_command_tokens: token budget of a command.
         init_scale: initial cosine scale.
         cache_size: frozen-bottom outputs kept in memory (LRU).
+        frozen_precision: the precision of the frozen bottom layers (``"float32"``, exact, or ``"bfloat16"``,
+            faster; :class:`~rlanything_core.models.encoder.FrozenPrecision`).
     """
 
     def __init__(
@@ -74,16 +77,20 @@ class EncoderScorerPolicy(nn.Module):
         max_command_tokens: int = 24,
         init_scale: float = 20.0,
         cache_size: int = 2048,
+        frozen_precision: FrozenPrecision | str = FrozenPrecision.FLOAT32,
     ) -> None:
-        super().__init__()
-        if max_state_tokens < 3:
-            raise ValueError(f"max_state_tokens: expected >= 3, got {max_state_tokens}")
         if max_command_tokens < 1:
             raise ValueError(f"max_command_tokens: expected >= 1, got {max_command_tokens}")
         if not init_scale > 0:
             raise ValueError(f"init_scale: expected > 0, got {init_scale!r}")
-        self.encoder = SplitEncoder.for_tokenizer(
-            bert, tokenizer, trainable_layers=trainable_layers, cache_size=cache_size
+        super().__init__(
+            bert,
+            tokenizer,
+            budget_name="max_state_tokens",
+            budget=max_state_tokens,
+            trainable_layers=trainable_layers,
+            cache_size=cache_size,
+            frozen_precision=frozen_precision,
         )
         hidden = self.encoder.hidden_size
         self.command_head = nn.Linear(hidden, hidden)
@@ -91,8 +98,6 @@ class EncoderScorerPolicy(nn.Module):
             self.command_head.weight.copy_(torch.eye(hidden))
             self.command_head.bias.zero_()
         self.log_scale = nn.Parameter(torch.tensor(math.log(init_scale)))
-        self.tokenizer = tokenizer
-        self.layout = ScorerRowLayout(len(tokenizer))
         self.temperature = float(temperature)
         candidate_log_softmax(torch.zeros(1), temperature=self.temperature)  # validates the temperature
         self.max_state_tokens = int(max_state_tokens)
@@ -103,13 +108,7 @@ class EncoderScorerPolicy(nn.Module):
     # ------------------------------------------------------------------------------------------------ text -> ids
     def state_ids(self, text: str) -> TokenIds:
         """The state text's ids within the budget (truncation at the end is counted)."""
-        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
-        keep = self.max_state_tokens - 2
-        self.stats["states"] += 1
-        if len(ids) > keep:
-            self.stats["truncated_states"] += 1
-            ids = ids[:keep]
-        return tuple(int(t) for t in ids)
+        return self.cut_ids(text, self.max_state_tokens, self.stats, "states", "truncated_states")
 
     def command_ids(self, command: str) -> TokenIds:
         """A command's ids (memoized; cut at ``max_command_tokens``)."""
@@ -164,60 +163,22 @@ class EncoderScorerPolicy(nn.Module):
             start += len(cands)
         return out
 
-    def row_logprobs(self, input_ids: Tensor, attention_mask: Tensor, score_mask: Tensor) -> Tensor:
-        """Log-prob of each row's chosen command (rows laid out by :class:`ScorerRowLayout`).
-
-        Args:
-            input_ids: ``(N, L)`` int64 rows.
-            attention_mask: ``(N, L)`` bool.
-            score_mask: ``(N, L)`` bool, the response position of each row.
-
-        Returns:
-            ``(N, L)`` float32: ``log pi(chosen | state)`` at each row's response position, 0 elsewhere.
-        """
-        rows = [
-            self.layout.decode(input_ids[n].cpu(), attention_mask[n].cpu(), score_mask[n].cpu())
-            for n in range(input_ids.shape[0])
-        ]
-        out = torch.zeros(input_ids.shape, dtype=torch.float32, device=input_ids.device)
-        scored = [n for n, r in enumerate(rows) if r.position >= 0]
-        if not scored:
-            return out
-        logits = self.logits([rows[n].text for n in scored], [rows[n].candidates for n in scored])
-        picked = torch.stack(
-            [
-                candidate_log_softmax(lg, temperature=self.temperature)[rows[n].choice]
-                for n, lg in zip(scored, logits)
-            ]
+    def decision_logprobs(self, rows: Sequence[DecodedRow], indices: Sequence[int]) -> Tensor:
+        """``log pi(chosen | state)`` of each row (the row scoring of :meth:`EncoderRowModel.row_logprobs`)."""
+        logits = self.logits([r.text for r in rows], [r.candidates for r in rows])
+        return torch.stack(
+            [candidate_log_softmax(lg, temperature=self.temperature)[r.choice] for r, lg in zip(rows, logits)]
         )
-        cols = torch.tensor([rows[n].position for n in scored])
-        return out.index_put((torch.tensor(scored), cols), picked.float().to(out.device))
 
 
-def minilm_scorer(
-    *,
-    trainable_layers: int = 2,
-    temperature: float = 1.0,
-    max_state_tokens: int = 128,
-    max_command_tokens: int = 24,
-    init_scale: float = 20.0,
-    cache_size: int = 2048,
-    seed: int = 0,
-) -> tuple[EncoderScorerPolicy, Any]:
+def minilm_scorer(*, seed: int = 0, **options: Any) -> tuple[EncoderScorerPolicy, Any]:
     """``(policy, tokenizer)``: the all-MiniLM-L6-v2 bi-encoder scorer (Hydra ``model=minilm-scorer``).
 
-    ``seed`` seeds nothing random today (the head starts at the identity); it is kept so every model family takes it.
+    Args:
+        seed: seeds nothing random today (the head starts at the identity); kept so every model family takes it.
+        **options: :class:`EncoderScorerPolicy`'s keyword arguments (``trainable_layers``, ``temperature``,
+            ``max_state_tokens``, ...); an unknown one is a ``TypeError`` that names it.
     """
     torch.manual_seed(seed)
     bert, tokenizer = load_minilm()
-    policy = EncoderScorerPolicy(
-        bert,
-        tokenizer,
-        trainable_layers=trainable_layers,
-        temperature=temperature,
-        max_state_tokens=max_state_tokens,
-        max_command_tokens=max_command_tokens,
-        init_scale=init_scale,
-        cache_size=cache_size,
-    )
-    return policy, tokenizer
+    return EncoderScorerPolicy(bert, tokenizer, **options), tokenizer

