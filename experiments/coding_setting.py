@@ -118,7 +118,7 @@ def _driver(
         sandbox=sandbox,
         max_workers=int(st.sandbox_workers),
         format_without_reference=bool(st.test_format_without_reference),
-        drop_zero_judge_rows=bool(cfg.optim.judge_loss.drop_zero_advantage),
+        drop_zero_judge_rows=bool(cfg.judge_targets.drop_zero_rows),
     )
 
 

@@ -10,9 +10,11 @@ A thin class over the pure functions of ``rewards.consistency``: it holds the tw
 Row order: the judge's training rows are its outputs, one per *requested* vote, in the row-major order of
 ``batch.vote_mask.nonzero()`` (rollout, then step, then vote), which is also the order of ``tensor[batch.vote_mask]``.
 
-The loop builds the targets here once (``loop.iteration.build_iteration``) and hands the judge rows to the module with
-these advantages; ``losses.ConsistencyRewardLoss`` composes this class with the clipped objective for users who call
-the loss on a whole batch.
+The loop builds the targets here once (``loop.iteration.build_iteration``, on the step reward
+``advantages.step_reward.StepReward`` that the policy's integrator standardizes too) and hands the judge rows to the
+module with these advantages, where the judge trains with a plain ``losses.PolicyLoss``; ``drop_zero_rows`` decides
+which rows exist at all. ``losses.ConsistencyRewardLoss`` composes this class with the clipped objective for users
+who call the loss on a whole batch.
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ class ConsistencyTargets:
         format_penalty: raw target of an unparseable judge output.
         eps: degenerate-std threshold of the per-step standardization, ``>= 0``.
         balance_outcomes: weight won and failed episodes' steps equally per task group.
+        drop_zero_rows: the loop leaves out judge rows whose standardized target is exactly 0 (the authors' choice:
+            no signal, all cost); ``False`` trains on them too (they add KL and tokens to the loss's denominators).
 
     Examples:
         >>> import torch
@@ -64,18 +68,25 @@ class ConsistencyTargets:
     """
 
     def __init__(
-        self, *, format_penalty: float = FORMAT_PENALTY, eps: float = EPS, balance_outcomes: bool = False
+        self,
+        *,
+        format_penalty: float = FORMAT_PENALTY,
+        eps: float = EPS,
+        balance_outcomes: bool = False,
+        drop_zero_rows: bool = True,
     ) -> None:
         self.eps = check_number("eps", eps, ge=0.0)  # refuses NaN/inf, which ``eps < 0`` lets through
         self.format_penalty = check_number("format_penalty", format_penalty)
-        if not isinstance(balance_outcomes, bool):
-            raise ValueError(f"balance_outcomes: expected a bool, got {balance_outcomes!r}")
+        for name, flag in (("balance_outcomes", balance_outcomes), ("drop_zero_rows", drop_zero_rows)):
+            if not isinstance(flag, bool):
+                raise ValueError(f"{name}: expected a bool, got {flag!r}")
         self.balance_outcomes = balance_outcomes
+        self.drop_zero_rows = drop_zero_rows
 
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(format_penalty={self.format_penalty}, eps={self.eps}, "
-            f"balance_outcomes={self.balance_outcomes})"
+            f"balance_outcomes={self.balance_outcomes}, drop_zero_rows={self.drop_zero_rows})"
         )
 
     def __call__(self, batch: StepBatch, step_reward: Tensor) -> tuple[Tensor, Tensor]:
@@ -83,7 +94,7 @@ class ConsistencyTargets:
 
         Args:
             batch: a ``StepBatch`` with votes.
-            step_reward: ``(B, S)`` floating integrated step rewards ``R_{tau_i}`` (e.g. ``integrated_step_reward``).
+            step_reward: ``(B, S)`` floating integrated step rewards ``R_{tau_i}`` (``StepReward``).
 
         Returns:
             ``(raw, standardized)``, both ``(B, S, M)``; 0 outside ``vote_mask``. With ``balance_outcomes`` the
