@@ -16,6 +16,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from experiments.config_checks import ConfigError, band
+from rlanything_core.rewards.targets import UnitTestTargets
 
 __all__ = [
     "integrator",
@@ -27,6 +28,7 @@ __all__ = [
     "selector",
     "step_reward",
     "task_pool",
+    "unit_test_targets",
     "vote_sampler",
 ]
 
@@ -66,6 +68,24 @@ def step_reward(cfg: DictConfig) -> Any:
 def judge_targets(cfg: DictConfig) -> Any:
     """``judge_targets`` (a ``ConsistencyTargets``) where the arm trains the judge, else ``None``."""
     return instantiate(cfg.judge_targets) if cfg.arm.train_judge else None
+
+
+def unit_test_targets(cfg: DictConfig) -> UnitTestTargets | None:
+    """The coding judge's targets where the arm trains the judge, else ``None``.
+
+    ``judge_targets.format_penalty``, ``.eps`` and ``.drop_zero_rows`` apply to the unit tests as to the votes;
+    ``setting.test_format_without_reference`` decides whether a task without a correct program rewards its tests'
+    format.
+    """
+    if not cfg.arm.train_judge:
+        return None
+    node = cfg.judge_targets
+    return UnitTestTargets(
+        format_penalty=float(node.format_penalty),
+        eps=float(node.eps),
+        format_without_reference=bool(cfg.setting.test_format_without_reference),
+        drop_zero_rows=bool(node.drop_zero_rows),
+    )
 
 
 def policy_loss(cfg: DictConfig) -> Any:
