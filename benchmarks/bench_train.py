@@ -83,7 +83,7 @@ def _padded(rows: object, batch: list[int]) -> object:
 
     idx = torch.tensor(batch)
     r = rows  # type: ignore[assignment]
-    return TokenRows(r.input_ids[idx], r.attention_mask[idx], r.response_mask[idx], r.old_logprobs[idx], r.index[idx])
+    return TokenRows(r.input_ids[idx], r.attention_mask[idx], r.response_mask[idx], r.index[idx])
 
 
 def main() -> None:
@@ -101,9 +101,7 @@ def main() -> None:
 
     prompts, responses, tokenizer = _samples(args.samples, args.seed)
     pad = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id)  # type: ignore[attr-defined]
-    rows = rows_from_sequences(
-        prompts, responses, [[] for _ in prompts], [(i, 0, -1) for i in range(len(prompts))], pad_id=pad
-    )
+    rows = rows_from_sequences(prompts, responses, [(i, 0, -1) for i in range(len(prompts))], pad_id=pad)
     model = tiny_causal_lm(
         len(tokenizer),
         hidden=args.hidden,

@@ -91,9 +91,8 @@ def make_rows(n: int, lo: int, hi: int, *, response_frac: float, vocab: int, see
     ids = torch.where(mask, torch.randint(1, vocab, (n, width), generator=g), 0)
     start = (lengths.float() * (1 - response_frac)).long().clamp(min=1)
     response = mask & (positions >= start[:, None])
-    old = torch.where(response, torch.full(ids.shape, -10.0), torch.full(ids.shape, float("nan")))
     index = torch.stack([torch.arange(n), torch.zeros(n, dtype=torch.long), torch.full((n,), -1)], dim=1)
-    return TrainingRows(TokenRows(ids, mask, response, old, index), torch.randn(n, generator=g), torch.arange(n))
+    return TrainingRows(TokenRows(ids, mask, response, index), torch.randn(n, generator=g), torch.arange(n))
 
 
 def single_process_group(device: torch.device) -> None:

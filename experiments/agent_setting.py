@@ -50,7 +50,7 @@ def build_agent(cfg: DictConfig) -> Run:
     tasks = alfworld_tasks(cfg) if cfg.setting.name == "alfworld" else textworld_tasks(cfg)
     judge_collector = _judge_collector(cfg, judge_backend)
     judge_loss = components.judge_loss(cfg)
-    driver = _driver(cfg, run_dir, tasks, policy_backend, judge_backend, judge_collector, judge_loss, pad_id)
+    driver = _driver(cfg, run_dir, tasks, policy_backend, judge_backend, judge_collector, pad_id)
     evaluator = _evaluator(cfg, tasks, policy_backend, judge_collector)
     module = make_module(cfg, tasks.module_cls, policy, judge, judge_loss, evaluator)
     module.rollout_context = rollout_context(cfg, [(policy, policy_backend), (judge, judge_backend)])
@@ -79,7 +79,6 @@ def _driver(
     policy_backend: Any,
     judge_backend: Any,
     judge_collector: Any,
-    judge_loss: Any,
     pad_id: int,
 ) -> Any:
     """The training loop's driver: collect, judge, integrate, adapt the environment."""
@@ -100,14 +99,13 @@ def _driver(
         rewriter = _rewriter(cfg, run_dir, judge_backend)
         adaptation = EnvironmentAdaptation(rewriter, max_requests=int(cfg.max_rewrites_per_iteration))
     pool = components.task_pool(cfg, run_dir, tasks.roots)
-    return loop_driver(cfg, collector, judge_collector, judge_loss, pool, env_task, adaptation, pad_id)
+    return loop_driver(cfg, collector, judge_collector, pool, env_task, adaptation, pad_id)
 
 
 def loop_driver(
     cfg: DictConfig,
     collector: Any,
     judge_collector: Any,
-    judge_loss: Any,
     pool: Any,
     to_env_task: Any,
     adaptation: Any,
@@ -120,17 +118,16 @@ def loop_driver(
         collector=collector,
         judge=judge_collector,
         integrator=components.integrator(cfg),
-        judge_loss=judge_loss,
+        judge_targets=components.judge_targets(cfg),
         pool=pool,
         to_env_task=to_env_task,
         adaptation=adaptation,
         tasks_per_iteration=int(cfg.tasks_per_iteration),
         seed=int(cfg.seed),
         pad_id=pad_id,
-        lam=float(cfg.lam),
+        step_reward=components.step_reward(cfg),
         policy_band=band(cfg, "policy_band"),
         judge_band=band(cfg, "judge_band"),
-        balance_judge_targets=bool(cfg.get("balance_judge_targets", False)),
     )
 
 

@@ -113,12 +113,10 @@ def _driver(
         tasks_per_iteration=int(cfg.tasks_per_iteration),
         seed=int(cfg.seed),
         pad_id=pad_id,
-        train_judge=bool(cfg.arm.train_judge),
+        judge_targets=components.unit_test_targets(cfg),
         policy_band=band(cfg, "policy_band"),
         sandbox=sandbox,
         max_workers=int(st.sandbox_workers),
-        format_without_reference=bool(st.test_format_without_reference),
-        drop_zero_judge_rows=bool(cfg.optim.judge_loss.drop_zero_advantage),
     )
 
 

@@ -1,7 +1,8 @@
 """The parts Hydra builds from ``_target_`` nodes: losses, optimizers, selectors, vote samplers, rewriters, the pool.
 
 Every public hyperparameter of these parts is a key of ``conf/train.yaml`` (``optim.policy_loss``, ``optim.judge_loss``,
-``optim.*_optimizer``, ``selectors``, ``votes``, ``rewriters``; the integrator is ``arm.integrator``). A variant is a
+``optim.*_optimizer``, ``step_reward``, ``judge_targets``, ``selectors``, ``votes``, ``rewriters``; the integrator is
+``arm.integrator``). A variant is a
 node chosen by name (``model.action_selection``, ``model.judge_votes``, ``setting.rewriter``), never a branch here;
 the functions below only add what exists at run time (a sampling temperature, the judge's chat model, a folder).
 """
@@ -15,15 +16,19 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from experiments.config_checks import ConfigError, band
+from rlanything_core.rewards.targets import UnitTestTargets
 
 __all__ = [
     "integrator",
     "judge_loss",
+    "judge_targets",
     "optimizers",
     "policy_loss",
     "rewriter",
     "selector",
+    "step_reward",
     "task_pool",
+    "unit_test_targets",
     "vote_sampler",
 ]
 
@@ -55,13 +60,41 @@ def integrator(cfg: DictConfig) -> Any:
     return instantiate(cfg.arm.integrator)
 
 
+def step_reward(cfg: DictConfig) -> Any:
+    """``step_reward`` (a ``StepReward`` with the top-level ``lam``): one ``R`` for the integrator and the judge."""
+    return instantiate(cfg.step_reward)
+
+
+def judge_targets(cfg: DictConfig) -> Any:
+    """``judge_targets`` (a ``ConsistencyTargets``) where the arm trains the judge, else ``None``."""
+    return instantiate(cfg.judge_targets) if cfg.arm.train_judge else None
+
+
+def unit_test_targets(cfg: DictConfig) -> UnitTestTargets | None:
+    """The coding judge's targets where the arm trains the judge, else ``None``.
+
+    ``judge_targets.format_penalty``, ``.eps`` and ``.drop_zero_rows`` apply to the unit tests as to the votes;
+    ``setting.test_format_without_reference`` decides whether a task without a correct program rewards its tests'
+    format.
+    """
+    if not cfg.arm.train_judge:
+        return None
+    node = cfg.judge_targets
+    return UnitTestTargets(
+        format_penalty=float(node.format_penalty),
+        eps=float(node.eps),
+        format_without_reference=bool(cfg.setting.test_format_without_reference),
+        drop_zero_rows=bool(node.drop_zero_rows),
+    )
+
+
 def policy_loss(cfg: DictConfig) -> Any:
     """``optim.policy_loss`` (a ``PolicyLoss``)."""
     return instantiate(cfg.optim.policy_loss)
 
 
 def judge_loss(cfg: DictConfig) -> Any:
-    """``optim.judge_loss`` (a ``ConsistencyRewardLoss``) where the arm trains the judge, else ``None``."""
+    """``optim.judge_loss`` (a ``PolicyLoss``) where the arm trains the judge, else ``None``."""
     return instantiate(cfg.optim.judge_loss) if cfg.arm.train_judge else None
 
 

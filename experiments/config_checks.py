@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 import torch
+from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
 
@@ -105,8 +106,12 @@ def _validate_arm(cfg: DictConfig) -> None:
             "the loop keeps no frozen reference model, so there are no ref_logprobs to measure KL against",
             "use kl_reference 'rollout' (KL to the rollout policy, as the authors' code does)",
         )
-    if "StepOnly" in str(arm.integrator._target_) and not arm.use_judge:
-        raise ConfigError("arm.integrator", "step-only advantages need judge votes", "set arm.use_judge=true")
+    if not arm.use_judge and getattr(get_class(str(arm.integrator._target_)), "needs_votes", False):
+        raise ConfigError(
+            "arm.integrator",
+            f"{arm.integrator._target_} needs judge votes (needs_votes) and the arm has no judge",
+            "set arm.use_judge=true",
+        )
 
 
 def _validate_trainer(cfg: DictConfig) -> None:

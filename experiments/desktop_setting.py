@@ -206,7 +206,7 @@ def build_desktop(cfg: DictConfig) -> Any:
     if cfg.arm.adapt_environment:
         adaptation = EnvironmentAdaptation(DesktopHintRewriter(), max_requests=int(cfg.max_rewrites_per_iteration))
     pool = task_pool(cfg, run_dir, roots)
-    driver = loop_driver(cfg, collector, judge_collector, judge_loss, pool, desktop_env_task, adaptation, pad_id)
+    driver = loop_driver(cfg, collector, judge_collector, pool, desktop_env_task, adaptation, pad_id)
     evaluator = _evaluator(cfg, policy_backend, eval_factory, splits, judge_collector)
     module = make_module(cfg, AgentModule, policy, judge, judge_loss, evaluator)
     return make_run(cfg, run_dir, module, RolloutDataModule(driver, iterations=int(cfg.iterations)))

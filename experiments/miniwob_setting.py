@@ -189,7 +189,7 @@ def build_miniwob(cfg: DictConfig) -> Any:
         rewriter = _rewriter(cfg, judge_backend)
         adaptation = EnvironmentAdaptation(rewriter, max_requests=int(cfg.max_rewrites_per_iteration))
     pool = task_pool(cfg, run_dir, roots)
-    driver = loop_driver(cfg, collector, judge_collector, judge_loss, pool, _env_task, adaptation, pad_id)
+    driver = loop_driver(cfg, collector, judge_collector, pool, _env_task, adaptation, pad_id)
     eval_collector = AgentCollector(
         policy_backend, runner, _policy_selector(cfg, float(cfg.eval.temperature)), group_size=int(cfg.eval.runs),
         max_steps=int(st.eval_max_steps), max_history_turns=history, prompt_builder=gui_agent_messages,

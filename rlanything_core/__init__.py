@@ -25,6 +25,7 @@ _EXPORTS: dict[str, str] = {
     "OutcomeOnlyIntegrator": "rlanything_core.advantages.integrators",
     "IntegratedIntegrator": "rlanything_core.advantages.integrators",
     "StepOnlyIntegrator": "rlanything_core.advantages.integrators",
+    "StepReward": "rlanything_core.advantages.step_reward",
     "SingletonRule": "rlanything_core.advantages.functional",
     "TaskBandFilter": "rlanything_core.advantages.filters",
     # rewards
@@ -70,6 +71,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from rlanything_core.advantages.filters import TaskBandFilter
     from rlanything_core.advantages.functional import SingletonRule
     from rlanything_core.advantages.integrators import IntegratedIntegrator, OutcomeOnlyIntegrator, StepOnlyIntegrator
+    from rlanything_core.advantages.step_reward import StepReward
     from rlanything_core.collect.batching import collate
     from rlanything_core.constants import EPS, FORMAT_PENALTY
     from rlanything_core.environment.difficulty import DifficultyCritic, Direction, accept_rewrite

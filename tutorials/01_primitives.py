@@ -33,7 +33,7 @@ import matplotlib.pyplot as plt  # Jupyter's inline backend works headless (no d
 import torch
 
 from rlanything_core import FORMAT_PENALTY, StepBatch
-from rlanything_core.advantages import IntegratedIntegrator, OutcomeOnlyIntegrator, integrated_step_reward
+from rlanything_core.advantages import IntegratedIntegrator, OutcomeOnlyIntegrator, StepReward
 from rlanything_core.environment import DifficultyCritic, Direction, accept_rewrite
 from rlanything_core.losses import Aggregation, ConsistencyRewardLoss, PolicyLoss
 from rlanything_core.rewards import consistency_targets, standardize_votes, vote_agreement
@@ -77,11 +77,14 @@ print("votes of rollout 0:\n", batch.votes[0])
 # `R = O + λ · mean_j S_j` (λ = 1), so good steps of a failed rollout are punished less and bad steps of a successful
 # one are rewarded less. Either reward is then standardized across the rollouts of the same task **at the same step
 # index** (only those that reached it). A cell reached by a single rollout has no baseline and gets 0.
+#
+# `StepReward` owns λ and computes `R` once; the integrator standardizes that same `R`, and the judge's targets
+# (section 3) use it too, so the policy and the judge never see two different step rewards.
 
 # %%
-step_reward = integrated_step_reward(outcome, step_mask, votes, vote_mask, vote_valid, lam=1.0)
+step_reward = StepReward(lam=1.0)(batch)
 adv_outcome = OutcomeOnlyIntegrator()(batch)
-adv_integrated = IntegratedIntegrator(lam=1.0)(batch)
+adv_integrated = IntegratedIntegrator()(batch, step_reward)
 print("step reward R = O + mean vote:\n", step_reward)
 print("outcome-only advantages:\n", adv_outcome)
 print("integrated advantages:\n", adv_integrated)
@@ -121,8 +124,10 @@ print("standardized over the 3 votes of each step:\n", z[0])
 print("vote agreement with the outcome:", float(vote_agreement(votes, vote_valid, outcome)))
 
 # %% [markdown]
-# `ConsistencyRewardLoss` takes one row per requested vote, in the order of `batch.vote_mask.nonzero()`
-# (rollout, step, vote). Rows whose advantage is exactly 0 are left out, as in the authors' code. Before the first
+# `ConsistencyRewardLoss` (these targets plus the policy's clipped objective, for a whole batch) takes one row per
+# requested vote, in the order of `batch.vote_mask.nonzero()` (rollout, step, vote). Rows whose advantage is exactly
+# 0 are left out, as in the authors' code. The training loop splits the two: it builds the targets once
+# (`ConsistencyTargets`) and trains the judge with a plain `PolicyLoss`, the policy's signature. Before the first
 # update the ratio is 1, so the loss *value* is minus the mean advantage — 0 for z-scores — but its gradient is not.
 
 # %%

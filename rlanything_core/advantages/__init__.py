@@ -16,6 +16,7 @@ from rlanything_core.advantages.integrators import (
     OutcomeOnlyIntegrator,
     StepOnlyIntegrator,
 )
+from rlanything_core.advantages.step_reward import StepReward
 
 __all__ = [
     "JUDGE_BAND",
@@ -25,6 +26,7 @@ __all__ = [
     "OutcomeOnlyIntegrator",
     "SingletonRule",
     "StepOnlyIntegrator",
+    "StepReward",
     "TaskBandFilter",
     "group_success_rate",
     "in_band",

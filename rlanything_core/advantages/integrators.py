@@ -1,23 +1,27 @@
 """Integrators: the policy's per-step advantages from a :class:`StepBatch`, one signature for all variants.
 
-Every integrator maps ``batch -> (B, S)`` advantages: build a step reward, then standardize it per (task group, step
-index) (arXiv 2602.02488). Variants are classes (chosen by Hydra with ``_target_``), not string switches.
+Every integrator maps ``(batch, step_reward) -> (B, S)`` advantages: take or build a step reward, then standardize it
+per (task group, step index) (arXiv 2602.02488). ``step_reward`` is the integrated reward ``R = O + lam * mean(votes)``
+of :class:`~rlanything_core.advantages.step_reward.StepReward`, computed once per iteration by the loop and shared
+with the judge's consistency targets: no integrator owns ``lam``, so none can give the policy an ``R`` other than
+the judge's. Variants are classes (chosen by Hydra with ``_target_``), not string switches; each declares whether it
+needs judge votes (``needs_votes``), which the loop and the config checks read instead of matching class names.
 
-- :class:`OutcomeOnlyIntegrator`: ``R = O`` ("Outcome Only (GRPO)").
-- :class:`IntegratedIntegrator`: ``R = O + lam * mean_j S_j`` (integrated feedback).
-- :class:`StepOnlyIntegrator`: ``R = mean_j S_j`` (an optimized judge's signal alone).
+- :class:`OutcomeOnlyIntegrator`: ``R = O`` ("Outcome Only (GRPO)"); ignores ``step_reward``.
+- :class:`IntegratedIntegrator`: standardizes the given ``step_reward`` (integrated feedback).
+- :class:`StepOnlyIntegrator`: ``R = mean_j S_j`` (an optimized judge's signal alone); ignores ``step_reward``.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 from torch import Tensor
 
+from rlanything_core._validation import check_floating, check_shape, check_tensor
 from rlanything_core.advantages._checks import check_nonnegative_scalar
 from rlanything_core.advantages.functional import (
     SingletonRule,
-    integrated_step_reward,
     outcome_step_reward,
     standardize_per_step,
     step_only_reward,
@@ -30,10 +34,17 @@ __all__ = ["Integrator", "IntegratedIntegrator", "OutcomeOnlyIntegrator", "StepO
 
 @runtime_checkable
 class Integrator(Protocol):
-    """Anything that maps a :class:`StepBatch` to ``(B, S)`` advantages (0 at padding)."""
+    """Anything that maps a :class:`StepBatch` and its step reward to ``(B, S)`` advantages (0 at padding).
 
-    def __call__(self, batch: StepBatch) -> Tensor:
-        """Return ``(B, S)`` advantages."""
+    Attributes:
+        needs_votes: whether the advantages depend on judge votes (a batch without votes is refused, and a config
+            whose arm has no judge is refused before any work).
+    """
+
+    needs_votes: ClassVar[bool]
+
+    def __call__(self, batch: StepBatch, step_reward: Tensor | None = None) -> Tensor:
+        """Return ``(B, S)`` advantages; ``step_reward`` is the ``(B, S)`` ``R = O + lam * mean(votes)`` or ``None``."""
         ...
 
 
@@ -46,6 +57,8 @@ def _check_batch(batch: object, *, needs_votes: bool) -> StepBatch:
 
 
 class _Standardizing:
+    needs_votes: ClassVar[bool] = False
+
     def __init__(self, *, eps: float = EPS, singleton: SingletonRule = SingletonRule.ZERO) -> None:
         self.eps = check_nonnegative_scalar("eps", eps)
         if not isinstance(singleton, SingletonRule):
@@ -61,7 +74,7 @@ class _Standardizing:
 
 
 class OutcomeOnlyIntegrator(_Standardizing):
-    """GRPO: ``R = O`` at every step, standardized per step index (equals ``IntegratedIntegrator(lam=0)``).
+    """GRPO: ``R = O`` at every step, standardized per step index (equals ``IntegratedIntegrator`` at ``lam = 0``).
 
     Args:
         eps: degenerate-std threshold.
@@ -75,53 +88,52 @@ class OutcomeOnlyIntegrator(_Standardizing):
                 [-1., -1.]])
     """
 
-    def __call__(self, batch: StepBatch) -> Tensor:
-        """Return ``(B, S)`` advantages of ``batch`` (votes, if any, are ignored)."""
+    def __call__(self, batch: StepBatch, step_reward: Tensor | None = None) -> Tensor:
+        """Return ``(B, S)`` advantages of ``batch`` (votes and ``step_reward``, if any, are ignored)."""
         batch = _check_batch(batch, needs_votes=False)
         return self.standardize(outcome_step_reward(batch.outcome, batch.step_mask), batch)
 
 
 class IntegratedIntegrator(_Standardizing):
-    """Integrated feedback ``R = O + lam * mean_j S_j``, standardized per step index (arXiv 2602.02488).
+    """Integrated feedback: the step reward ``R = O + lam * mean_j S_j`` standardized per step index. arXiv 2602.02488.
+
+    ``R`` comes in built (``StepReward``, which owns ``lam``): the loop computes it once and the judge's consistency
+    targets use the same tensor.
 
     Args:
-        lam: weight of the judge's step-wise signal, finite and ``>= 0`` (paper default 1; for ``lam <= 1`` the
-            step reward never contradicts the outcome).
         eps: degenerate-std threshold.
         singleton: rule for a step index reached by one rollout of its group.
 
     Examples:
         >>> import torch
+        >>> from rlanything_core.advantages.step_reward import StepReward
         >>> step_mask = torch.ones(2, 1, dtype=torch.bool)
         >>> votes = torch.tensor([[[1.0, 1.0]], [[1.0, -1.0]]])
         >>> vote_mask = torch.ones(2, 1, 2, dtype=torch.bool)
         >>> batch = StepBatch(torch.tensor([1.0, 1.0]), step_mask, torch.tensor([0, 0]), votes, vote_mask, vote_mask)
-        >>> IntegratedIntegrator(lam=1.0)(batch)
+        >>> IntegratedIntegrator()(batch, StepReward(lam=1.0)(batch))
         tensor([[ 1.],
                 [-1.]])
     """
 
-    def __init__(self, *, lam: float = 1.0, eps: float = EPS, singleton: SingletonRule = SingletonRule.ZERO) -> None:
-        super().__init__(eps=eps, singleton=singleton)
-        self.lam = check_nonnegative_scalar("lam", lam)
+    needs_votes: ClassVar[bool] = True
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(lam={self.lam}, eps={self.eps}, singleton={self.singleton})"
+    def __call__(self, batch: StepBatch, step_reward: Tensor | None = None) -> Tensor:
+        """Return ``(B, S)`` advantages: ``step_reward`` standardized per (task group, step index).
 
-    def __call__(self, batch: StepBatch) -> Tensor:
-        """Return ``(B, S)`` advantages of ``batch``; raises ``ValueError`` if it has no votes."""
-        return self.standardize(self.step_reward(batch), batch)
-
-    def step_reward(self, batch: StepBatch) -> Tensor:
-        """``(B, S)`` integrated step reward ``R = O + lam * mean_j S_j``, before standardization.
-
-        Raises ``ValueError`` if ``batch`` has no votes. The judge's consistency targets use the same ``R``.
+        Raises:
+            ValueError: ``batch`` has no votes, or ``step_reward`` is missing or not a ``(B, S)`` float tensor.
         """
         batch = _check_batch(batch, needs_votes=True)
-        assert batch.votes is not None and batch.vote_mask is not None and batch.vote_valid is not None
-        return integrated_step_reward(
-            batch.outcome, batch.step_mask, batch.votes, batch.vote_mask, batch.vote_valid, lam=self.lam
-        )
+        if step_reward is None:
+            raise ValueError(
+                "step_reward: expected the (B, S) step reward R = O + lam * mean(votes) "
+                "(advantages.step_reward.StepReward), got None"
+            )
+        check_tensor("step_reward", step_reward)
+        check_floating("step_reward", step_reward)
+        check_shape("step_reward", step_reward, tuple(batch.step_mask.shape))
+        return self.standardize(step_reward, batch)
 
 
 class StepOnlyIntegrator(_Standardizing):
@@ -132,8 +144,10 @@ class StepOnlyIntegrator(_Standardizing):
         singleton: rule for a step index reached by one rollout of its group.
     """
 
-    def __call__(self, batch: StepBatch) -> Tensor:
-        """Return ``(B, S)`` advantages of ``batch``; raises ``ValueError`` if it has no votes."""
+    needs_votes: ClassVar[bool] = True
+
+    def __call__(self, batch: StepBatch, step_reward: Tensor | None = None) -> Tensor:
+        """Return ``(B, S)`` advantages of ``batch`` (``step_reward`` is ignored); ``ValueError`` without votes."""
         batch = _check_batch(batch, needs_votes=True)
         assert batch.votes is not None and batch.vote_mask is not None and batch.vote_valid is not None
         reward = step_only_reward(batch.step_mask, batch.votes, batch.vote_mask, batch.vote_valid)

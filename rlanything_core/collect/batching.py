@@ -1,7 +1,11 @@
 """From rollout records to tensors: the step grid (``StepBatch``) and token rows for the losses.
 
 The maths runs on the padded (rollout, step, vote) grid; token rows are built here, at the collector edge, one row per
-policy step (step-as-sample, as in the paper's trainer) or one row per judge output.
+policy step (step-as-sample, as in the paper's trainer) or one row per judge output. ``collect.rollout_batch`` holds
+both, built once, with the cells that join them.
+
+Rows carry no sampling-time log-probs: the trainer recomputes every row's old log-probs under the pre-update weights
+(``lightning.module``), which corrects free generation, likelihood selection and vLLM sampling alike.
 """
 
 from __future__ import annotations
@@ -67,21 +71,16 @@ def collate(episodes: Sequence[Episode], *, num_votes: int | None = None) -> Ste
 class TokenRows:
     """Right-padded token rows for a loss, one per sample (policy step or judge output).
 
-    Log-probabilities are aligned with the tokens they score: ``old_logprobs[n, t]`` is the sampling-time log-prob of
-    ``input_ids[n, t]``, defined where ``response_mask[n, t]``.
-
     Attributes:
         input_ids: ``(N, L)`` int64, prompt then response, padded with ``pad_id``.
         attention_mask: ``(N, L)`` bool.
         response_mask: ``(N, L)`` bool, the generated tokens (the loss positions).
-        old_logprobs: ``(N, L)`` float32, NaN outside ``response_mask``.
         index: ``(N, 3)`` int64, the (rollout, step, vote) cell of each row (vote ``-1`` for policy rows).
     """
 
     input_ids: Tensor
     attention_mask: Tensor
     response_mask: Tensor
-    old_logprobs: Tensor
     index: Tensor
 
     @property
@@ -97,7 +96,6 @@ class TokenRows:
             input_ids=self.input_ids[idx, :length],
             attention_mask=self.attention_mask[idx, :length],
             response_mask=self.response_mask[idx, :length],
-            old_logprobs=self.old_logprobs[idx, :length],
             index=self.index[idx],
         )
 
@@ -105,38 +103,29 @@ class TokenRows:
 def rows_from_sequences(
     prompts: Sequence[Sequence[int]],
     responses: Sequence[Sequence[int]],
-    logprobs: Sequence[Sequence[float]],
     index: Sequence[tuple[int, int, int]],
     *,
     pad_id: int,
 ) -> TokenRows:
-    """Pack (prompt, response, log-probs) triples into right-padded rows (padded to the longest row only).
-
-    An empty log-prob list means "not recorded at sampling time": those positions hold NaN for the trainer to fill.
-    """
-    if not (len(prompts) == len(responses) == len(logprobs) == len(index)):
-        raise ValueError("prompts, responses, logprobs, index: expected equal lengths")
-    for n, (resp, lp) in enumerate(zip(responses, logprobs)):
-        if lp and len(resp) != len(lp):
-            raise ValueError(f"logprobs[{n}]: expected one log-prob per response token ({len(resp)}), got {len(lp)}")
+    """Pack (prompt, response) pairs into right-padded rows (padded to the longest row only)."""
+    if not (len(prompts) == len(responses) == len(index)):
+        raise ValueError(
+            f"prompts, responses, index: expected equal lengths, got {len(prompts)}, {len(responses)}, {len(index)}"
+        )
     n_rows = len(prompts)
     length = max((len(p) + len(r) for p, r in zip(prompts, responses)), default=0)
     input_ids = torch.full((n_rows, length), pad_id, dtype=torch.int64)
     attention_mask = torch.zeros(n_rows, length, dtype=torch.bool)
     response_mask = torch.zeros(n_rows, length, dtype=torch.bool)
-    old = torch.full((n_rows, length), float("nan"))
-    for n, (p, r, lp) in enumerate(zip(prompts, responses, logprobs)):
+    for n, (p, r) in enumerate(zip(prompts, responses)):
         lp_len, r_len = len(p), len(r)
         input_ids[n, : lp_len + r_len] = torch.tensor(list(p) + list(r), dtype=torch.int64)
         attention_mask[n, : lp_len + r_len] = True
         response_mask[n, lp_len : lp_len + r_len] = True
-        if lp:  # empty: not recorded at sampling time (likelihood selection); the trainer recomputes it
-            old[n, lp_len : lp_len + r_len] = torch.tensor(list(lp), dtype=torch.float32)
     return TokenRows(
         input_ids=input_ids,
         attention_mask=attention_mask,
         response_mask=response_mask,
-        old_logprobs=old,
         index=torch.tensor(list(index), dtype=torch.int64).reshape(n_rows, 3),
     )
 
@@ -146,11 +135,7 @@ def rows_from_records(
 ) -> TokenRows:
     """``rows_from_sequences`` over generated records (steps, judge samples, programs, unit tests): one row each."""
     return rows_from_sequences(
-        [r.prompt_token_ids for r in records],
-        [r.token_ids for r in records],
-        [r.logprobs for r in records],
-        index,
-        pad_id=pad_id,
+        [r.prompt_token_ids for r in records], [r.token_ids for r in records], index, pad_id=pad_id
     )
 
 

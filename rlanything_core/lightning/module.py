@@ -35,7 +35,6 @@ from rlanything_core.lightning.loading import materialize_from_rank0, shard_from
 from rlanything_core.lightning.sharding import ShardingConfig, clip_grad_norm, gathered, is_sharded
 from rlanything_core.loop.iteration import IterationData, TrainingRows
 from rlanything_core.losses.aggregation import Aggregation
-from rlanything_core.losses.consistency import ConsistencyRewardLoss
 from rlanything_core.losses.policy import PolicyLoss
 from rlanything_core.training.logprobs import sequence_token_logprobs
 from rlanything_core.training.microbatch import pack_by_length, pack_by_tokens
@@ -63,9 +62,8 @@ class RLAnythingModule(L.LightningModule):
         policy: the policy causal LM (shared with the rollout backend, so rollouts always use the current weights).
         judge: the judge causal LM, or ``None`` when no judge is used (outcome-only arm).
         policy_loss: the clipped surrogate for the policy.
-        judge_loss: the judge's loss: a ``ConsistencyRewardLoss`` (its ``objective`` is what trains here: the rows'
-            consistency targets were built once by the loop) or a ``PolicyLoss``; ``None`` freezes the judge (it
-            still votes).
+        judge_loss: the judge's ``PolicyLoss`` (its rows arrive with final advantages: the loop built the judge's
+            targets once, e.g. ``rewards.ConsistencyTargets``); ``None`` freezes the judge (it still votes).
         policy_optimizer: builds the policy optimizer from parameters (Hydra ``_partial_``).
         judge_optimizer: same for the judge.
         policy_updates: optimizer steps per pass over the iteration's rows for the policy: its minibatches (the
@@ -94,7 +92,7 @@ class RLAnythingModule(L.LightningModule):
         judge: nn.Module | None = None,
         *,
         policy_loss: PolicyLoss | None = None,
-        judge_loss: ConsistencyRewardLoss | PolicyLoss | None = None,
+        judge_loss: PolicyLoss | None = None,
         policy_optimizer: OptimizerFactory = _default_optimizer,
         judge_optimizer: OptimizerFactory = _default_optimizer,
         policy_updates: int = 1,
@@ -114,15 +112,17 @@ class RLAnythingModule(L.LightningModule):
             raise ValueError(f"policy_epochs, judge_epochs: expected >= 1, got {policy_epochs}, {judge_epochs}")
         if micro_batch_tokens < 1:
             raise ValueError(f"micro_batch_tokens: expected >= 1, got {micro_batch_tokens}")
+        if judge_loss is not None and not isinstance(judge_loss, PolicyLoss):
+            raise ValueError(
+                f"judge_loss: expected a PolicyLoss (the judge's rows carry their final targets, built by the loop's "
+                f"judge targets), got {type(judge_loss).__name__}"
+            )
         self.automatic_optimization = False
         self.policy = policy
         self.judge = judge
         self.policy_loss = policy_loss or PolicyLoss()
-        self.judge_loss = judge_loss
         # one signature for both models: loss(logprobs, old_logprobs, advantages, mask) on rows with final advantages
-        self.judge_row_loss: PolicyLoss | None = (
-            judge_loss.objective if isinstance(judge_loss, ConsistencyRewardLoss) else judge_loss
-        )
+        self.judge_loss = judge_loss
         self.policy_optimizer_factory = policy_optimizer
         self.judge_optimizer_factory = judge_optimizer
         self.policy_updates = policy_updates
@@ -148,7 +148,7 @@ class RLAnythingModule(L.LightningModule):
 
     @property
     def trains_judge(self) -> bool:
-        """Whether the judge is optimized (present and given a consistency loss)."""
+        """Whether the judge is optimized (present and given a loss)."""
         return self.judge is not None and self.judge_loss is not None
 
     def configure_model(self) -> None:
@@ -225,10 +225,9 @@ class RLAnythingModule(L.LightningModule):
             )
         )
         if self.trains_judge:
-            assert self.judge is not None and self.judge_row_loss is not None
-            loss_fn = self.judge_row_loss
+            assert self.judge is not None and self.judge_loss is not None
             judge_metrics = self._update(
-                "judge", self.judge, opts[1], data.judge, self.judge_updates, self.judge_epochs, loss_fn
+                "judge", self.judge, opts[1], data.judge, self.judge_updates, self.judge_epochs, self.judge_loss
             )
             metrics.update(judge_metrics)
         metrics["time/update_s"] = time.perf_counter() - started  # both models' updates (old log-probs included)
@@ -264,7 +263,7 @@ class RLAnythingModule(L.LightningModule):
         """
         ids = torch.zeros((1, 2), dtype=torch.int64)
         mask = torch.ones((1, 2), dtype=torch.bool)  # masks stay on the host: positions are chosen there
-        logp = self._row_logprobs(model, TokenRows(ids, mask, mask, torch.zeros(1, 2), torch.zeros(1, 3).long()))
+        logp = self._row_logprobs(model, TokenRows(ids, mask, mask, torch.zeros(1, 3).long()))
         if backward:
             self.manual_backward(logp.sum() * 0.0)
 

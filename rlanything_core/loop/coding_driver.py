@@ -36,13 +36,13 @@ from rlanything_core.loop.adaptation import EnvironmentAdaptation
 from rlanything_core.loop.iteration import IterationData, TrainingRows, empty_iteration
 from rlanything_core.loop.pool_sync import PoolSnapshots
 from rlanything_core.records import GeneratedSequence
+from rlanything_core.rewards.targets import UnitTestTargets
 from rlanything_core.rewards.unit_tests import (
     UnitTestCounts,
     code_pass_fraction,
     correct_codes,
     standardize_unit_test_rewards,
     unit_test_counts,
-    unit_test_rewards,
 )
 from rlanything_core.sandbox import Sandbox
 from rlanything_core.seeding import derive_seed
@@ -130,12 +130,12 @@ def score_task(
     tests: Sequence[GeneratedTest],
     *,
     max_workers: int = 2,
-    format_without_reference: bool = False,
+    targets: UnitTestTargets | None = None,
 ) -> TaskResult:
     """Run the generated tests and compute the task's rewards (GT results come from ``CodeSample.gt_passed``).
 
-    ``format_without_reference``: a task without a correct program still rewards its tests' format (see
-    :func:`~rlanything_core.rewards.unit_tests.unit_test_rewards`); off, such a task gives the judge nothing.
+    ``targets``: the judge's targets of the tests (default ``UnitTestTargets()``: a task without a correct program
+    gives the judge nothing).
     """
     num_gt = max(1, len(task.tests))
     gt_pass = torch.tensor([(s.gt_passed or [False] * num_gt) for s in programs], dtype=torch.bool)
@@ -143,11 +143,7 @@ def score_task(
     gen_pass = generated_test_pass_matrix(task, [s.program for s in programs], tests, max_workers=max_workers)
     parsed = torch.tensor([t.test is not None for t in tests], dtype=torch.bool)
     fraction = code_pass_fraction(gt_pass)
-    raw_tests = (
-        unit_test_rewards(gt_pass, gen_pass, parsed, format_without_reference=format_without_reference)
-        if tests
-        else None
-    )
+    test_targets = (targets if targets is not None else UnitTestTargets())(gt_pass, gen_pass, parsed) if tests else None
     return TaskResult(
         gt_pass=gt_pass,
         gen_pass=gen_pass,
@@ -155,7 +151,7 @@ def score_task(
         # from counts, in float64: a float32 mean turns 4/5 into 0.80000001, outside an inclusive 0.8 band edge
         pass_all_rate=int(correct_codes(gt_pass).sum()) / max(1, int(gt_pass.shape[0])),
         policy_advantages=standardize_unit_test_rewards(fraction),
-        test_advantages=None if raw_tests is None else standardize_unit_test_rewards(raw_tests),
+        test_advantages=test_targets,
         counts=unit_test_counts(gt_pass, gen_pass, parsed) if tests else UnitTestCounts(),
     )
 
@@ -207,15 +203,12 @@ class CodingLoopDriver(PoolSnapshots):
         tasks_per_iteration: tasks sampled from the pool per iteration (pending rewrites come on top).
         seed: the run seed.
         pad_id: padding token of the training rows.
-        train_judge: build judge rows (``False``: the judge writes tests for the metrics only).
+        judge_targets: the judge's targets (standardized unit-test rewards; their ``format_without_reference`` and
+            ``drop_zero_rows``); ``None``: no judge rows (the judge writes tests for the metrics only). Programs with
+            a zero advantage are always left out.
         policy_band: inclusive pass-all-rate band of tasks whose programs train the policy (the authors: 0.2-0.8).
         sandbox: shared by every task (a default ``Sandbox()`` when ``None``).
         max_workers: concurrent sandbox processes.
-        format_without_reference: tasks without a correct program still reward the format of their unit tests
-            (parsed 0, unparseable the format penalty); ``False``: the authors' rule, such tasks train nothing.
-        drop_zero_judge_rows: leave out unit tests whose standardized reward is exactly 0 (the judge loss's
-            ``drop_zero_advantage``); ``False`` trains on them too (they add KL and tokens to the denominators).
-            Programs with a zero advantage are always left out.
     """
 
     def __init__(
@@ -228,12 +221,10 @@ class CodingLoopDriver(PoolSnapshots):
         tasks_per_iteration: int,
         seed: int,
         pad_id: int,
-        train_judge: bool = True,
+        judge_targets: UnitTestTargets | None,
         policy_band: tuple[float, float] = (0.2, 0.8),
         sandbox: Sandbox | None = None,
         max_workers: int = 2,
-        format_without_reference: bool = False,
-        drop_zero_judge_rows: bool = True,
     ) -> None:
         if tasks_per_iteration < 1:
             raise ValueError(f"tasks_per_iteration: expected >= 1, got {tasks_per_iteration}")
@@ -247,12 +238,10 @@ class CodingLoopDriver(PoolSnapshots):
         self.tasks_per_iteration = tasks_per_iteration
         self.seed = seed
         self.pad_id = pad_id
-        self.train_judge = train_judge
+        self.judge_targets = judge_targets
         self.policy_band = policy_band
         self.sandbox = sandbox or Sandbox()
         self.max_workers = max_workers
-        self.format_without_reference = format_without_reference
-        self.drop_zero_judge_rows = drop_zero_judge_rows
 
     def __call__(self, iteration: int) -> IterationData:
         """Sample programs and tests, score them, build the policy and judge rows; update the pool."""
@@ -271,7 +260,8 @@ class CodingLoopDriver(PoolSnapshots):
         )
         scored = self._score([specs[g] for g in mine], mine, tasks, samples, tests)
         policy = _training_rows(scored.policy, self.pad_id)
-        judge = _training_rows(scored.judge, self.pad_id, drop_zero=self.drop_zero_judge_rows)
+        drop_zero = self.judge_targets is None or self.judge_targets.drop_zero_rows
+        judge = _training_rows(scored.judge, self.pad_id, drop_zero=drop_zero)
         metrics = _metrics(scored, samples, tests, policy, judge)
         metrics.update(self._adapt(scored.rates, scored.feedback, iteration))
         return IterationData(iteration=iteration, policy=policy, judge=judge, metrics=metrics)
@@ -291,7 +281,7 @@ class CodingLoopDriver(PoolSnapshots):
             progs = [s for s in samples if s.group_id == k]
             unit = [t for t in tests if t.group_id == k]
             res = score_task(
-                task, progs, unit, max_workers=self.max_workers, format_without_reference=self.format_without_reference
+                task, progs, unit, max_workers=self.max_workers, targets=self.judge_targets
             )
             out.counts = out.counts + res.counts
             out.rates[spec.task_id] = res.pass_all_rate
@@ -307,7 +297,7 @@ class CodingLoopDriver(PoolSnapshots):
                 out.policy.extend(
                     _Row(s, (cells[id(s)], 0, -1), a, g) for s, a in zip(progs, res.policy_advantages.tolist())
                 )
-            if self.train_judge and res.test_advantages is not None:
+            if self.judge_targets is not None and res.test_advantages is not None:
                 out.judged += 1
                 test_adv = res.test_advantages.tolist()
                 out.judge.extend(_Row(t, (g, 0, j), a, g) for j, (t, a) in enumerate(zip(unit, test_adv)))

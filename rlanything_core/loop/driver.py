@@ -1,7 +1,7 @@
 """The data side of one RLAnything iteration for multi-turn agent settings (ALFWorld, TextWorld).
 
     pool.sample(k) + pending rewrites -> this rank's task groups -> AgentCollector -> JudgeCollector (m votes)
-      -> build_iteration (integrator, bands, consistency targets) -> IterationData
+      -> build_iteration (step reward, integrator, bands, judge targets) -> IterationData
       -> success rates of all ranks -> EnvironmentAdaptation on the writer rank -> pool snapshot for this iteration
 
 Task groups are dealt to ranks round-robin by their global index and every episode is seeded by its group and
@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rlanything_core.advantages.integrators import Integrator
+from rlanything_core.advantages.step_reward import StepReward
 from rlanything_core.collect.agent import AgentCollector
 from rlanything_core.collect.judge import JudgeCollector
 from rlanything_core.environment.feedback import success_rate
@@ -23,7 +24,6 @@ from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.loop.adaptation import EnvironmentAdaptation
 from rlanything_core.loop.iteration import IterationData, build_iteration, empty_iteration
 from rlanything_core.loop.pool_sync import PoolSnapshots
-from rlanything_core.losses.consistency import ConsistencyRewardLoss
 from rlanything_core.rewards.targets import ConsistencyTargets
 from rlanything_core.seeding import derive_seed
 
@@ -36,20 +36,19 @@ class AgentLoopDriver(PoolSnapshots):
     Args:
         collector: plays the policy (its backend shares the trainer's policy module).
         judge: votes on every step; ``None`` for outcome-only training without a judge.
-        integrator: the policy's advantages.
-        judge_loss: the judge's loss; its ``target_builder`` builds the consistency targets once per iteration
-            (``None``: the judge is not trained).
+        integrator: the policy's advantages (standardizes ``step_reward`` where it uses the judge's votes).
+        judge_targets: the judge's targets, built once per iteration on ``step_reward`` (their ``drop_zero_rows``
+            decides whether zero-target rows train; balanced or not, ``balance_outcomes``); ``None``: the judge is
+            not trained.
         pool: the task pool (its writer is rank 0).
         to_env_task: turns a pool ``TaskSpec`` into what the collector's environments are built from.
         adaptation: environment adaptation, or ``None`` to keep the tasks fixed.
         tasks_per_iteration: tasks sampled from the pool per iteration (pending rewrites come on top).
         seed: the run seed.
         pad_id: padding token of the training rows.
-        lam: ``lam`` of the integrated reward ``R = O + lam * mean(votes)`` (the judge's targets; an
-            ``IntegratedIntegrator`` standardizes the same ``R``). ``None``: the integrator's ``lam``, else 1.
+        step_reward: the integrated reward ``R = O + lam * mean(votes)`` (owns ``lam``), computed once per iteration
+            and shared by the integrator and the judge's targets; ``None``: ``StepReward()`` (``lam = 1``).
         policy_band / judge_band: success-rate bands of the tasks whose data train the policy / the judge.
-        balance_judge_targets: weight each task group's won and failed steps equally in the judge's consistency
-            targets (``ConsistencyTargets(balance_outcomes=True)``; a departure from the paper, issue 27).
     """
 
     def __init__(
@@ -58,44 +57,32 @@ class AgentLoopDriver(PoolSnapshots):
         collector: AgentCollector,
         judge: JudgeCollector | None,
         integrator: Integrator,
-        judge_loss: ConsistencyRewardLoss | None,
+        judge_targets: ConsistencyTargets | None,
         pool: TaskPool,
         to_env_task: Callable[[TaskSpec], Any],
         adaptation: EnvironmentAdaptation | None,
         tasks_per_iteration: int,
         seed: int,
         pad_id: int,
-        lam: float | None = None,
+        step_reward: StepReward | None = None,
         policy_band: tuple[float, float] = (1 / 8, 7 / 8),
         judge_band: tuple[float, float] = (0.2, 0.8),
-        balance_judge_targets: bool = False,
     ) -> None:
         if tasks_per_iteration < 1:
             raise ValueError(f"tasks_per_iteration: expected >= 1, got {tasks_per_iteration}")
         self.collector = collector
         self.judge = judge
         self.integrator = integrator
-        self.judge_loss = judge_loss
+        self.judge_targets = judge_targets
         self.pool = pool
         self.to_env_task = to_env_task
         self.adaptation = adaptation
         self.tasks_per_iteration = tasks_per_iteration
         self.seed = seed
         self.pad_id = pad_id
-        integrator_lam = getattr(integrator, "lam", None)
-        if lam is not None and integrator_lam is not None and float(lam) != float(integrator_lam):
-            raise ValueError(f"lam: expected the integrator's lam {integrator_lam} (one R for both models), got {lam}")
-        self.lam = float(lam if lam is not None else integrator_lam if integrator_lam is not None else 1.0)
+        self.step_reward = step_reward if step_reward is not None else StepReward()
         self.policy_band = policy_band
         self.judge_band = judge_band
-        self.judge_targets: ConsistencyTargets | None = None
-        if judge_loss is not None:
-            built = judge_loss.target_builder
-            self.judge_targets = (
-                ConsistencyTargets(format_penalty=built.format_penalty, eps=built.eps, balance_outcomes=True)
-                if balance_judge_targets
-                else built
-            )
 
     # ------------------------------------------------------------------------------------------- one iteration
     def __call__(self, iteration: int) -> IterationData:
@@ -130,12 +117,11 @@ class AgentLoopDriver(PoolSnapshots):
             iteration=iteration,
             integrator=self.integrator,
             pad_id=self.pad_id,
+            step_reward=self.step_reward,
             judge_targets=self.judge_targets,
-            lam=self.lam,
             num_votes=None if self.judge is None else self.judge.num_votes,
             policy_band=self.policy_band,
             judge_band=self.judge_band,
-            drop_zero_judge_rows=True if self.judge_loss is None else self.judge_loss.drop_zero_advantage,
         )
         data.metrics.update(metrics)
         started = time.perf_counter()

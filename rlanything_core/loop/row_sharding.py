@@ -35,7 +35,7 @@ def _rank_world() -> tuple[int, int]:
     return 0, 1
 
 
-def _pad_cat(parts: list[Tensor], value: float | int | bool) -> Tensor:
+def _pad_cat(parts: list[Tensor], value: int | bool) -> Tensor:
     width = max(p.shape[1] for p in parts)
     padded = [
         torch.cat([p, torch.full((p.shape[0], width - p.shape[1]), value, dtype=p.dtype)], dim=1)
@@ -57,7 +57,6 @@ def concat_rows(parts: list[TrainingRows]) -> TrainingRows | None:
         input_ids=_pad_cat([p.rows.input_ids for p in parts], 0),
         attention_mask=_pad_cat([p.rows.attention_mask for p in parts], False),
         response_mask=_pad_cat([p.rows.response_mask for p in parts], False),
-        old_logprobs=_pad_cat([p.rows.old_logprobs for p in parts], float("nan")),
         index=torch.cat([p.rows.index for p in parts], dim=0),
     )
     return TrainingRows(

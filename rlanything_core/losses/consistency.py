@@ -1,13 +1,13 @@
 """``ConsistencyRewardLoss``: train the generative judge with consistency feedback (arXiv 2602.02488).
 
-The composition of the target builder and the policy objective, for users who call the loss on a whole batch:
+A facade for users who call the judge's loss on a whole batch: the judge's targets plus the policy objective,
 
     ConsistencyRewardLoss(logprobs, old, mask, batch=, step_reward=)
         == PolicyLoss(logprobs, old, ConsistencyTargets(batch, step_reward)[rows], mask & (advantage != 0))
 
-The training loop does not call it: it builds the targets once per iteration (``rewards.ConsistencyTargets`` in
-``loop.iteration.build_iteration``) and trains the judge with ``objective`` (a ``PolicyLoss``) on rows whose advantages
-are final, with the same signature as the policy.
+The training loop does not call it: it builds the targets once per iteration (``rewards.ConsistencyTargets`` on the
+shared ``advantages.step_reward.StepReward``, in ``loop.iteration.build_iteration``) and trains the judge with a plain
+``PolicyLoss`` on rows whose advantages are final, with the same signature as the policy.
 
 Row order: the judge's training rows are its outputs, one per *requested* vote, in the row-major order of
 ``batch.vote_mask.nonzero()`` (rollout, then step, then vote), which is also the order of ``tensor[batch.vote_mask]``.
@@ -76,8 +76,7 @@ class ConsistencyRewardLoss(nn.Module):
             so they add neither KL nor tokens to the denominators. With micro-batching, count ``num_tokens_global`` /
             ``num_seqs_global`` over the kept rows only (``row_advantages(...) != 0``), or better, do not generate
             log-probabilities for those rows at all and pass the kept indices as ``rows``. The training loop does the
-            latter: its drivers read this flag when they build the judge's rows (``build_iteration``'s
-            ``drop_zero_judge_rows``).
+            latter, with ``ConsistencyTargets(drop_zero_rows=...)``.
         clip_eps_low: see ``PolicyLoss``.
         clip_eps_high: see ``PolicyLoss``.
         log_ratio_clamp: see ``PolicyLoss``.

@@ -1,7 +1,11 @@
-"""``ConsistencyTargets``: the judge's final advantages, built once per iteration (arXiv 2602.02488).
+"""The judge's targets, its final advantages, built once per iteration (arXiv 2602.02488): one part per setting family.
 
-A thin class over the pure functions of ``rewards.consistency``: it holds the two hyperparameters (``format_penalty``,
-``eps``) and applies them to a ``StepBatch``::
+``ConsistencyTargets`` (agent settings: the judge votes on steps) and ``UnitTestTargets`` (coding: the judge writes
+unit tests) share what the loop reads of them besides the targets: ``drop_zero_rows``, whether rows with a zero target
+exist at all. Their inputs differ (a vote grid and the step reward; one task's pass matrices).
+
+``ConsistencyTargets`` is a thin class over the pure functions of ``rewards.consistency``: it holds its
+hyperparameters (``format_penalty``, ``eps``, ...) and applies them to a ``StepBatch``::
 
     step_reward R (B, S) --consistency_targets--> raw R * S or format_penalty (B, S, M)
                          --standardize_votes-->   z-scored over the m votes of each step (B, S, M)
@@ -10,9 +14,11 @@ A thin class over the pure functions of ``rewards.consistency``: it holds the tw
 Row order: the judge's training rows are its outputs, one per *requested* vote, in the row-major order of
 ``batch.vote_mask.nonzero()`` (rollout, then step, then vote), which is also the order of ``tensor[batch.vote_mask]``.
 
-The loop builds the targets here once (``loop.iteration.build_iteration``) and hands the judge rows to the module with
-these advantages; ``losses.ConsistencyRewardLoss`` composes this class with the clipped objective for users who call
-the loss on a whole batch.
+The loop builds the targets here once (``loop.iteration.build_iteration``, on the step reward
+``advantages.step_reward.StepReward`` that the policy's integrator standardizes too) and hands the judge rows to the
+module with these advantages, where the judge trains with a plain ``losses.PolicyLoss``; ``drop_zero_rows`` decides
+which rows exist at all. ``losses.ConsistencyRewardLoss`` composes this class with the clipped objective for users
+who call the loss on a whole batch.
 """
 
 from __future__ import annotations
@@ -29,9 +35,16 @@ from rlanything_core.rewards.consistency import (
     standardize_votes,
     vote_agreement,
 )
+from rlanything_core.rewards.unit_tests import standardize_unit_test_rewards, unit_test_rewards
 from rlanything_core.types import StepBatch
 
-__all__ = ["ConsistencyTargets", "batch_votes"]
+__all__ = ["ConsistencyTargets", "UnitTestTargets", "batch_votes"]
+
+
+def _check_flags(**flags: object) -> None:
+    for name, flag in flags.items():
+        if not isinstance(flag, bool):
+            raise ValueError(f"{name}: expected a bool, got {flag!r}")
 
 
 class ConsistencyTargets:
@@ -51,6 +64,8 @@ class ConsistencyTargets:
         format_penalty: raw target of an unparseable judge output.
         eps: degenerate-std threshold of the per-step standardization, ``>= 0``.
         balance_outcomes: weight won and failed episodes' steps equally per task group.
+        drop_zero_rows: the loop leaves out judge rows whose standardized target is exactly 0 (the authors' choice:
+            no signal, all cost); ``False`` trains on them too (they add KL and tokens to the loss's denominators).
 
     Examples:
         >>> import torch
@@ -64,18 +79,23 @@ class ConsistencyTargets:
     """
 
     def __init__(
-        self, *, format_penalty: float = FORMAT_PENALTY, eps: float = EPS, balance_outcomes: bool = False
+        self,
+        *,
+        format_penalty: float = FORMAT_PENALTY,
+        eps: float = EPS,
+        balance_outcomes: bool = False,
+        drop_zero_rows: bool = True,
     ) -> None:
         self.eps = check_number("eps", eps, ge=0.0)  # refuses NaN/inf, which ``eps < 0`` lets through
         self.format_penalty = check_number("format_penalty", format_penalty)
-        if not isinstance(balance_outcomes, bool):
-            raise ValueError(f"balance_outcomes: expected a bool, got {balance_outcomes!r}")
+        _check_flags(balance_outcomes=balance_outcomes, drop_zero_rows=drop_zero_rows)
         self.balance_outcomes = balance_outcomes
+        self.drop_zero_rows = drop_zero_rows
 
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(format_penalty={self.format_penalty}, eps={self.eps}, "
-            f"balance_outcomes={self.balance_outcomes})"
+            f"balance_outcomes={self.balance_outcomes}, drop_zero_rows={self.drop_zero_rows})"
         )
 
     def __call__(self, batch: StepBatch, step_reward: Tensor) -> tuple[Tensor, Tensor]:
@@ -83,7 +103,7 @@ class ConsistencyTargets:
 
         Args:
             batch: a ``StepBatch`` with votes.
-            step_reward: ``(B, S)`` floating integrated step rewards ``R_{tau_i}`` (e.g. ``integrated_step_reward``).
+            step_reward: ``(B, S)`` floating integrated step rewards ``R_{tau_i}`` (``StepReward``).
 
         Returns:
             ``(raw, standardized)``, both ``(B, S, M)``; 0 outside ``vote_mask``. With ``balance_outcomes`` the
@@ -132,3 +152,66 @@ def batch_votes(batch: StepBatch) -> tuple[Tensor, Tensor, Tensor]:
     if batch.votes is None or batch.vote_mask is None or batch.vote_valid is None:
         raise ValueError("batch: expected a StepBatch with votes, vote_mask and vote_valid, got one without votes")
     return batch.votes, batch.vote_mask, batch.vote_valid
+
+
+class UnitTestTargets:
+    """Standardized unit-test rewards of one task's generated tests: the judge's targets in the coding setting.
+
+    Raw rewards from :func:`~rlanything_core.rewards.unit_tests.unit_test_rewards` (how well each test separates the
+    task's correct programs from the wrong ones; ``format_penalty`` for an unparseable one), z-scored over the task's
+    tests (:func:`~rlanything_core.rewards.unit_tests.standardize_unit_test_rewards`).
+
+    Args:
+        format_penalty: raw reward of an unparseable test.
+        eps: degenerate-std threshold of the standardization, ``> 0``.
+        format_without_reference: a task without a correct program still rewards its tests' format (parsed 0,
+            unparseable the penalty); ``False``: the authors' rule, such a task gives the judge nothing.
+        drop_zero_rows: the loop leaves out tests whose standardized reward is exactly 0.
+
+    Examples:
+        >>> import torch
+        >>> gt = torch.tensor([[True], [False], [False]])          # program 0 correct, programs 1-2 wrong
+        >>> gen = torch.tensor([[True, True, False], [False, True, False], [False, True, False]])
+        >>> UnitTestTargets()(gt, gen, torch.tensor([True, True, False]))
+        tensor([ 1.1355,  0.1622, -1.2978])
+    """
+
+    def __init__(
+        self,
+        *,
+        format_penalty: float = FORMAT_PENALTY,
+        eps: float = EPS,
+        format_without_reference: bool = False,
+        drop_zero_rows: bool = True,
+    ) -> None:
+        self.format_penalty = check_number("format_penalty", format_penalty)
+        self.eps = check_number("eps", eps, gt=0.0)
+        _check_flags(format_without_reference=format_without_reference, drop_zero_rows=drop_zero_rows)
+        self.format_without_reference = format_without_reference
+        self.drop_zero_rows = drop_zero_rows
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(format_penalty={self.format_penalty}, eps={self.eps}, "
+            f"format_without_reference={self.format_without_reference}, drop_zero_rows={self.drop_zero_rows})"
+        )
+
+    def __call__(self, gt_pass: Tensor, gen_pass: Tensor, parsed: Tensor) -> Tensor | None:
+        """``(K,)`` standardized rewards of the task's ``K`` generated tests, or ``None`` without a reference.
+
+        Args:
+            gt_pass: ``(C, T_gt)`` bool, programs x ground-truth tests.
+            gen_pass: ``(C, K)`` bool, programs x generated tests.
+            parsed: ``(K,)`` bool, the generated test parsed.
+
+        Returns:
+            The targets, or ``None`` when no program is correct and ``format_without_reference`` is off.
+        """
+        raw = unit_test_rewards(
+            gt_pass,
+            gen_pass,
+            parsed,
+            format_penalty=self.format_penalty,
+            format_without_reference=self.format_without_reference,
+        )
+        return None if raw is None else standardize_unit_test_rewards(raw, eps=self.eps)

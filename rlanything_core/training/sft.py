@@ -106,7 +106,7 @@ def _token_loss(model: Any, prompts: list[list[int]], responses: list[list[int]]
                 max_tokens: int, scale: float) -> float:
     """Backward the token-mean cross-entropy of ``batch``'s responses (times ``scale``); return its value."""
     rows = rows_from_sequences([prompts[i] for i in batch], [responses[i] for i in batch],
-                               [[] for _ in batch], [(i, 0, -1) for i in batch], pad_id=pad)
+                               [(i, 0, -1) for i in batch], pad_id=pad)
     total = int(rows.response_mask.sum())
     value = 0.0
     lengths = rows.attention_mask.sum(dim=1).tolist()

@@ -1,7 +1,5 @@
-import math
 
 import pytest
-import torch
 
 from rlanything_core.collect.batching import collate, judge_rows, policy_rows, rows_from_sequences
 from rlanything_core.records import AgentStep, Episode, JudgeSample
@@ -47,15 +45,13 @@ def test_collate_without_votes_and_empty_input() -> None:
         collate([])
 
 
-def test_policy_rows_align_tokens_and_logprobs() -> None:
+def test_policy_rows_align_tokens() -> None:
     rows = policy_rows(_episodes(), pad_id=0)
     assert rows.num_rows == 3
     assert rows.index.tolist() == [[0, 0, -1], [0, 1, -1], [1, 0, -1]]
     # row 1: prompt [1,2,3], response [4,5]
     assert rows.input_ids[1, :5].tolist() == [1, 2, 3, 4, 5]
     assert rows.response_mask[1].tolist() == [False, False, False, True, True]
-    assert rows.old_logprobs[1, 3].item() == -0.5
-    assert math.isnan(rows.old_logprobs[1, 0].item())
     sub = rows.select([0])
     assert sub.input_ids.shape == (1, 3)  # dynamic padding: trimmed to its own length
 
@@ -68,8 +64,8 @@ def test_judge_rows_follow_vote_mask_order() -> None:
     assert rows.index.tolist() == batch.vote_mask.nonzero().tolist()
 
 
-def test_rows_reject_mismatched_logprobs_and_accept_missing() -> None:
-    with pytest.raises(ValueError, match="logprobs"):
-        rows_from_sequences([[1]], [[2, 3]], [[-1.0]], [(0, 0, -1)], pad_id=0)
-    rows = rows_from_sequences([[1]], [[2, 3]], [[]], [(0, 0, -1)], pad_id=0)
-    assert torch.isnan(rows.old_logprobs).all()
+def test_rows_reject_mismatched_lengths() -> None:
+    with pytest.raises(ValueError, match="prompts, responses, index"):
+        rows_from_sequences([[1]], [[2, 3]], [(0, 0, -1), (1, 0, -1)], pad_id=0)
+    rows = rows_from_sequences([[1]], [[2, 3]], [(0, 0, -1)], pad_id=0)
+    assert rows.response_mask.tolist() == [[False, True, True]]

@@ -32,6 +32,7 @@ from rlanything_core.generation.transformers_backend import TransformersBackend
 from rlanything_core.generation.types import FinishReason, Generation, SamplingParams
 from rlanything_core.loop.coding_driver import CodingLoopDriver
 from rlanything_core.models.tiny import tiny_model_and_tokenizer
+from rlanything_core.rewards.targets import UnitTestTargets
 from rlanything_core.training.logprobs import sequence_token_logprobs
 
 S = UNIT_TEST_SCAFFOLD
@@ -188,7 +189,7 @@ def test_prefilled_generation_log_probs_are_what_the_trainer_recomputes(tiny: tu
     ).collect([_add_task()], seed=3)
     scaffold_len = len(tok(S, add_special_tokens=False)["input_ids"])
     rows = rows_from_sequences(
-        [t.prompt_token_ids for t in tests], [t.token_ids for t in tests], [t.logprobs for t in tests],
+        [t.prompt_token_ids for t in tests], [t.token_ids for t in tests],
         [(0, 0, k) for k in range(len(tests))], pad_id=int(tok.pad_token_id or 0),
     )
     for n, t in enumerate(tests):
@@ -197,7 +198,8 @@ def test_prefilled_generation_log_probs_are_what_the_trainer_recomputes(tiny: tu
         assert int(rows.response_mask[n].sum()) == len(t.token_ids) > 0
     with torch.no_grad():
         again = sequence_token_logprobs(model, rows.input_ids, rows.attention_mask, score_mask=rows.response_mask)
-    torch.testing.assert_close(again[rows.response_mask], rows.old_logprobs[rows.response_mask], atol=1e-4, rtol=0)
+    recorded = torch.tensor([lp for t in tests for lp in t.logprobs])  # row-major, as the mask selects
+    torch.testing.assert_close(again[rows.response_mask], recorded, atol=1e-4, rtol=0)
 
 
 def test_garbage_continuations_get_the_format_penalty_in_the_driver(tmp_path: Path, tiny: tuple[Any, Any]) -> None:
@@ -210,7 +212,7 @@ def test_garbage_continuations_get_the_format_penalty_in_the_driver(tmp_path: Pa
             ContinuationBackend(tok, ["1 2\n```\nOutput: 3", "no idea", "no idea"]), tests_per_task=3, scaffold=True
         ),
         pool=TaskPool.create(tmp_path, [spec]), adaptation=None, tasks_per_iteration=1, seed=0, pad_id=0,
-        format_without_reference=True,
+        judge_targets=UnitTestTargets(format_without_reference=True),
     )
     data = driver(0)
     assert data.metrics["pass_rate"] == 0.0 and data.policy is None
@@ -218,7 +220,7 @@ def test_garbage_continuations_get_the_format_penalty_in_the_driver(tmp_path: Pa
     assert data.judge is not None
     assert data.judge.advantages.tolist() == pytest.approx([2**0.5, -(0.5**0.5), -(0.5**0.5)])
     assert data.metrics["ut_total"] == 0.0  # UT / Detect need a correct program: no denominator here
-    driver.format_without_reference = False
+    driver.judge_targets = UnitTestTargets(format_without_reference=False)
     assert driver(0).judge is None  # the authors' rule: no correct program, no signal
 
 

@@ -31,6 +31,14 @@ def test_every_setting_and_arm_composes_validates_and_builds_its_integrator(sett
     validate(cfg)
     integrator = instantiate(cfg.arm.integrator)
     assert callable(integrator)
+    assert instantiate(cfg.step_reward).lam == cfg.lam  # the top-level lam feeds the one step reward
+    assert instantiate(cfg.judge_targets).drop_zero_rows is True
+
+
+def test_lam_and_balance_reach_the_step_reward_and_the_judge_targets() -> None:
+    cfg = _cfg("+setting=alfworld", "lam=0.5", "balance_judge_targets=true")
+    validate(cfg)
+    assert instantiate(cfg.step_reward).lam == 0.5 and instantiate(cfg.judge_targets).balance_outcomes is True
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -91,6 +99,11 @@ def test_coding_configs_that_cannot_work_are_refused(overrides: list[str], key: 
         ),
         (["arm=policy", "arm.judge_checkpoint=/no/such.ckpt"], "arm.judge_checkpoint"),
         (["arm=outcome_only", "arm.train_judge=true"], "arm.train_judge"),
+        # an integrator whose class declares needs_votes, in an arm without a judge
+        (["arm=step_only", "arm.use_judge=false"], "arm.integrator"),
+        (["arm=policy", "arm.use_judge=false"], "arm.integrator"),
+        (["arm=outcome_only", "arm.integrator._target_=rlanything_core.advantages.StepOnlyIntegrator"],
+         "arm.integrator"),
     ],
 )
 def test_configs_that_cannot_work_are_refused_naming_the_key(overrides: list[str], key: str | None) -> None:

@@ -4,6 +4,7 @@ the trainer's recomputed old log-probs equal the rollout's, and the policy and j
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -13,6 +14,7 @@ from omegaconf import OmegaConf
 
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 from experiments.builders import build  # noqa: E402
+from rlanything_core.collect.rollout_batch import RolloutBatch, TrainingRows  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -26,11 +28,26 @@ def test_the_scorer_loop_recomputes_the_rollout_log_probs_and_updates_both_model
         cfg = compose(config_name="train", overrides=[*overrides, f"run_dir={tmp_path / 'probe'}"])
         fit_cfg = compose(config_name="train", overrides=[*overrides, f"run_dir={tmp_path / 'run'}"])
     run = build(cfg)
+    judge, judged = run.datamodule.driver.judge, []
+    original = judge.judge
+
+    def keep(episodes: Any, **kwargs: Any) -> Any:  # the judged episodes: the records with the rollout's log-probs
+        out = original(episodes, **kwargs)
+        judged.extend(out[0])
+        return out
+
+    judge.judge = keep
     data = run.datamodule.driver(0)
     assert data.policy is not None and data.judge is not None, "no rows: the test would prove nothing"
-    for model, rows in ((run.module.policy, data.policy), (run.module.judge, data.judge)):
-        recorded = rows.rows.old_logprobs[rows.rows.response_mask]
-        recomputed = run.module._old_logprobs(model, rows)[rows.rows.response_mask]
+    batch = RolloutBatch.from_episodes(judged, pad_id=0)
+    assert batch.judge_rows is not None
+    steps = [s for e in judged for s in e.steps]
+    samples = [j for s in steps for j in s.judge]
+    for model, rows, records in ((run.module.policy, batch.policy_rows, steps),
+                                 (run.module.judge, batch.judge_rows, samples)):  # fmt: skip
+        training = TrainingRows(rows, torch.zeros(rows.num_rows), torch.zeros(rows.num_rows, dtype=torch.int64))
+        recorded = torch.tensor([x for r in records for x in r.logprobs])  # row-major, as the mask selects
+        recomputed = run.module._old_logprobs(model, training)[rows.response_mask].cpu()
         assert torch.isfinite(recorded).all() and recorded.numel() == rows.num_rows  # one pseudo-token per row
         assert torch.allclose(recomputed, recorded, atol=1e-4)
     run = build(fit_cfg)  # a fresh run (the probe above consumed iteration 0 of its pool)

@@ -106,7 +106,7 @@ def test_gpu_commands_resolve_to_the_papers_hyperparameters(scale: str, setting:
     assert params.top_p == 0.95
     assert judge_max_new_tokens(cfg) == 4000
     judge_loss = make_judge_loss(cfg)
-    assert judge_loss.objective.kl_estimator.name == "K3" and judge_loss.objective.kl_coef == 0.01
+    assert judge_loss.kl_estimator.name == "K3" and judge_loss.kl_coef == 0.01
     assert first(list(range(10)), cfg.eval.games) == list(range(10))  # the whole split
 
 

@@ -24,7 +24,7 @@ def ragged_rows(n: int, length: int, *, seed: int = 0, shortest: int | None = No
     attention = positions < lengths[:, None]
     response = attention & (positions >= 3)
     return TrainingRows(
-        rows=TokenRows(ids, attention, response, torch.full(ids.shape, float("nan")), torch.zeros(n, 3).long()),
+        rows=TokenRows(ids, attention, response, torch.zeros(n, 3).long()),
         advantages=torch.randn(n, generator=gen),
         group=torch.arange(n) % 2,
     )

@@ -129,7 +129,7 @@ def test_the_model_is_in_training_mode_during_the_updates_forwards(monkeypatch: 
     attn = torch.ones_like(ids, dtype=torch.bool)
     resp = attn & (torch.arange(8) >= 4)
     rows = TrainingRows(
-        rows=TokenRows(ids, attn, resp, torch.full(ids.shape, float("nan")), torch.zeros(2, 3, dtype=torch.int64)),
+        rows=TokenRows(ids, attn, resp, torch.zeros(2, 3, dtype=torch.int64)),
         advantages=torch.tensor([1.0, -1.0]),
         group=torch.zeros(2, dtype=torch.int64),
     )

@@ -23,7 +23,7 @@ from _update_rows import fit_one_step, ragged_rows
 
 from rlanything_core.lightning.module import RLAnythingModule
 from rlanything_core.loop.iteration import IterationData
-from rlanything_core.losses.consistency import ConsistencyRewardLoss
+from rlanything_core.losses.policy import PolicyLoss
 from rlanything_core.models.tiny import tiny_causal_lm
 
 
@@ -56,7 +56,7 @@ def test_the_whole_update_follows_the_models_device() -> None:
     module = _OnMeta(
         _eager(tiny_causal_lm(64, hidden=16, layers=1, seed=0)),
         _eager(tiny_causal_lm(64, hidden=16, layers=1, seed=1)),
-        judge_loss=ConsistencyRewardLoss(),
+        judge_loss=PolicyLoss(),
         policy_updates=2,
         judge_updates=2,
         micro_batch_tokens=24,  # several micro-batches per minibatch

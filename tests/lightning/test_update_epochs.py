@@ -9,7 +9,7 @@ from _update_rows import fit_one_step, ragged_rows
 
 from rlanything_core.lightning.module import RLAnythingModule
 from rlanything_core.loop.iteration import IterationData
-from rlanything_core.losses.consistency import ConsistencyRewardLoss
+from rlanything_core.losses.policy import PolicyLoss
 from rlanything_core.models.tiny import tiny_causal_lm
 
 
@@ -17,7 +17,7 @@ def _module(**kwargs: int) -> RLAnythingModule:
     return RLAnythingModule(
         tiny_causal_lm(64, hidden=16, layers=1, seed=0),
         tiny_causal_lm(64, hidden=16, layers=1, seed=1),
-        judge_loss=ConsistencyRewardLoss(),
+        judge_loss=PolicyLoss(),
         policy_optimizer=lambda p: torch.optim.AdamW(p, lr=1e-2),
         judge_optimizer=lambda p: torch.optim.AdamW(p, lr=1e-2),
         micro_batch_tokens=24,

@@ -28,8 +28,7 @@ def global_rows(groups: int = 3, per_group: int = 5) -> TrainingRows:
     n_rows = groups * per_group
     prompts = [[n + 1] * (1 + n % 4) for n in range(n_rows)]
     responses = [[n + 1] for n in range(n_rows)]
-    rows = rows_from_sequences(prompts, responses, [[] for _ in range(n_rows)], [(n, 0, -1) for n in range(n_rows)],
-                               pad_id=0)
+    rows = rows_from_sequences(prompts, responses, [(n, 0, -1) for n in range(n_rows)], pad_id=0)
     return TrainingRows(rows, torch.arange(n_rows, dtype=torch.float32) / 10,
                         torch.arange(n_rows, dtype=torch.int64) // per_group)
 

@@ -1,7 +1,7 @@
 """``AgentLoopDriver`` with a stub collector and a stub vote sampler: what reaches the rows (issue 15).
 
-The judge returns judged copies (the collector's episodes stay unjudged), and the judge loss's
-``drop_zero_advantage`` decides whether judge rows with a zero consistency target are trained on.
+The judge returns judged copies (the collector's episodes stay unjudged), and the judge targets'
+``drop_zero_rows`` decides whether judge rows with a zero consistency target are trained on.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from rlanything_core.collect.judge import JudgeCollector
 from rlanything_core.environment.pool import TaskPool
 from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.loop.driver import AgentLoopDriver
-from rlanything_core.losses.consistency import ConsistencyRewardLoss
 from rlanything_core.records import AgentStep, Episode, JudgeSample
+from rlanything_core.rewards.targets import ConsistencyTargets
 
 # per rollout: step 0's three votes disagree, step 1's all say +1 (equal targets: standardized to 0)
 VOTES = [1, -1, 1, 1, 1, 1]
@@ -47,12 +47,12 @@ class PatternVotes:
         return [JudgeSample(VOTES[i % len(VOTES)], "", [5], [6], []) for i in range(len(seeds))]
 
 
-def _driver(tmp_path: Path, loss: ConsistencyRewardLoss) -> tuple[AgentLoopDriver, TwoRollouts]:
+def _driver(tmp_path: Path, targets: ConsistencyTargets) -> tuple[AgentLoopDriver, TwoRollouts]:
     collector = TwoRollouts()
     driver = AgentLoopDriver(
         collector=collector,  # type: ignore[arg-type]
         judge=JudgeCollector(object(), num_votes=3, votes=PatternVotes()),
-        integrator=IntegratedIntegrator(), judge_loss=loss,
+        integrator=IntegratedIntegrator(), judge_targets=targets,
         pool=TaskPool.create(tmp_path, [TaskSpec("t0", "alfworld", "t0")]), to_env_task=lambda spec: spec,
         adaptation=None, tasks_per_iteration=1, seed=0, pad_id=0,
     )
@@ -61,8 +61,8 @@ def _driver(tmp_path: Path, loss: ConsistencyRewardLoss) -> tuple[AgentLoopDrive
 
 
 @pytest.mark.parametrize("drop", [True, False])
-def test_the_judge_loss_decides_whether_zero_target_rows_train(tmp_path: Path, drop: bool) -> None:
-    driver, _ = _driver(tmp_path, ConsistencyRewardLoss(drop_zero_advantage=drop))
+def test_the_judge_targets_decide_whether_zero_target_rows_train(tmp_path: Path, drop: bool) -> None:
+    driver, _ = _driver(tmp_path, ConsistencyTargets(drop_zero_rows=drop))
     data = driver(0)
     assert data.judge is not None
     zero = int((data.judge.advantages == 0).sum())
@@ -70,7 +70,7 @@ def test_the_judge_loss_decides_whether_zero_target_rows_train(tmp_path: Path, d
 
 
 def test_the_collected_episodes_are_not_judged_in_place(tmp_path: Path) -> None:
-    driver, collector = _driver(tmp_path, ConsistencyRewardLoss())
+    driver, collector = _driver(tmp_path, ConsistencyTargets())
     data = driver(0)
     assert data.judge is not None and data.metrics["judge_votes"] == 12.0  # the rows come from the judged copies
     assert collector.returned and all(not s.judge for e in collector.returned for s in e.steps)
@@ -95,10 +95,9 @@ def test_balanced_judge_targets_weigh_won_and_failed_steps_equally(tmp_path: Pat
         driver = AgentLoopDriver(
             collector=UnevenRollouts(),  # type: ignore[arg-type]
             judge=JudgeCollector(object(), num_votes=3, votes=PatternVotes()),
-            integrator=IntegratedIntegrator(), judge_loss=ConsistencyRewardLoss(),
+            integrator=IntegratedIntegrator(), judge_targets=ConsistencyTargets(balance_outcomes=flag),
             pool=TaskPool.create(tmp_path / str(k), [TaskSpec("t0", "alfworld", "t0")]),
             to_env_task=lambda spec: spec, adaptation=None, tasks_per_iteration=1, seed=0, pad_id=0,
-            balance_judge_targets=flag,
         )  # fmt: skip
         driver.save_initial_pool()
         data = driver(0)

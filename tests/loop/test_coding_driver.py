@@ -23,7 +23,9 @@ from rlanything_core.lightning.module import RLAnythingModule
 from rlanything_core.loop.coding_driver import CodingLoopDriver, coding_spec, coding_task_from_spec
 from rlanything_core.loop.coding_evaluation import CodingEvalSplit, CodingEvaluator
 from rlanything_core.losses.consistency import ConsistencyRewardLoss
+from rlanything_core.losses.policy import PolicyLoss
 from rlanything_core.models.tiny import tiny_model_and_tokenizer
+from rlanything_core.rewards.targets import UnitTestTargets
 from rlanything_core.sandbox import Sandbox
 from rlanything_core.testing.processes import run_reaped
 
@@ -81,7 +83,7 @@ def test_driver_on_two_real_problems_with_the_tiny_model(tmp_path: Path, tiny: A
         coder=CodeCollector(backend, samples_per_task=3, sampling=params),
         test_writer=UnitTestCollector(backend, tests_per_task=2, sampling=params),
         pool=pool, adaptation=None, tasks_per_iteration=2, seed=0, pad_id=int(tok.pad_token_id or 0),
-        sandbox=sandbox,
+        judge_targets=UnitTestTargets(), sandbox=sandbox,
     )
     driver.save_initial_pool()
     data = driver(0)
@@ -112,7 +114,7 @@ def test_driver_rewards_with_scripted_programs_and_tests(tmp_path: Path, tiny: A
     coder = CodeCollector(ScriptedBackend(tok, [GOOD, BAD, GOOD, BAD]), samples_per_task=4)
     writer = UnitTestCollector(ScriptedBackend(tok, [TEST_OK, TEST_WEAK, TEST_WRONG, TEST_JUNK]), tests_per_task=4)
     driver = CodingLoopDriver(coder=coder, test_writer=writer, pool=pool, adaptation=None, tasks_per_iteration=1,
-                              seed=0, pad_id=0, sandbox=sandbox)
+                              seed=0, pad_id=0, judge_targets=UnitTestTargets(), sandbox=sandbox)
     data = driver(0)
     assert data.metrics["pass_rate"] == 0.5  # GOOD, BAD, GOOD, BAD
     # policy: GT pass fractions [1, 0, 1, 0] (a - b fails both GT tests) z-scored -> +-1
@@ -133,7 +135,7 @@ def test_driver_rewards_with_scripted_programs_and_tests(tmp_path: Path, tiny: A
 @pytest.mark.parametrize("drop", [True, False])
 def test_unit_tests_with_a_zero_reward_train_only_when_asked(tmp_path: Path, tiny: Any, sandbox: Sandbox,
                                                              drop: bool) -> None:
-    """``drop_zero_judge_rows`` (the judge loss's ``drop_zero_advantage``) decides whether zero-reward tests train."""
+    """The judge targets' ``drop_zero_rows`` decides whether zero-reward tests train."""
     _, tok = tiny
     spec = TaskSpec("add", "coding", "add", data={"question": ADD, "test_input": ["1 2\n", "3 4\n"],
                                                    "test_output": ["3", "7"], "test_time_limit": 4})
@@ -142,7 +144,7 @@ def test_unit_tests_with_a_zero_reward_train_only_when_asked(tmp_path: Path, tin
     writer = UnitTestCollector(ScriptedBackend(tok, [TEST_OK] * 4), tests_per_task=4)
     driver = CodingLoopDriver(coder=coder, test_writer=writer, pool=TaskPool.create(tmp_path, [spec]),
                               adaptation=None, tasks_per_iteration=1, seed=0, pad_id=0, sandbox=sandbox,
-                              drop_zero_judge_rows=drop)
+                              judge_targets=UnitTestTargets(drop_zero_rows=drop))
     data = driver(0)
     assert data.metrics["ut_total"] == 4  # the tests were scored either way
     if drop:
@@ -181,7 +183,8 @@ def test_driver_adapts_the_pool_with_coding_feedback_and_snapshots(tmp_path: Pat
     coder = CodeCollector(ScriptedBackend(tok, [BAD]), samples_per_task=2)
     writer = UnitTestCollector(ScriptedBackend(tok, [TEST_OK]), tests_per_task=1)
     driver = CodingLoopDriver(coder=coder, test_writer=writer, pool=pool, adaptation=adaptation,
-                              tasks_per_iteration=1, seed=0, pad_id=0, sandbox=sandbox)
+                              tasks_per_iteration=1, seed=0, pad_id=0, judge_targets=UnitTestTargets(),
+                              sandbox=sandbox)
     driver.save_initial_pool()
     first = driver(0)
     assert first.metrics["env/requests"] == 1 and first.metrics["env/scheduled"] == 1
@@ -198,11 +201,13 @@ def test_driver_adapts_the_pool_with_coding_feedback_and_snapshots(tmp_path: Pat
 
 def test_judge_rows_train_with_the_policy_objective_on_their_own_advantages(tiny: Any) -> None:
     """Judge rows (coding: unit-test rewards; agent: consistency targets) carry final advantages: the module trains
-    the judge with the consistency loss's clipped objective, the same signature as the policy's loss."""
+    the judge with a plain PolicyLoss, the same signature as the policy's loss (a consistency loss is refused)."""
     model, tok = tiny
-    judge_loss = ConsistencyRewardLoss(kl_coef=0.0)
+    judge_loss = PolicyLoss(kl_coef=0.0)
     module = RLAnythingModule(model, model, judge_loss=judge_loss)
-    assert module.judge_row_loss is judge_loss.objective
+    assert module.judge_loss is judge_loss
+    with pytest.raises(ValueError, match="judge_loss: expected a PolicyLoss"):
+        RLAnythingModule(model, model, judge_loss=ConsistencyRewardLoss())  # type: ignore[arg-type]
     torch.manual_seed(0)
     n, length = 3, 6
     logp = torch.randn(n, length, requires_grad=True)
@@ -210,7 +215,7 @@ def test_judge_rows_train_with_the_policy_objective_on_their_own_advantages(tiny
     mask = torch.zeros(n, length, dtype=torch.bool)
     mask[:, 2:] = True
     adv = torch.tensor([1.5, -0.5, -1.0])
-    out = module.judge_row_loss(logp, old, adv, mask, num_tokens_global=int(mask.sum()), num_seqs_global=n)
+    out = module.judge_loss(logp, old, adv, mask, num_tokens_global=int(mask.sum()), num_seqs_global=n)
     assert float(out.loss.detach().abs()) > 0
     (grad,) = torch.autograd.grad(out.loss, logp)
     assert grad[mask].abs().sum() > 0 and not grad[~mask].any()

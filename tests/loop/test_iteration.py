@@ -1,14 +1,20 @@
 from dataclasses import fields
+from typing import ClassVar
 
+import pytest
 import torch
+from torch import Tensor
 
 from rlanything_core.advantages.filters import JUDGE_BAND, TaskBandFilter
 from rlanything_core.advantages.functional import integrated_step_reward
-from rlanything_core.advantages.integrators import IntegratedIntegrator, OutcomeOnlyIntegrator
+from rlanything_core.advantages.integrators import IntegratedIntegrator, OutcomeOnlyIntegrator, StepOnlyIntegrator
+from rlanything_core.advantages.step_reward import StepReward
 from rlanything_core.collect.batching import collate
 from rlanything_core.loop.iteration import IterationData, build_iteration, empty_iteration
 from rlanything_core.losses.consistency import ConsistencyRewardLoss
 from rlanything_core.records import AgentStep, Episode, JudgeSample
+from rlanything_core.rewards.targets import ConsistencyTargets
+from rlanything_core.types import StepBatch
 
 
 def _step(votes: list[int], prompt_len: int = 3) -> AgentStep:
@@ -87,11 +93,68 @@ def test_zero_target_judge_rows_are_dropped_unless_asked_to_keep_them() -> None:
         Episode("t0", 0, "g", [_step([1, -1, 1]), _step([1, 1, 1])], won=True),
         Episode("t0", 0, "g", [_step([-1, 1, 1]), _step([1, 1, 1])], won=False),
     ]
-    loss = ConsistencyRewardLoss()
-    kwargs = dict(iteration=0, integrator=IntegratedIntegrator(), pad_id=0, judge_targets=loss.target_builder)
-    dropped = build_iteration(episodes, **kwargs)  # type: ignore[arg-type]
-    kept = build_iteration(episodes, drop_zero_judge_rows=False, **kwargs)  # type: ignore[arg-type]
+    kwargs = dict(iteration=0, integrator=IntegratedIntegrator(), pad_id=0)
+    dropped = build_iteration(episodes, judge_targets=ConsistencyTargets(), **kwargs)  # type: ignore[arg-type]
+    kept = build_iteration(episodes, judge_targets=ConsistencyTargets(drop_zero_rows=False), **kwargs)  # type: ignore[arg-type]
     assert dropped.judge is not None and kept.judge is not None
     assert dropped.judge.num_rows == 6 and bool((dropped.judge.advantages != 0).all())  # step 0's votes only
     assert kept.judge.num_rows == 12 and int((kept.judge.advantages == 0).sum()) == 6  # every vote of the task
     assert kept.metrics["judge_rows"] == 12 and dropped.metrics["judge_rows"] == 6
+
+
+class _Reversed:
+    """A new integrator (not one the loop knows): the outcome-only advantages, sign flipped."""
+
+    needs_votes: ClassVar[bool] = False
+
+    def __call__(self, batch: StepBatch, step_reward: Tensor | None = None) -> Tensor:
+        return -OutcomeOnlyIntegrator()(batch)
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.5, 1.0])
+def test_the_step_reward_is_shared_and_no_integrator_changes_the_judge_targets(lam: float) -> None:
+    """One R = O + lam * mean(votes) for both models: whatever the integrator, the judge's rows are the same."""
+    episodes = _group(0, [True, False, True, False]) + _group(1, [True, False, False, False])
+    reward = StepReward(lam=lam)
+    datas = [
+        build_iteration(episodes, iteration=0, integrator=integrator, pad_id=0, step_reward=reward,
+                        judge_targets=ConsistencyTargets(drop_zero_rows=False))
+        for integrator in (IntegratedIntegrator(), OutcomeOnlyIntegrator(), StepOnlyIntegrator(), _Reversed())
+    ]  # fmt: skip
+    batch = collate(episodes)
+    _, expected = ConsistencyTargets()(batch, reward(batch))
+    assert batch.vote_mask is not None
+    in_band = TaskBandFilter(band=JUDGE_BAND)(batch)[batch.vote_mask.nonzero()[:, 0]]
+    for data in datas:
+        assert data.judge is not None
+        assert torch.equal(data.judge.advantages, expected[batch.vote_mask][in_band])
+        assert torch.equal(data.judge.rows.input_ids, datas[0].judge.rows.input_ids)  # type: ignore[union-attr]
+    # the integrated integrator standardizes that same R (not an R of its own)
+    policy = datas[0].policy
+    assert policy is not None
+    advantages = IntegratedIntegrator()(batch, reward(batch))
+    cells = policy.rows.index
+    assert torch.equal(policy.advantages, advantages[cells[:, 0], cells[:, 1]])
+    other, reversed_rows = _Reversed()(batch), datas[3].policy
+    assert reversed_rows is not None
+    cells = reversed_rows.rows.index
+    assert torch.equal(reversed_rows.advantages, other[cells[:, 0], cells[:, 1]])
+
+
+def test_lam_changes_both_models_together() -> None:
+    episodes = _group(0, [True, False, True, False])
+    one, half = (
+        build_iteration(episodes, iteration=0, integrator=IntegratedIntegrator(), pad_id=0,
+                        step_reward=StepReward(lam=lam), judge_targets=ConsistencyTargets())
+        for lam in (1.0, 0.5)
+    )  # fmt: skip
+    assert one.judge is not None and half.judge is not None and one.policy is not None and half.policy is not None
+    assert not torch.equal(one.judge.advantages, half.judge.advantages)
+    assert not torch.equal(one.policy.advantages, half.policy.advantages)
+
+
+def test_an_integrator_that_needs_votes_refuses_episodes_without_them() -> None:
+    episodes = [Episode("t0", 0, "g", [_step([])], won=won) for won in (True, False)]
+    with pytest.raises(ValueError, match="integrator: StepOnlyIntegrator needs judge votes"):
+        build_iteration(episodes, iteration=0, integrator=StepOnlyIntegrator(), pad_id=0)
+    assert build_iteration(episodes, iteration=0, integrator=OutcomeOnlyIntegrator(), pad_id=0).policy is not None

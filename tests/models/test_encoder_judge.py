@@ -58,7 +58,8 @@ def test_vote_rows_recompute_the_votes_log_probs(minilm_judge_model: Any) -> Non
     assert rows.num_rows == 6
     lp = sequence_token_logprobs(minilm_judge_model, rows.input_ids, rows.attention_mask,
                                  score_mask=rows.response_mask)
-    assert torch.allclose(lp[rows.response_mask], rows.old_logprobs[rows.response_mask], atol=1e-5)
+    recorded = torch.tensor([x for e in judged for s in e.steps for j in s.judge for x in j.logprobs])
+    assert torch.allclose(lp[rows.response_mask], recorded, atol=1e-5)
 
 
 def test_a_checkpoint_with_another_head_shape_is_a_clear_error(minilm_judge_model: Any) -> None:

@@ -50,9 +50,10 @@ def test_recomputed_row_log_probs_equal_the_rollouts(minilm_policy: Any) -> None
     picks = selector.select(minilm_policy, prompts, [ACTIONS, ACTIONS[:3]], seeds=[1, 2])
     assert all(p.action in ACTIONS for p in picks) and all(len(p.token_ids) == 1 for p in picks)
     rows = rows_from_sequences([p.prompt_token_ids for p in picks], [p.token_ids for p in picks],
-                               [p.logprobs for p in picks], [(0, 0, -1), (1, 0, -1)], pad_id=0)
+                               [(0, 0, -1), (1, 0, -1)], pad_id=0)
     lp = sequence_token_logprobs(minilm_policy, rows.input_ids, rows.attention_mask, score_mask=rows.response_mask)
-    assert torch.allclose(lp[rows.response_mask], rows.old_logprobs[rows.response_mask], atol=1e-5)
+    recorded = torch.tensor([x for p in picks for x in p.logprobs])  # row-major, as the mask selects
+    assert torch.allclose(lp[rows.response_mask], recorded, atol=1e-5)
     assert (lp[~rows.response_mask] == 0).all()
     lp.sum().backward()  # differentiable: the fine-tuned layers and the head get gradients, the frozen ones none
     assert minilm_policy.command_head.weight.grad is not None

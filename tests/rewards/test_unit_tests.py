@@ -220,3 +220,29 @@ def test_validation() -> None:
         unit_test_rewards(gt, torch.tensor([[T], [F]]), torch.tensor([T, T]))
     with pytest.raises(ValueError, match="truncated"):
         code_pass_fraction(gt, truncated=torch.tensor([T]))
+
+
+def test_unit_test_targets_are_the_standardized_rewards_with_their_options() -> None:
+    """``UnitTestTargets``: the coding judge's targets (options of the rule, plus the loop's ``drop_zero_rows``)."""
+    import doctest
+
+    import rlanything_core.rewards.targets as targets_module
+    from rlanything_core.rewards import UnitTestTargets, standardize_unit_test_rewards
+
+    assert doctest.testmod(targets_module).failed == 0
+    gt = torch.tensor([[True], [False], [False]])
+    gen = torch.tensor([[True, True, False], [False, True, False], [False, True, False]])
+    parsed = torch.tensor([True, True, False])
+    for penalty in (-2.0, -7.0):
+        raw = unit_test_rewards(gt, gen, parsed, format_penalty=penalty)
+        assert raw is not None
+        got = UnitTestTargets(format_penalty=penalty)(gt, gen, parsed)
+        assert got is not None and torch.equal(got, standardize_unit_test_rewards(raw))
+    no_reference = (gt[1:], gen[1:], parsed)
+    assert UnitTestTargets()(*no_reference) is None  # the authors' rule: no correct program, no signal
+    format_only = UnitTestTargets(format_without_reference=True)(*no_reference)
+    assert format_only is not None and float(format_only[2]) < 0 < float(format_only[0])
+    assert UnitTestTargets().drop_zero_rows and not UnitTestTargets(drop_zero_rows=False).drop_zero_rows
+    for bad in ({"drop_zero_rows": 1}, {"format_without_reference": "yes"}, {"eps": 0.0}, {"format_penalty": math.nan}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            UnitTestTargets(**bad)  # type: ignore[arg-type]
