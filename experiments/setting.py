@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
@@ -106,7 +107,11 @@ def load_setting(cfg: DictConfig) -> Setting:
             "use +setting=alfworld, textworld, coding, livebench, miniwob or desktop, or add setting.parts "
             "(docs/adding-a-setting.md)",
         )
-    built = instantiate(node, _convert_="all")
+    try:
+        built = instantiate(node, _convert_="all")
+    except InstantiationException as err:
+        problem = " ".join(str(err).split())[:300]  # Hydra's message spans several lines
+        raise ConfigError("setting.parts", problem, "fix the parts (experiments/setting.py names them)") from None
     if not isinstance(built, Setting):
         kind = type(built).__name__
         raise ConfigError("setting.parts._target_", f"built a {kind}, not a Setting", "use experiments.setting.Setting")
