@@ -63,8 +63,11 @@ from experiments.ablation_table import (  # noqa: E402
     render_markdown,
     split_names,
 )
+from experiments.agent_loop import evaluation_episode_seed  # noqa: E402
 from experiments.config_checks import ConfigError, validate  # noqa: E402
+from experiments.settings.alfworld import alfworld_games, training_pool_summary  # noqa: E402
 from rlanything_core.environment._io import atomic_write_json, atomic_write_text  # noqa: E402
+from rlanything_core.seeding import derive_seed  # noqa: E402
 
 __all__ = ["main"]
 
@@ -139,8 +142,6 @@ def _meta_results(table: Table) -> dict[str, object]:
 
 def _episode_seeds(cfg: DictConfig) -> Callable[[int, str], int]:
     """``(training seed, split) -> the seed the evaluator collects that split's episodes with`` (episodes.csv)."""
-    from experiments.agent_setting import evaluation_episode_seed
-    from rlanything_core.seeding import derive_seed
 
     def seed_of(seed: int, split: str) -> int:
         return derive_seed(evaluation_episode_seed(OmegaConf.merge(cfg, {"seed": seed})), split)
@@ -177,8 +178,6 @@ def main(cfg: DictConfig) -> None:
         "started": time.time(),
     }
     if cfg.setting.name == "alfworld":  # which games RL trains on: every task type in proportion (issue 27)
-        from experiments.agent_setting import alfworld_games, training_pool_summary
-
         meta["training_pool"] = training_pool_summary(alfworld_games(cfg)[0])
     meta["estimated_seconds"] = _print_estimate(cfg)
     atomic_write_json(out / "meta.json", meta)

@@ -10,8 +10,15 @@ from typing import Any
 import torch
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
+from transformers import AutoTokenizer
 
 from experiments.config_checks import ConfigError
+from experiments.memory_plan import preflight
+from rlanything_core.environment import _io
+from rlanything_core.generation.transformers_backend import TransformersBackend
+from rlanything_core.generation.types import SamplingParams
+from rlanything_core.generation.weight_sync import EngineCycle, push_weights
+from rlanything_core.lightning.checkpoint import read_checkpoint
 
 __all__ = [
     "RANK_VARIABLES",
@@ -64,8 +71,6 @@ def load_models(cfg: DictConfig) -> tuple[Any, Any | None, Any]:
     built = instantiate(cfg.model.policy)
     policy, tokenizer = built if isinstance(built, tuple) else (built, None)
     if tokenizer is None:
-        from transformers import AutoTokenizer
-
         tokenizer = AutoTokenizer.from_pretrained(str(cfg.model.tokenizer))
     policy_init = OmegaConf.select(cfg, "model.policy_init")
     if policy_init is not None:  # e.g. a supervised warm start (experiments/warm_start.py)
@@ -75,8 +80,6 @@ def load_models(cfg: DictConfig) -> tuple[Any, Any | None, Any]:
         built = instantiate(cfg.model.judge)
         judge = built[0] if isinstance(built, tuple) else built
         if cfg.arm.judge_checkpoint is not None:
-            from rlanything_core.lightning.checkpoint import read_checkpoint
-
             state = read_checkpoint(str(cfg.arm.judge_checkpoint))["state_dict"]  # one file or sharded
             judge.load_state_dict({k[len("judge.") :]: v for k, v in state.items() if k.startswith("judge.")})
     lora = OmegaConf.select(cfg, "lora", default=None)
@@ -89,15 +92,12 @@ def load_models(cfg: DictConfig) -> tuple[Any, Any | None, Any]:
 
 def prepare(cfg: DictConfig) -> tuple[Path, Any, Any, Any, int]:
     """Run folder (with the resolved config), seeded models, tokenizer and pad id."""
-    from experiments.memory_plan import preflight
-
     preflight(cfg)  # before anything is built or written: LoRA under FSDP2, FSDP2's API, a plan that does not fit
     run_dir = Path(str(cfg.run_dir)).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
-    if is_writer_rank():  # one writer, atomically: the other ranks would race on the same file
-        from rlanything_core.environment._io import atomic_write_text
-
-        atomic_write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+    if is_writer_rank():  # one writer, atomically: the other ranks would race on the same file (called through the
+        # module, where a test records the write)
+        _io.atomic_write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     threads = OmegaConf.select(cfg, "torch_threads")
     if threads is not None:
         torch.set_num_threads(int(threads))
@@ -109,8 +109,6 @@ def prepare(cfg: DictConfig) -> tuple[Path, Any, Any, Any, int]:
 
 def sampling(cfg: DictConfig, *, max_new_tokens: int, temperature: float) -> Any:
     """``SamplingParams`` with the model's nucleus mass (``model.top_p``, 1.0 when the model config has none)."""
-    from rlanything_core.generation.types import SamplingParams
-
     top_p = float(OmegaConf.select(cfg, "model.top_p", default=1.0))
     return SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p)
 
@@ -124,8 +122,6 @@ def agent_backend(cfg: DictConfig, model: Any, tokenizer: Any) -> Any:
     """What the selector / vote sampler calls: an encoder scorer is its own backend; a causal LM gets transformers'."""
     if callable(getattr(model, "row_logprobs", None)):
         return model
-    from rlanything_core.generation.transformers_backend import TransformersBackend
-
     return TransformersBackend(model, tokenizer, batch_size=int(cfg.model.batch_size))
 
 
@@ -161,8 +157,6 @@ def rollout_context(cfg: DictConfig, models: list[tuple[Any, Any]]) -> Any:
     module gathers its sharded weights itself)."""
     if str(OmegaConf.select(cfg, "backend.name", default="transformers")) != "vllm":
         return None
-    from rlanything_core.generation.weight_sync import EngineCycle, push_weights
-
     bucket = int(float(cfg.backend.weight_bucket_mb) * 2**20)
     dtype = getattr(torch, str(cfg.backend.engine.dtype))
     pairs = [(m, e) for m, e in models if m is not None and e is not None]

@@ -1,33 +1,44 @@
-"""Build the RLAnything loop from a Hydra config: validate first (``config_checks``), then wire the setting's parts.
+"""Build the RLAnything loop of any setting from a Hydra config: validate first (``config_checks``), then wire.
 
 With the modules below, train.py and ablate.py, the only place that reads configs: every object is built here (Hydra
-instantiates the ``_target_`` nodes) and handed to the library, which never reads a config.
+instantiates the ``_target_`` nodes) and handed to the library, which never reads a config. :func:`build` is the one
+builder of every setting; what differs between settings is data, the :class:`~experiments.setting.Setting` that
+``setting.parts`` names (its tasks, evaluation splits, runners, rewriter, prompts and loop).
 
+- ``setting``: the ``Setting`` and what its parts return; ``settings/<name>.py``: each setting's parts;
+- ``agent_loop``: the driver and evaluator of the agent settings (``settings/coding.py`` has the coding loop's);
 - ``backends``: models, rollout backends (transformers or vLLM), the run folder;
 - ``components``: losses, optimizers, integrators, selectors, vote samplers, rewriters, the task pool (Hydra-built);
-- ``trainer_setup``: the LightningModule, the strategy, the trainer; ``env_pools``: shared environment workers;
-- one module per setting: ``agent_setting`` (ALFWorld, TextWorld), ``coding_setting`` (coding, livebench),
-  ``miniwob_setting``, ``desktop_setting``.
+- ``trainer_setup``: the LightningModule, the strategy, the trainer; ``env_pools``: shared environment workers.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from omegaconf import DictConfig
 
-from experiments.agent_setting import evaluation_episode_seed
+from experiments import components
+from experiments.agent_loop import evaluation_episode_seed
 from experiments.backends import (
     RANK_VARIABLES,
     is_writer_rank,
     judge_max_new_tokens,
     load_models,
+    prepare,
     rollout_backends,
     rollout_context,
     sampling,
 )
-from experiments.coding_setting import first
-from experiments.config_checks import ConfigError, validate
+from experiments.config_checks import validate
 from experiments.env_pools import close_shared_env_pools, shared_env_pool
-from experiments.trainer_setup import Run
+from experiments.setting import LoopParts, Setting, load_setting
+from experiments.settings.coding import first
+from experiments.trainer_setup import Run, make_module, make_run
+from rlanything_core.environment.rewriters.protocol import TaskSpec
+from rlanything_core.lightning import AgentModule, RolloutDataModule
+from rlanything_core.loop.adaptation import EnvironmentAdaptation
 
 __all__ = [
     "RANK_VARIABLES",
@@ -47,27 +58,36 @@ __all__ = [
 
 
 def build(cfg: DictConfig) -> Run:
-    """Validate, then build the module, the data module and the trainer of ``cfg``'s setting."""
-    validate(cfg)
-    name = cfg.setting.name
-    if name in ("alfworld", "textworld"):
-        from experiments.agent_setting import build_agent
+    """Validate ``cfg``, then build its setting's module, data module and trainer.
 
-        return build_agent(cfg)
-    if name in ("coding", "livebench"):
-        from experiments.coding_setting import build_coding
+    The order: the models (seeded), their rollout backends, the setting's tasks and runners, the judge's loss, the
+    environment's adaptation, the task pool, the setting's loop (driver and evaluator), the module, the trainer.
 
-        return build_coding(cfg)
-    if name == "miniwob":  # the GUI setting lives in its own module
-        from experiments.miniwob_setting import build_miniwob
+    Raises:
+        ConfigError: before any work, for a config that cannot work (naming the key and the fix).
+    """
+    validate(cfg)  # includes the setting's own checks and its backends (config_checks.validate)
+    setting = load_setting(cfg)
+    run_dir, policy, judge, tokenizer, pad_id = prepare(cfg)
+    policy_backend, judge_backend = rollout_backends(cfg, policy, judge, tokenizer)
+    tasks = setting.tasks(cfg)
+    judge_loss = components.judge_loss(cfg)
+    adaptation = _adaptation(cfg, setting, run_dir, judge_backend, tasks.roots)
+    pool = components.task_pool(cfg, run_dir, tasks.roots)
+    parts = LoopParts(cfg, setting, tasks, policy_backend, judge_backend, judge_loss, pool, adaptation, pad_id)
+    driver, evaluator = setting.loop(parts)
+    module = make_module(cfg, AgentModule, policy, judge, judge_loss, evaluator)
+    module.rollout_context = rollout_context(cfg, [(policy, policy_backend), (judge, judge_backend)])
+    return make_run(cfg, run_dir, module, RolloutDataModule(driver, iterations=int(cfg.iterations)))
 
-        return build_miniwob(cfg)  # type: ignore[no-any-return]
-    if name == "desktop":  # OSWorld-format Calc tasks: experiments/desktop_setting.py
-        from experiments.desktop_setting import build_desktop
 
-        return build_desktop(cfg)  # type: ignore[no-any-return]
-    raise ConfigError(
-        "setting",
-        f"setting {name!r} has no loop builder yet",
-        "use +setting=alfworld, textworld, coding, livebench, miniwob or desktop",
-    )
+def _adaptation(
+    cfg: DictConfig, setting: Setting, run_dir: Path, judge_backend: Any, roots: list[TaskSpec]
+) -> EnvironmentAdaptation | None:
+    """The environment's adaptation where the arm adapts it and the setting's rewriter can run, else ``None``."""
+    if not cfg.arm.adapt_environment:
+        return None
+    rewriter = setting.rewriter(cfg, run_dir, judge_backend, roots)
+    if rewriter is None:
+        return None
+    return EnvironmentAdaptation(rewriter, max_requests=int(cfg.max_rewrites_per_iteration))

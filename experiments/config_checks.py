@@ -2,7 +2,8 @@
 
 Types, closed sets, unknown keys and ranges are the typed schema's (``config_schema``: dataclasses registered in
 Hydra's ConfigStore); what stays here needs more than one key or the filesystem (bands, the judge arm, data folders,
-model folders, the strategy and the accelerator).
+model folders, the strategy and the accelerator); each setting's own checks (its data folders, its keys, the backends
+it runs on) are its ``Setting.validate`` and ``Setting.backends`` (``experiments/setting.py``).
 
 ``validate`` runs first in ``builders.build`` (and in ``ablate.py`` before any arm starts), so that a bad config
 fails in seconds rather than after a warm start.
@@ -11,20 +12,17 @@ fails in seconds rather than after a warm start.
 from __future__ import annotations
 
 import importlib.util
-import os
 from pathlib import Path
 
 import torch
 from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
+from experiments.config_error import ConfigError
+from experiments.config_schema import check_schema
+from experiments.setting import check_setting
 
-class ConfigError(ValueError):
-    """A config that cannot work: names the key and the fix."""
-
-    def __init__(self, key: str, problem: str, fix: str) -> None:
-        super().__init__(f"config key '{key}': {problem}. Fix: {fix}")
-        self.key = key
+__all__ = ["ConfigError", "band", "validate"]
 
 
 def band(cfg: DictConfig, key: str, *, strict: bool = False) -> tuple[float, float]:
@@ -70,23 +68,14 @@ def validate(cfg: DictConfig) -> None:
     """Refuse a config that cannot work, before any work, naming the key and the fix."""
     if OmegaConf.select(cfg, "setting") is None:
         raise ConfigError("setting", "no setting chosen", "add +setting=alfworld (or textworld, coding)")
-    from experiments.config_schema import check_schema  # types, closed sets, unknown keys and ranges (a typed schema)
-
-    check_schema(cfg)
+    check_schema(cfg)  # types, closed sets, unknown keys and ranges (a typed schema)
     band(cfg, "policy_band")
     band(cfg, "judge_band")
     band(cfg, "env_band", strict=True)
     _validate_arm(cfg)
     _validate_trainer(cfg)
     _validate_model_files(cfg)
-    if cfg.setting.name == "alfworld":
-        _validate_alfworld(cfg)
-    if cfg.setting.name in ("coding", "livebench"):
-        _validate_coding(cfg)
-    if cfg.setting.name == "miniwob":  # the GUI setting checks its own keys (experiments/miniwob_setting.py)
-        from experiments.miniwob_setting import validate_miniwob
-
-        validate_miniwob(cfg)
+    check_setting(cfg)  # its parts build, it runs on the chosen backend, and its own checks (its data, its keys)
 
 
 def _validate_arm(cfg: DictConfig) -> None:
@@ -160,74 +149,3 @@ def _validate_model_files(cfg: DictConfig) -> None:
             f"{cfg.arm.judge_checkpoint!r} does not exist",
             "point it at a checkpoint (.ckpt) of a run that trained the judge, or set it to null",
         )
-
-
-def coding_dir(cfg: DictConfig) -> Path:
-    from rlanything_core.envs.coding.loaders import default_shared_dir
-
-    return Path(str(cfg.setting.data_dir)) if cfg.setting.data_dir is not None else default_shared_dir() / "coding"
-
-
-CODING_FILES = {
-    "kickstart": "kickstart/problems.jsonl",
-    "codecontests": "codecontests_test/problems.jsonl",
-    "leetcode_lcb": "leetcodedataset_v0.3.1_test/problems.jsonl",
-}
-
-
-def _validate_coding(cfg: DictConfig) -> None:
-    st = cfg.setting
-    root = coding_dir(cfg)  # the sets' names, the counts' ranges: config_schema.CodingSetting
-    needed = [str(n) for n in st.train_sets] + ["leetcode_lcb"]
-    for name in needed:
-        if not (root / CODING_FILES[name]).is_file():
-            raise ConfigError(
-                "setting.data_dir",
-                f"{root / CODING_FILES[name]} does not exist",
-                "point setting.data_dir (or RLANYTHING_SHARED_DIR/coding) at the offline coding data",
-            )
-    if st.livebench_file is not None and not Path(str(st.livebench_file)).is_file():
-        raise ConfigError(
-            "setting.livebench_file", f"{st.livebench_file!r} does not exist", "point it at a question.jsonl or null"
-        )
-    if cfg.arm.adapt_environment and not cfg.arm.use_judge:
-        raise ConfigError(
-            "arm.adapt_environment", "the coding rewriter uses the judge's model", "set arm.use_judge=true"
-        )
-
-
-def _validate_alfworld(cfg: DictConfig) -> None:
-    from rlanything_core.envs.alfworld.data import list_games, resolve_data_root
-
-    explicit = os.environ.get("ALFWORLD_DATA")
-    # `import alfworld` sets ALFWORLD_DATA to its own (empty) cache when unset: only another value is the user's
-    if cfg.setting.data_root is None and explicit and Path(explicit).expanduser() != Path.home() / ".cache/alfworld":
-        path = Path(explicit).expanduser()
-        if not ((path / "json_2.1.1").is_dir() or (path / "train.tar.gz").is_file()):
-            raise ConfigError(
-                "ALFWORLD_DATA",
-                f"the environment variable is set to {explicit!r}, which holds no ALFWorld games (json_2.1.1/ or "
-                "train.tar.gz); an explicit setting is never replaced by the default",
-                "point ALFWORLD_DATA at the folder holding json_2.1.1/ (e.g. ../shared/alfworld), or unset it",
-            )
-    try:
-        root = resolve_data_root(cfg.setting.data_root)
-    except FileNotFoundError as err:
-        raise ConfigError("setting.data_root", str(err), "set ALFWORLD_DATA or setting.data_root") from err
-    splits = {"setting.train_split": cfg.setting.train_split}
-    splits.update({f"setting.eval_splits.{k}": v for k, v in cfg.setting.eval_splits.items()})
-    for key, split in splits.items():
-        try:
-            games = list_games(split, root, task_types=tuple(cfg.setting.task_types))
-        except (FileNotFoundError, ValueError) as err:
-            raise ConfigError(
-                key,
-                f"split {split!r} cannot be read: {err}",
-                "choose one of valid_train, valid_seen, valid_unseen, train",
-            ) from err
-        if not games:
-            raise ConfigError(
-                key,
-                f"split {split!r} has no games for task types {list(cfg.setting.task_types)}",
-                "widen setting.task_types or choose another split",
-            )

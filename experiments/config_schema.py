@@ -38,7 +38,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException, ValidationError
 
-from experiments.config_checks import ConfigError
+from experiments.config_error import ConfigError
 from experiments.config_targets import check_targets
 
 __all__ = [
@@ -195,6 +195,7 @@ class SettingSchema:
     """Keys every setting may have (the profiles set the optional ones for whichever setting is chosen)."""
 
     name: str = dataclasses.MISSING  # type: ignore[assignment]
+    parts: Any = None  # the Setting's Hydra node (experiments/setting.py), its keys checked against its target
     train_games: int | None = _f(None, ge=1)
     max_steps: int | None = _f(None, ge=1)
     eval_max_steps: int | None = _f(None, ge=1)

@@ -13,7 +13,7 @@ from typing import Any
 from hydra.utils import get_method
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from experiments.config_checks import ConfigError
+from experiments.config_error import ConfigError
 
 __all__ = ["check_targets", "target_nodes"]
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 import atexit
 from typing import Any
 
+from rlanything_core.envs.miniwob.pool import BrowserEnvPool
+from rlanything_core.envs.parallel import EnvPool
+
 __all__ = ["close_shared_env_pools", "shared_env_pool"]
 
 _SHARED_POOLS: dict[tuple[Any, int], Any] = {}
@@ -19,13 +22,9 @@ def shared_env_pool(factory: Any, workers: int, *, kind: str = "text") -> Any:
     Runs are sequential, and every collection starts a new batch, so sharing does not couple them.
     ``kind="browser"``: workers that own browsers (MiniWoB++), killed with their whole process group.
     """
-    from rlanything_core.envs.parallel import EnvPool
-
     key = (factory, workers)
     if key not in _SHARED_POOLS:
         if kind == "browser":
-            from rlanything_core.envs.miniwob.pool import BrowserEnvPool
-
             _SHARED_POOLS[key] = BrowserEnvPool(factory, num_workers=workers)
         else:
             _SHARED_POOLS[key] = EnvPool(factory, num_workers=workers)

@@ -24,6 +24,7 @@ fragmentation and CUDA context (~1-3 GiB) to the margin (``memory.margin_gib``).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 from dataclasses import dataclass
@@ -32,7 +33,14 @@ from typing import Any
 
 import hydra
 import torch
+from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
+from torch import nn
+from transformers import AutoConfig, AutoModelForCausalLM
+
+from experiments.config_error import ConfigError
+from rlanything_core.lightning.sharding import require_fsdp2
+from rlanything_core.training.packing import DEFAULT_CHUNK_TOKENS
 
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
@@ -90,12 +98,8 @@ class MemoryPlan:
 
 def _meta_model(node: DictConfig, architecture: Any) -> Any:
     """A model on the meta device: from ``architecture`` (a transformers config.json) or by instantiating ``node``."""
-    from hydra.utils import instantiate
-
     with torch.device("meta"):
         if architecture is not None:
-            from transformers import AutoConfig, AutoModelForCausalLM
-
             path = Path(str(architecture))
             values = json.loads((path if path.is_absolute() else REPO / path).read_text())
             config = AutoConfig.for_model(values.pop("model_type"), **values)
@@ -129,8 +133,6 @@ def training_state_bytes(shape: ModelShape, *, shards: int, trained: bool) -> di
 
 def lora_params(model: Any, *, r: int, target_modules: list[str]) -> int:
     """Parameters of rank-``r`` LoRA adapters on ``model``'s linear layers named by ``target_modules`` (PEFT's)."""
-    from torch import nn
-
     return sum(
         r * (m.in_features + m.out_features)
         for name, m in model.named_modules()
@@ -187,8 +189,6 @@ def _lora(cfg: DictConfig) -> dict[str, Any] | None:
 
 def plan(cfg: DictConfig) -> MemoryPlan:
     """The per-GPU memory plan of ``cfg`` (its trainer, optim, fsdp, lora, model and memory keys)."""
-    from rlanything_core.training.packing import DEFAULT_CHUNK_TOKENS
-
     shards = int(cfg.trainer.devices) * int(cfg.trainer.num_nodes)
     tokens = int(cfg.optim.micro_batch_tokens)
     lora = _lora(cfg)
@@ -284,8 +284,6 @@ def preflight(cfg: DictConfig) -> None:
     PEFT; a torch without FSDP2's public API under ``trainer.strategy=fsdp2``; a GPU run whose memory plan exceeds
     ``memory.gpu_gib``.
     """
-    from experiments.config_checks import ConfigError
-
     strategy = str(OmegaConf.select(cfg, "trainer.strategy", default="auto"))
     if _lora(cfg) is not None:
         if strategy == "fsdp2":
@@ -301,13 +299,9 @@ def preflight(cfg: DictConfig) -> None:
                 "drop backend=vllm (the transformers backend generates with the LoRA-wrapped models) or set "
                 "lora.enabled=false",
             )
-        import importlib.util
-
         if importlib.util.find_spec("peft") is None:
             raise ConfigError("lora.enabled", "LoRA needs PEFT, which is not installed", "pip install -e '.[llm]'")
     if strategy == "fsdp2":
-        from rlanything_core.lightning.sharding import require_fsdp2
-
         try:
             require_fsdp2()
         except RuntimeError as err:

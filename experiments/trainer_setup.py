@@ -7,10 +7,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import lightning as L
 import torch
+from lightning.pytorch.loggers import TensorBoardLogger
+from lightning.pytorch.strategies import DDPStrategy, ModelParallelStrategy
 from omegaconf import DictConfig, OmegaConf
 
 from experiments import components
+from experiments.memory_plan import checkpoint_every
+from rlanything_core.lightning import IterationCheckpoint
+from rlanything_core.lightning.csv_logger import ResumableCSVLogger
+from rlanything_core.lightning.sharding import ShardingConfig
 
 __all__ = ["Run", "fsdp2_strategy", "make_module", "make_run", "make_trainer", "sharding"]
 
@@ -55,9 +62,6 @@ def make_module(cfg: DictConfig, module_cls: Any, policy: Any, judge: Any, judge
 
 def make_run(cfg: DictConfig, run_dir: Path, module: Any, datamodule: Any) -> Run:
     """The trainer and the per-iteration checkpoint around ``module`` and ``datamodule``."""
-    from experiments.memory_plan import checkpoint_every
-    from rlanything_core.lightning import IterationCheckpoint
-
     # every N iterations (checkpoint.every_n_iterations, or chosen from the checkpoint's size); the last always
     checkpoint = IterationCheckpoint(run_dir / "checkpoints", every=checkpoint_every(cfg))
     trainer = make_trainer(cfg, run_dir, [checkpoint])
@@ -67,11 +71,6 @@ def make_run(cfg: DictConfig, run_dir: Path, module: Any, datamodule: Any) -> Ru
 
 def make_trainer(cfg: DictConfig, run_dir: Path, callbacks: list[Any]) -> Any:
     """``trainer.*``: one iteration per epoch, CSV (and TensorBoard where installed) logs in ``run_dir``."""
-    import lightning as L
-    from lightning.pytorch.loggers import TensorBoardLogger
-
-    from rlanything_core.lightning.csv_logger import ResumableCSVLogger
-
     # a rerun appends to logs/metrics.csv; a repeated iteration or evaluation replaces its rows (each once, in order)
     loggers: list[Any] = [
         ResumableCSVLogger(str(run_dir), name="logs", version="", replay_key="iteration", eval_key="eval/iteration")
@@ -81,8 +80,6 @@ def make_trainer(cfg: DictConfig, run_dir: Path, callbacks: list[Any]) -> Any:
     t = cfg.trainer
     strategy = str(t.strategy)
     if strategy == "ddp" and str(t.accelerator) == "cpu":
-        from lightning.pytorch.strategies import DDPStrategy
-
         strategy = DDPStrategy(process_group_backend="gloo")  # type: ignore[assignment]
     elif strategy == "fsdp2":
         strategy = fsdp2_strategy(cfg)  # type: ignore[assignment]
@@ -109,8 +106,6 @@ def fsdp2_strategy(cfg: DictConfig) -> Any:
     parallelism); ``training_step`` runs outside any forward redirection, so the module's manual optimization works.
     ``fsdp.sharded_checkpoint``: every rank writes its own shards (torch.distributed.checkpoint: nothing is gathered,
     what a 7B policy + judge with Adam states needs); false: full state dicts gathered to rank 0 (one file)."""
-    from lightning.pytorch.strategies import ModelParallelStrategy
-
     t = cfg.trainer
     world = int(t.devices) * int(t.num_nodes)
     return ModelParallelStrategy(
@@ -123,8 +118,6 @@ def fsdp2_strategy(cfg: DictConfig) -> Any:
 
 def sharding(cfg: DictConfig) -> Any:
     """The FSDP2 sharding of both models under ``trainer.strategy=fsdp2`` (``fsdp.*``), else ``None``."""
-    from rlanything_core.lightning.sharding import ShardingConfig
-
     if str(cfg.trainer.strategy) != "fsdp2":
         return None
     f = OmegaConf.select(cfg, "fsdp", default=None) or {}

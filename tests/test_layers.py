@@ -51,8 +51,10 @@ def module_sources(root: Path = ROOT) -> dict[str, tuple[str, str]]:
     return found
 
 
-def imports(module: str, source: str, *, is_package: bool, known: Iterable[str]) -> list[tuple[int, str]]:
-    """``(line, imported module)`` for each package-internal import of ``module``.
+def imports(
+    module: str, source: str, *, is_package: bool, known: Iterable[str], top: tuple[str, ...] = (PACKAGE,)
+) -> list[tuple[int, str]]:
+    """``(line, imported module)`` for each import of ``module`` from the top-level packages ``top`` (the package's).
 
     ``from a.b import c`` counts as importing ``a.b.c`` when that is a module, else ``a.b``; relative imports are
     resolved against ``module``'s package; a name that is no module resolves to the nearest enclosing one.
@@ -78,7 +80,8 @@ def imports(module: str, source: str, *, is_package: bool, known: Iterable[str])
         else:
             continue
         for name in names:
-            if (name == PACKAGE or name.startswith(PACKAGE + ".")) and (node.lineno, nearest(name)) not in found:
+            inside = any(name == t or name.startswith(t + ".") for t in top)
+            if inside and (node.lineno, nearest(name)) not in found:
                 found.append((node.lineno, nearest(name)))
     return found
 
@@ -259,6 +262,89 @@ def test_no_import_cycle_between_modules(package) -> None:  # type: ignore[no-un
     assert not found, "circular imports between modules:\n" + "\n".join(describe(c, edges) for c in found)
 
 
+# ---- experiments/: the apps above the package ------------------------------------------------------------------------
+
+APPS = "experiments"
+APPS_ROOT = ROOT.parent / APPS
+OPTIONAL = frozenset({"peft", "matplotlib"})
+"""Extras not every install has: imported inside the function that needs them (LoRA, the plots)."""
+LAZY_LEFT: dict[str, frozenset[str]] = {
+    # function-level imports in files outside the settings-as-data change (issue 29): to the top when next touched
+    "experiments/ablation_budget.py": frozenset({"os", "pathlib", "hydra", "rlanything_core.envs.alfworld.data"}),
+    "experiments/ablation_runs.py": frozenset({"torch"}),
+    "experiments/components.py": frozenset({"rlanything_core.environment.pool"}),
+}
+
+
+def function_imports(source: str) -> list[tuple[int, str]]:
+    """``(line, module)`` of every import inside a function (``from a.b import c``: ``a.b``; relative: ``.b``)."""
+    found = []
+    for func in ast.walk(ast.parse(source)):
+        if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(func):
+                if isinstance(node, ast.Import):
+                    found += [(node.lineno, alias.name) for alias in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    found.append((node.lineno, "." * node.level + (node.module or "")))
+    return sorted(set(found))
+
+
+def lazy_imports(sources: Mapping[str, tuple[str, str]], left: Mapping[str, frozenset[str]]) -> list[str]:
+    """One line per import inside a function that a top-level import could do: anything but :data:`OPTIONAL` and
+    the ``left`` ones of their file."""
+    bad = []
+    for path, source in sorted(sources.values()):
+        for line, name in function_imports(source):
+            if name.split(".")[0] not in OPTIONAL and name not in left.get(path, frozenset()):
+                bad.append(f"{path}:{line}: imports {name} inside a function (import it at the top)")
+    return bad
+
+
+@pytest.fixture(scope="module")
+def apps() -> tuple[dict[str, tuple[str, str]], dict[str, list[tuple[int, str]]]]:
+    """experiments/'s sources, and each module's imports of ``experiments`` and the package."""
+    sources = module_sources(APPS_ROOT)
+    known = set(sources) | set(module_sources())
+    graph = {
+        module: imports(module, source, is_package=path.endswith("__init__.py"), known=known, top=(APPS, PACKAGE))
+        for module, (path, source) in sources.items()
+    }
+    return sources, graph
+
+
+def test_the_package_never_imports_experiments() -> None:
+    """The library is used without the apps: ``rlanything_core`` importing ``experiments`` (at any depth) fails."""
+    known = set(module_sources(APPS_ROOT))
+    bad = [
+        f"{path}:{line}: {module} imports {target}"
+        for module, (path, source) in module_sources().items()
+        for line, target in imports(module, source, is_package=path.endswith("__init__.py"), known=known, top=(APPS,))
+    ]
+    assert not bad, "the package imports the apps (move what both need into the package):\n" + "\n".join(bad)
+
+
+def test_experiments_has_no_import_cycle(apps) -> None:  # type: ignore[no-untyped-def]
+    sources, graph = apps
+    assert any(t.startswith(APPS + ".") for found in graph.values() for _, t in found)  # the parser sees them
+    edges = module_edges(graph, {m: path for m, (path, _) in sources.items()})
+    found = cycles(edges)
+    assert not found, "circular imports in experiments/:\n" + "\n".join(describe(c, edges) for c in found)
+
+
+def test_experiments_import_at_the_top(apps) -> None:  # type: ignore[no-untyped-def]
+    """No import inside a function that a top-level import could do (a lazy import hid a cycle, issue 29)."""
+    sources, _ = apps
+    bad = lazy_imports(sources, LAZY_LEFT)
+    assert not bad, "\n".join(bad)
+    stale = [
+        f"{path}: {name}"
+        for path, names in LAZY_LEFT.items()
+        for name in names
+        if name not in {n for _, n in function_imports((ROOT.parent / path).read_text(encoding="utf-8"))}
+    ]
+    assert not stale, "LAZY_LEFT names imports that are gone (remove them from the list): " + ", ".join(stale)
+
+
 # ---- the checks catch what they should ----------------------------------------------------------------------------
 
 
@@ -306,3 +392,33 @@ def test_a_cycle_inside_one_layer_and_a_self_loop_are_found() -> None:
     assert "rlanything_core/losses/b.py:1 imports rlanything_core.rewards" in describe(found, edges)
     assert cycles({"a": {"a": "a.py:1 imports a"}}) == [["a", "a"]]
     assert cycles({"a": {"b": "w"}, "b": {"c": "w"}}) == []
+
+
+def test_lazy_imports_are_found_and_optional_ones_allowed() -> None:
+    source = (
+        "import os\n"
+        "def f():\n    from experiments.config_checks import band\n    import peft\n"
+        "    def g():\n        from . import sibling\n"
+        "class C:\n    def m(self):\n        import torch.nn\n"
+    )
+    assert function_imports(source) == [(3, "experiments.config_checks"), (4, "peft"), (6, "."), (9, "torch.nn")]
+    sources = {"experiments.a": ("experiments/a.py", source)}
+    assert lazy_imports(sources, {}) == [
+        "experiments/a.py:3: imports experiments.config_checks inside a function (import it at the top)",
+        "experiments/a.py:6: imports . inside a function (import it at the top)",
+        "experiments/a.py:9: imports torch.nn inside a function (import it at the top)",
+    ]
+    assert len(lazy_imports(sources, {"experiments/a.py": frozenset({"torch.nn", "."})})) == 1
+
+
+def test_an_apps_cycle_and_a_package_import_of_the_apps_are_found() -> None:
+    sources = {
+        "experiments.checks": "def v():\n    from experiments.gui import check\n",  # lazy: still an edge
+        "experiments.gui": "from experiments.checks import ConfigError\n",
+    }
+    graph = {m: imports(m, src, is_package=False, known=sources, top=(APPS,)) for m, src in sources.items()}
+    edges = module_edges(graph, {m: m.replace(".", "/") + ".py" for m in sources})
+    assert cycles(edges) == [["experiments.checks", "experiments.gui", "experiments.checks"]]
+    found = imports("rlanything_core.x", "from experiments.builders import build\n", is_package=False,
+                    known={"experiments.builders"}, top=(APPS,))  # fmt: skip
+    assert found == [(1, "experiments.builders")]

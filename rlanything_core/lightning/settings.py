@@ -1,10 +1,9 @@
-"""One LightningModule per setting: the shared update step plus the setting's evaluation. Wiring only.
+"""The LightningModule of every setting: the shared update step plus the setting's evaluation. Wiring only.
 
-- ``ALFWorldModule``: success rate / average steps on the in-distribution (``valid_seen``) and out-of-distribution
-  (``valid_unseen``) splits, the judge's outcome accuracy and its process accuracy against the planner oracle.
-- ``TextWorldModule``: success rate / average steps per evaluation split (e.g. per difficulty level), judge outcome
-  accuracy.
-- ``CodingModule``: pass rate on held-out problems, and the unit-test writer's UT and Detect rates.
+What a setting evaluates is its evaluator's (``rlanything_core.loop.evaluation.AgentEvaluator``: success rate and
+average steps per split, the judge's outcome accuracy and, with an oracle such as ALFWorld's planner, its process
+accuracy; ``rlanything_core.loop.coding_evaluation.CodingEvaluator``: pass rate on held-out problems and the unit-test
+writer's UT and Detect rates), so one module serves them all (``experiments/builders.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from typing import Any
 from rlanything_core.lightning.module import RLAnythingModule
 from rlanything_core.loop.protocol import Evaluator, JudgeAccuracyEvaluator
 
-__all__ = ["ALFWorldModule", "AgentModule", "CodingModule", "TextWorldModule"]
+__all__ = ["AgentModule"]
 
 
 class AgentModule(RLAnythingModule):
@@ -131,14 +130,3 @@ class AgentModule(RLAnythingModule):
         ):
             self.evaluate(completed)
 
-
-class ALFWorldModule(AgentModule):
-    """ALFWorld (text games on the real engine): see the module docstring for the evaluation."""
-
-
-class TextWorldModule(AgentModule):
-    """TextWorld procedural games with difficulty levels: see the module docstring for the evaluation."""
-
-
-class CodingModule(AgentModule):
-    """Coding: the judge writes unit tests; see the module docstring for the evaluation."""

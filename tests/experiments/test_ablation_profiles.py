@@ -19,7 +19,7 @@ def _compose(*overrides: str):  # type: ignore[no-untyped-def]
 
 
 def _split_sizes(cfg) -> list[int]:  # type: ignore[no-untyped-def]
-    from experiments.agent_setting import alfworld_games
+    from experiments.settings.alfworld import alfworld_games
 
     return [len(games) for games in alfworld_games(cfg)[1].values()]
 
@@ -57,7 +57,7 @@ def test_the_full_profile_runs_every_arm_with_five_seeds_within_three_hours_and_
 
 
 def test_the_hard_profile_trains_and_evaluates_on_the_three_hard_types_only() -> None:
-    from experiments.agent_setting import alfworld_games
+    from experiments.settings.alfworld import alfworld_games
 
     cfg = _compose("+profile=hard")
     train, evals, _ = alfworld_games(cfg)

@@ -20,7 +20,7 @@ def _cfg(*overrides: str):  # type: ignore[no-untyped-def]
 
 def test_desktop_smoke_config_builds_without_a_display(tmp_path: Path) -> None:
     from experiments.builders import build
-    from experiments.desktop_setting import desktop_env_task, desktop_roots
+    from experiments.settings.desktop import desktop_env_task, desktop_roots
 
     cfg = _cfg("+setting=desktop", "+profile=smoke", f"run_dir={tmp_path}")
     validate(cfg)

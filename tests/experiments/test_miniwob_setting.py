@@ -16,7 +16,7 @@ EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
 from experiments.config_checks import ConfigError, validate  # noqa: E402
-from experiments.miniwob_setting import miniwob_tasks  # noqa: E402
+from experiments.settings.miniwob import miniwob_specs as miniwob_tasks  # noqa: E402
 
 ARMS = sorted(p.stem for p in (EXPERIMENTS / "conf" / "arm").glob("*.yaml"))
 

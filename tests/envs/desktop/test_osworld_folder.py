@@ -101,7 +101,8 @@ def _cfg(*overrides: str):  # type: ignore[no-untyped-def]
 def test_setting_trains_on_osworld_tasks_from_a_cache(tmp_path: Path) -> None:
     pytest.importorskip("hydra")
     from experiments.config_checks import ConfigError
-    from experiments.desktop_setting import desktop_env_task, desktop_roots, desktop_tasks
+    from experiments.settings.desktop import desktop_env_task, desktop_roots
+    from experiments.settings.desktop import desktop_task_list as desktop_tasks
 
     cache = tmp_path / "cache"
     for task_id in task_ids("libreoffice_calc"):

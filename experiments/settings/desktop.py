@@ -4,7 +4,10 @@ At CPU scale the policy reads the cell grid and scores the candidate actions der
 ``ActionSelector``: likelihood over candidates, or free generation with ``\\boxed{index}``); each candidate runs as
 GUI actions in real LibreOffice on Xvfb, and the episode is won when the task's OSWorld evaluator scores 1.0.
 Environment adaptation adds or removes the task's hint (the evaluator never changes). Evaluation splits: ``calc``
-(the shipped tasks as written) and ``calc_hint`` (the same tasks with their hints). Hooked into ``builders.build``.
+(the shipped tasks as written) and ``calc_hint`` (the same tasks with their hints). The parts
+``experiments/conf/setting/desktop.yaml`` names (``experiments/setting.py``): :func:`desktop_tasks`,
+:func:`desktop_rewriter` and :func:`validate_desktop`; the loop is the agent loop (``experiments/agent_loop.py``).
+Rollouts run on the transformers backend only (the yaml's ``backends``): ``backend=vllm`` is refused by name.
 
 Own tasks: ``setting.tasks_dir`` names a folder of OSWorld-format tasks (OSWorld's ``evaluation_examples`` or a
 folder of JSONs, see :mod:`rlanything_core.envs.desktop.task_folder`), ``setting.domains`` the OSWorld domains to
@@ -16,13 +19,31 @@ refused.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig
 
-from experiments.config_checks import ConfigError
+from experiments.config_error import ConfigError
+from experiments.setting import Tasks
+from rlanything_core.collect.agent import SequentialRunner
+from rlanything_core.environment.rewriters.desktop_hints import DesktopHintRewriter
+from rlanything_core.environment.rewriters.protocol import TaskSpec
+from rlanything_core.envs.desktop.task import DesktopTask, UnsupportedTaskError, load_task
+from rlanything_core.envs.desktop.task_folder import load_task_folder
+from rlanything_core.envs.desktop.text_env import DesktopTextEnvFactory, DisplayPool
+from rlanything_core.envs.desktop.variants import hint_variant, load_hints, shipped_tasks
+from rlanything_core.loop.evaluation import EvalSplit
 
-__all__ = ["build_desktop", "desktop_env_task", "desktop_roots", "desktop_tasks"]
+__all__ = [
+    "desktop_env_task",
+    "desktop_rewriter",
+    "desktop_roots",
+    "desktop_task_list",
+    "desktop_tasks",
+    "validate_desktop",
+]
 
 _SHEETS = (".xlsx", ".xls", ".ods", ".csv")
 
@@ -34,20 +55,13 @@ def _opens_a_sheet(task: Any) -> bool:
     )
 
 
-def desktop_tasks(cfg: DictConfig) -> tuple[list[Any], dict[str, str]]:
+def desktop_task_list(cfg: DictConfig) -> tuple[list[DesktopTask], dict[str, str]]:
     """``(tasks sorted by id, {task id: hint})``: the shipped tasks, or those of ``setting.tasks_dir``.
 
     Raises:
         ConfigError: ``setting.tasks_dir``/``setting.cache_dir`` is not a folder, a task does not load (without
             ``setting.skip_unsupported``), or no task the text view can drive is left.
     """
-    import json
-    from pathlib import Path
-
-    from rlanything_core.envs.desktop.task import UnsupportedTaskError
-    from rlanything_core.envs.desktop.task_folder import load_task_folder
-    from rlanything_core.envs.desktop.variants import load_hints, shipped_tasks
-
     st = cfg.setting
     if st.get("tasks_dir") is None:
         if st.get("cache_dir") is not None:
@@ -79,11 +93,9 @@ def desktop_tasks(cfg: DictConfig) -> tuple[list[Any], dict[str, str]]:
     return sorted(tasks, key=lambda t: t.task_id), hints
 
 
-def desktop_roots(cfg: DictConfig) -> list[Any]:
+def desktop_roots(cfg: DictConfig) -> list[TaskSpec]:
     """The training pool: the first ``setting.train_games`` shipped tasks (sorted by id), as ``TaskSpec``."""
-    from rlanything_core.environment.rewriters.protocol import TaskSpec
-
-    every, hints = desktop_tasks(cfg)
+    every, hints = desktop_task_list(cfg)
     tasks = [t for t in every if not t.infeasible or bool(cfg.setting.include_infeasible)]
     limit = cfg.setting.train_games
     tasks = tasks if limit is None else tasks[: int(limit)]
@@ -106,23 +118,18 @@ def desktop_roots(cfg: DictConfig) -> list[Any]:
     ]
 
 
-def desktop_env_task(spec: Any) -> Any:
+def desktop_env_task(spec: TaskSpec) -> DesktopTask:
     """A pool task -> the ``DesktopTask`` it stands for (its instruction as rewritten, the JSON's evaluator)."""
-    from rlanything_core.envs.desktop.task import load_task
-
     task = load_task(spec.data["task_json"], cache_dir=spec.data.get("cache_dir"))
     return task.with_instruction(spec.data["instruction"], task_id=spec.task_id)
 
 
-def _eval_splits(cfg: DictConfig) -> list[Any]:
+def _eval_splits(cfg: DictConfig) -> list[EvalSplit]:
     """The evaluation splits, as ``EvalSplit``: ``calc`` and ``calc_hint`` (see the module docstring).
 
     ``calc`` holds the first ``eval.games`` feasible shipped tasks, ``calc_hint`` the same tasks with their hints.
     """
-    from rlanything_core.envs.desktop.variants import hint_variant
-    from rlanything_core.loop.evaluation import EvalSplit
-
-    every, hints = desktop_tasks(cfg)
+    every, hints = desktop_task_list(cfg)
     evals = [t for t in every if not t.infeasible][: int(cfg.eval.games)]
     return [
         EvalSplit("calc", tuple(evals), tuple(t.task_id for t in evals)),
@@ -135,78 +142,28 @@ def _eval_splits(cfg: DictConfig) -> list[Any]:
     ]
 
 
-def _evaluator(cfg: DictConfig, policy_backend: Any, eval_factory: Any, splits: list[Any], judge: Any) -> Any:
-    """The ``AgentEvaluator`` of the desktop loop: ``eval.runs`` episodes per task on ``splits``, no oracle."""
-    from experiments.components import selector
-    from rlanything_core.collect.agent import AgentCollector, SequentialRunner
-    from rlanything_core.loop.evaluation import AgentEvaluator
-
-    st = cfg.setting
-    return AgentEvaluator(
-        AgentCollector(
-            policy_backend,
-            SequentialRunner(eval_factory),
-            selector(cfg, float(cfg.eval.temperature)),
-            group_size=int(cfg.eval.runs),
-            max_steps=int(st.eval_max_steps),
-            max_history_turns=int(st.max_history_turns),
-        ),
-        splits,
-        judge=judge,
-        oracle=None,
-        oracle_episodes=0,
-        seed=int(cfg.seed) + 4242,
-    )
-
-
-def build_desktop(cfg: DictConfig) -> Any:
-    """The desktop loop (see the module docstring); returns a ``builders.Run``."""
-    from experiments.agent_setting import loop_driver
-    from experiments.backends import prepare
-    from experiments.components import judge_loss as make_judge_loss
-    from experiments.components import selector, task_pool, vote_sampler
-    from experiments.trainer_setup import make_module, make_run
-    from rlanything_core.collect.agent import AgentCollector, SequentialRunner
-    from rlanything_core.collect.judge import JudgeCollector
-    from rlanything_core.environment.rewriters.desktop_hints import DesktopHintRewriter
-    from rlanything_core.envs.desktop.text_env import DesktopTextEnvFactory, DisplayPool
-    from rlanything_core.generation.transformers_backend import TransformersBackend
-    from rlanything_core.lightning import AgentModule, RolloutDataModule
-    from rlanything_core.loop.adaptation import EnvironmentAdaptation
-
-    st = cfg.setting
-    if int(st.env_workers) != 1:
+def validate_desktop(cfg: DictConfig) -> None:
+    """One worker (the displays are shared in-process); a bad ``tasks_dir`` or ``cache_dir`` fails here, before any
+    model is loaded."""
+    if int(cfg.setting.env_workers) != 1:
         raise ConfigError("setting.env_workers", "desktop episodes share a display pool in-process", "set it to 1")
-    desktop_tasks(cfg)  # a bad tasks_dir or cache_dir fails here, before any model is loaded
-    run_dir, policy, judge, tokenizer, pad_id = prepare(cfg)
-    batch = int(cfg.model.batch_size)
-    policy_backend = TransformersBackend(policy, tokenizer, batch_size=batch)
-    judge_backend = TransformersBackend(judge, tokenizer, batch_size=batch) if judge else None
-    displays = DisplayPool(settle_s=float(st.settle_s))
-    factory = DesktopTextEnvFactory(displays, max_episode_steps=int(st.max_steps))
-    eval_factory = DesktopTextEnvFactory(displays, max_episode_steps=int(st.eval_max_steps))
-    roots = desktop_roots(cfg)
-    splits = _eval_splits(cfg)
-    collector = AgentCollector(
-        policy_backend,
-        SequentialRunner(factory),
-        selector(cfg, float(cfg.model.temperature)),
-        group_size=int(cfg.group_size),
-        max_steps=int(st.max_steps),
-        max_history_turns=int(st.max_history_turns),
-        progress=bool(cfg.progress),
+    desktop_task_list(cfg)
+
+
+def desktop_tasks(cfg: DictConfig) -> Tasks:
+    """The pool (:func:`desktop_roots`), the splits, and the real apps on one pool of displays, an episode at a time."""
+    displays = DisplayPool(settle_s=float(cfg.setting.settle_s))
+    return Tasks(
+        roots=desktop_roots(cfg),
+        splits=_eval_splits(cfg),
+        runner=SequentialRunner(DesktopTextEnvFactory(displays, max_episode_steps=int(cfg.setting.max_steps))),
+        eval_runner=SequentialRunner(
+            DesktopTextEnvFactory(displays, max_episode_steps=int(cfg.setting.eval_max_steps))
+        ),
+        to_env_task=desktop_env_task,
     )
-    judge_collector = (
-        JudgeCollector(judge_backend, num_votes=int(cfg.num_votes), votes=vote_sampler(cfg))
-        if judge_backend is not None
-        else None
-    )
-    judge_loss = make_judge_loss(cfg)
-    adaptation = None
-    if cfg.arm.adapt_environment:
-        adaptation = EnvironmentAdaptation(DesktopHintRewriter(), max_requests=int(cfg.max_rewrites_per_iteration))
-    pool = task_pool(cfg, run_dir, roots)
-    driver = loop_driver(cfg, collector, judge_collector, pool, desktop_env_task, adaptation, pad_id)
-    evaluator = _evaluator(cfg, policy_backend, eval_factory, splits, judge_collector)
-    module = make_module(cfg, AgentModule, policy, judge, judge_loss, evaluator)
-    return make_run(cfg, run_dir, module, RolloutDataModule(driver, iterations=int(cfg.iterations)))
+
+
+def desktop_rewriter(cfg: DictConfig, run_dir: Path, judge_backend: Any, roots: list[TaskSpec]) -> Any:
+    """Adds or removes the task's hint (the evaluator never changes)."""
+    return DesktopHintRewriter()

@@ -1,0 +1,134 @@
+"""A setting as data: what ``experiments/conf/setting/<name>.yaml`` names under ``setting.parts``, built by Hydra.
+
+Every setting (ALFWorld, TextWorld, coding, LiveBench, MiniWoB++, desktop) runs through the one builder of
+``builders.build``; a :class:`Setting` holds only what differs between them, each part a function the yaml names by
+``_target_`` (``_partial_: true``), living in ``experiments/settings/<name>.py``:
+
+- ``tasks(cfg) -> Tasks``: the pool's root tasks, the evaluation splits and what plays them (environment workers,
+  or the coding sandbox), how a pool task becomes an environment's task, the step oracle where there is one;
+- ``rewriter(cfg, run_dir, judge_backend, roots)``: the environment's task rewriter (or ``None`` where it cannot
+  run, e.g. coding without the judge's LM);
+- ``loop(parts) -> (driver, evaluator)``: the agent loop (``agent_loop.agent_loop``) or the coding loop;
+- ``agent_prompts`` / ``judge_prompts``: the prompt builders of the policy and the judge (default: the text ones);
+- ``validate(cfg)``: the setting's own config checks, run by ``config_checks.validate`` before any work;
+- ``backends``: the rollout backends it runs on; another ``backend.name`` is refused by name, never ignored.
+
+Adding a setting: its environment module in the package, one yaml (with ``setting.parts``) and one
+``experiments/settings/<name>.py`` holding its ``tasks`` and ``rewriter`` (docs/adding-a-setting.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hydra.errors import InstantiationException
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from experiments.config_error import ConfigError
+from rlanything_core.collect.prompts import agent_messages, judge_messages
+from rlanything_core.environment.rewriters.protocol import TaskSpec
+
+__all__ = ["BACKENDS", "LoopParts", "Setting", "Tasks", "backend_name", "check_setting", "load_setting"]
+
+BACKENDS = ("transformers", "vllm")
+"""Every rollout backend (``backend.name``; no ``backend`` group: transformers)."""
+
+
+@dataclass(frozen=True)
+class Tasks:
+    """What a setting's ``tasks(cfg)`` returns.
+
+    Attributes:
+        roots: the task pool's root tasks.
+        splits: the evaluation splits (``EvalSplit`` of the agent settings, ``CodingEvalSplit`` of coding).
+        runner: what plays the training tasks: an ``EpisodeRunner`` (environment workers), or the coding sandbox.
+        eval_runner: what plays the evaluation tasks (may be ``runner`` itself, e.g. one browser pool).
+        to_env_task: a pool task -> what its environment is built from (agent settings; ``None`` for coding).
+        oracle: step labels ``oracle(task, actions) -> [+1/-1]`` for the judge's process accuracy, or ``None``.
+    """
+
+    roots: list[TaskSpec]
+    splits: list[Any]
+    runner: Any
+    eval_runner: Any
+    to_env_task: Callable[[TaskSpec], Any] | None = None
+    oracle: Callable[[Any, list[str]], list[int]] | None = None
+
+
+@dataclass(frozen=True)
+class Setting:
+    """The parts of one setting (see the module docstring); built by Hydra from ``setting.parts``."""
+
+    tasks: Callable[[DictConfig], Tasks]
+    rewriter: Callable[[DictConfig, Path, Any, list[TaskSpec]], Any]
+    loop: Callable[[LoopParts], tuple[Any, Any]]
+    agent_prompts: Callable[..., Any] = agent_messages
+    judge_prompts: Callable[..., Any] = judge_messages
+    validate: Callable[[DictConfig], None] | None = None
+    backends: tuple[str, ...] = BACKENDS
+
+
+@dataclass(frozen=True)
+class LoopParts:
+    """What ``Setting.loop`` assembles the driver and the evaluator from (built by ``builders.build``)."""
+
+    cfg: DictConfig
+    setting: Setting
+    tasks: Tasks
+    policy_backend: Any
+    judge_backend: Any  # None without a judge
+    judge_loss: Any  # None where the arm does not train the judge
+    pool: Any  # the TaskPool
+    adaptation: Any  # the EnvironmentAdaptation, or None
+    pad_id: int
+
+
+def backend_name(cfg: DictConfig) -> str:
+    """``backend.name``, ``transformers`` without a ``backend`` group."""
+    return str(OmegaConf.select(cfg, "backend.name", default="transformers"))
+
+
+def load_setting(cfg: DictConfig) -> Setting:
+    """The :class:`Setting` of ``cfg.setting.parts`` (Hydra builds its functions; nothing runs yet).
+
+    Raises:
+        ConfigError: the setting names no parts, or they do not build a ``Setting``.
+    """
+    node = OmegaConf.select(cfg, "setting.parts")
+    if node is None:
+        name = OmegaConf.select(cfg, "setting.name")
+        raise ConfigError(
+            "setting.parts",
+            f"setting {name!r} names no parts (its tasks, rewriter and loop)",
+            "use +setting=alfworld, textworld, coding, livebench, miniwob or desktop, or add setting.parts "
+            "(docs/adding-a-setting.md)",
+        )
+    try:
+        built = instantiate(node, _convert_="all")
+    except InstantiationException as err:
+        problem = " ".join(str(err).split())[:300]  # Hydra's message spans several lines
+        raise ConfigError("setting.parts", problem, "fix the parts (experiments/setting.py names them)") from None
+    if not isinstance(built, Setting):
+        kind = type(built).__name__
+        raise ConfigError("setting.parts._target_", f"built a {kind}, not a Setting", "use experiments.setting.Setting")
+    return built
+
+
+def check_setting(cfg: DictConfig) -> Setting:
+    """Build ``cfg``'s setting, refuse a backend it does not run on, run its own checks; return it."""
+    setting = load_setting(cfg)
+    backend = backend_name(cfg)
+    if backend not in setting.backends:
+        name = cfg.setting.name
+        raise ConfigError(
+            "backend",
+            f"setting {name!r} runs its rollouts on {list(setting.backends)} only, not {backend!r}",
+            f"drop backend={backend} for +setting={name}",
+        )
+    if setting.validate is not None:
+        setting.validate(cfg)
+    return setting
