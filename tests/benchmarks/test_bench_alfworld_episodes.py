@@ -25,5 +25,5 @@ def test_one_round_prints_a_ratio_per_variant(capsys: pytest.CaptureFixture[str]
           "bfloat16/64"])
     last = capsys.readouterr().out.strip().splitlines()[-1]
     fields = dict(f.split("=") for f in last.split())
-    assert float(fields["episodes_per_s"]) > 0
+    assert float(fields["episodes_per_cpu_s"]) > 0
     assert fields["float32/128"] == "1.00" and float(fields["bfloat16/64"]) > 0
