@@ -112,12 +112,29 @@ class EncoderJudge(EncoderRowModel):
         return super().load_state_dict(state_dict, strict=strict, assign=assign)
 
 
-def minilm_judge(**options: Any) -> tuple[EncoderJudge, Any]:
+def minilm_judge(
+    *,
+    trainable_layers: int = 2,
+    max_tokens: int = 160,
+    head_init_std: float = 0.02,
+    seed: int = 0,
+    cache_size: int = 2048,
+    frozen_precision: FrozenPrecision | str = FrozenPrecision.FLOAT32,
+) -> tuple[EncoderJudge, Any]:
     """``(judge, tokenizer)``: the all-MiniLM-L6-v2 ±1 judge (Hydra ``model=minilm-scorer``'s judge).
 
-    Args:
-        **options: :class:`EncoderJudge`'s keyword arguments (``trainable_layers``, ``max_tokens``, ``seed``, ...);
-            an unknown one is a ``TypeError`` that names it.
+    The keywords are :class:`EncoderJudge`'s, spelled out so that the config check refuses a misspelt key before any
+    work (``experiments/config_targets.py`` reads this signature).
     """
     bert, tokenizer = load_minilm()
-    return EncoderJudge(bert, tokenizer, **options), tokenizer
+    judge = EncoderJudge(
+        bert,
+        tokenizer,
+        trainable_layers=trainable_layers,
+        max_tokens=max_tokens,
+        head_init_std=head_init_std,
+        seed=seed,
+        cache_size=cache_size,
+        frozen_precision=frozen_precision,
+    )
+    return judge, tokenizer

@@ -171,14 +171,34 @@ class EncoderScorerPolicy(EncoderRowModel):
         )
 
 
-def minilm_scorer(*, seed: int = 0, **options: Any) -> tuple[EncoderScorerPolicy, Any]:
+def minilm_scorer(
+    *,
+    trainable_layers: int = 2,
+    temperature: float = 1.0,
+    max_state_tokens: int = 128,
+    max_command_tokens: int = 24,
+    init_scale: float = 20.0,
+    cache_size: int = 2048,
+    frozen_precision: FrozenPrecision | str = FrozenPrecision.FLOAT32,
+    seed: int = 0,
+) -> tuple[EncoderScorerPolicy, Any]:
     """``(policy, tokenizer)``: the all-MiniLM-L6-v2 bi-encoder scorer (Hydra ``model=minilm-scorer``).
 
-    Args:
-        seed: seeds nothing random today (the head starts at the identity); kept so every model family takes it.
-        **options: :class:`EncoderScorerPolicy`'s keyword arguments (``trainable_layers``, ``temperature``,
-            ``max_state_tokens``, ...); an unknown one is a ``TypeError`` that names it.
+    The keywords are :class:`EncoderScorerPolicy`'s, spelled out so that the config check refuses a misspelt key
+    before any work (``experiments/config_targets.py`` reads this signature). ``seed`` seeds nothing random today
+    (the head starts at the identity); it is kept so every model family takes it.
     """
     torch.manual_seed(seed)
     bert, tokenizer = load_minilm()
-    return EncoderScorerPolicy(bert, tokenizer, **options), tokenizer
+    policy = EncoderScorerPolicy(
+        bert,
+        tokenizer,
+        trainable_layers=trainable_layers,
+        temperature=temperature,
+        max_state_tokens=max_state_tokens,
+        max_command_tokens=max_command_tokens,
+        init_scale=init_scale,
+        cache_size=cache_size,
+        frozen_precision=frozen_precision,
+    )
+    return policy, tokenizer

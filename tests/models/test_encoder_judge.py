@@ -110,6 +110,6 @@ def test_a_row_without_a_vote_is_a_clear_error_naming_the_row(minilm_judge_model
     judge = minilm_judge_model
     good = judge.layout.encode(judge.text_ids("task: a\naction: look"), [], 1)
     bad = judge.layout.encode(judge.text_ids("task: b\naction: look"), [], 2)  # a policy's choice 2, not a vote
-    rows = rows_from_sequences([good[0], bad[0]], [good[1], bad[1]], [[0.0], [0.0]], [(0, 0, 0), (0, 1, 0)], pad_id=0)
+    rows = rows_from_sequences([good[0], bad[0]], [good[1], bad[1]], [(0, 0, 0), (0, 1, 0)], pad_id=0)
     with pytest.raises(ValueError, match=r"row 1 holds no judge vote \(choice 2"):
         judge.row_logprobs(rows.input_ids, rows.attention_mask, rows.response_mask)

@@ -12,8 +12,8 @@ LAYOUT = ScorerRowLayout(100)
 def test_rows_decode_to_what_was_encoded() -> None:
     decisions = [((5, 6, 7), ((10, 11), (12,), (13, 14, 15)), 2), ((8,), ((20,),), 0), ((9, 9), (), 1)]
     encoded = [LAYOUT.encode(text, cands, choice) for text, cands, choice in decisions]
-    rows = rows_from_sequences([p for p, _ in encoded], [r for _, r in encoded], [[] for _ in encoded],
-                               [(n, 0, -1) for n in range(3)], pad_id=0)
+    index = [(n, 0, -1) for n in range(3)]
+    rows = rows_from_sequences([p for p, _ in encoded], [r for _, r in encoded], index, pad_id=0)
     for n, (text, cands, choice) in enumerate(decisions):
         row = LAYOUT.decode(rows.input_ids[n], rows.attention_mask[n], rows.response_mask[n])
         assert (row.text, row.candidates, row.choice) == (text, cands, choice)
