@@ -13,8 +13,15 @@ project's figures for the encoder policy on one core of the 2-core CPU machine (
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
+
+from hydra import compose, initialize_config_dir
+
+from rlanything_core.envs.alfworld.data import list_games, resolve_data_root
 
 __all__ = ["AblationPlan", "StepCosts", "estimate_seconds", "plan_from_config"]
 
@@ -207,8 +214,6 @@ def _eval_games(cfg: Any) -> int:
         return int(cfg.eval.games)
     if cfg.setting.name != "alfworld":
         raise ValueError(f"eval.games: null (whole splits) is estimated for alfworld only, not {cfg.setting.name}")
-    from rlanything_core.envs.alfworld.data import list_games, resolve_data_root
-
     root = resolve_data_root(cfg.setting.data_root)
     types = tuple(cfg.setting.task_types)
     sizes = [len(list_games(split, root, task_types=types)) for split in cfg.setting.eval_splits.values()]
@@ -217,11 +222,6 @@ def _eval_games(cfg: Any) -> int:
 
 def main(argv: list[str]) -> None:
     """Print the estimate of ``python experiments/ablate.py <argv>`` (minutes by part) without running anything."""
-    import os
-    from pathlib import Path
-
-    from hydra import compose, initialize_config_dir
-
     setting = [] if any(a.lstrip("+").startswith("setting=") for a in argv) else ["+setting=alfworld"]
     with initialize_config_dir(config_dir=str(Path(__file__).resolve().parent / "conf"), version_base=None):
         cfg = compose("ablate", overrides=[*setting, *argv])
@@ -231,6 +231,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    import sys
-
     main(sys.argv[1:])

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import torch
 from hydra import compose
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
@@ -86,8 +87,6 @@ def log(message: str) -> None:
 
 def _completed(run_dir: Path) -> int:
     """Iterations a run's last checkpoint has completed (the data module's state in the checkpoint)."""
-    import torch
-
     ckpt = torch.load(run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)
     return int(ckpt.get("RolloutDataModule", {}).get("completed", 0))
 

@@ -16,6 +16,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from experiments.config_checks import ConfigError, band
+from rlanything_core.environment.pool import TaskPool
 from rlanything_core.rewards.targets import UnitTestTargets
 
 __all__ = [
@@ -114,8 +115,6 @@ def rewriter(cfg: DictConfig, name: str, **runtime: Any) -> Any:
 def task_pool(cfg: DictConfig, run_dir: Path, roots: list[Any]) -> Any:
     """The task pool, read-only on every rank: the writer (global rank 0) is chosen once the process group exists
     (``PoolSnapshots.save_initial_pool`` / ``restore_pool``) and broadcasts its state to the others."""
-    from rlanything_core.environment.pool import TaskPool
-
     env_band = band(cfg, "env_band", strict=True)
     if (run_dir / "pool" / "state.json").is_file():  # a rerun: rolled back to the checkpoint's (or initial) snapshot
         return TaskPool.load(run_dir, writer=False)

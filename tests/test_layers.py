@@ -268,12 +268,7 @@ APPS = "experiments"
 APPS_ROOT = ROOT.parent / APPS
 OPTIONAL = frozenset({"peft", "matplotlib"})
 """Extras not every install has: imported inside the function that needs them (LoRA, the plots)."""
-LAZY_LEFT: dict[str, frozenset[str]] = {
-    # function-level imports in files outside the settings-as-data change (issue 29): to the top when next touched
-    "experiments/ablation_budget.py": frozenset({"os", "pathlib", "hydra", "rlanything_core.envs.alfworld.data"}),
-    "experiments/ablation_runs.py": frozenset({"torch"}),
-    "experiments/components.py": frozenset({"rlanything_core.environment.pool"}),
-}
+LAZY_LEFT: dict[str, frozenset[str]] = {}  # function-level imports allowed outside the optional packages: none
 
 
 def function_imports(source: str) -> list[tuple[int, str]]:
