@@ -27,6 +27,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,9 +39,14 @@ from omegaconf import DictConfig, OmegaConf
 from torch import nn
 from transformers import AutoConfig, AutoModelForCausalLM
 
-from experiments.config_error import ConfigError
-from rlanything_core.lightning.sharding import require_fsdp2
-from rlanything_core.training.packing import DEFAULT_CHUNK_TOKENS
+# Run as a file (`python experiments/memory_plan.py`), Python puts experiments/ first on sys.path: put the repository
+# root there instead, so that the package `experiments` imports (as in train.py and ablate.py).
+if __name__ == "__main__" and not __package__:
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+from experiments.config_error import ConfigError  # noqa: E402
+from rlanything_core.lightning.sharding import require_fsdp2  # noqa: E402
+from rlanything_core.training.packing import DEFAULT_CHUNK_TOKENS  # noqa: E402
 
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
