@@ -124,10 +124,14 @@ def test_the_basic_ide_and_macro_dialogs_do_not_open(desktop_env) -> None:
 
 
 def test_a_setsid_daemon_does_not_outlive_the_episode(desktop_env) -> None:
-    """A process started in the app sandbox with ``setsid`` (the way a macro's Shell detached) dies with reset/close."""
+    """A process started in the app sandbox with ``setsid`` (the way a macro's Shell detached) dies with reset/close.
+
+    The app that detaches it stays alive (as soffice does after a macro's Shell): a launcher that exited at once would
+    end its sandbox's pid namespace, and the daemon with it, before the test could see it start (the test was racy).
+    """
     env = desktop_env
     env.reset(SUM_TASK)
-    env.apps.launch(["/bin/sh", "-c", "setsid sleep 31337 </dev/null >/dev/null 2>&1 &"])
+    env.apps.launch(["/bin/sh", "-c", "setsid sleep 31337 </dev/null >/dev/null 2>&1 & exec sleep 600"])
     deadline = time.monotonic() + 10
     daemons: list[int] = []
     while not daemons and time.monotonic() < deadline:
