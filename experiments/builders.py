@@ -33,7 +33,7 @@ from experiments.backends import (
 )
 from experiments.config_checks import validate
 from experiments.env_pools import close_shared_env_pools, shared_env_pool
-from experiments.setting import LoopParts, Setting, load_setting
+from experiments.setting import LoopParts, Setting
 from experiments.settings.coding import first
 from experiments.trainer_setup import Run, make_module, make_run
 from rlanything_core.environment.rewriters.protocol import TaskSpec
@@ -66,8 +66,7 @@ def build(cfg: DictConfig) -> Run:
     Raises:
         ConfigError: before any work, for a config that cannot work (naming the key and the fix).
     """
-    validate(cfg)  # includes the setting's own checks and its backends (config_checks.validate)
-    setting = load_setting(cfg)
+    setting = validate(cfg)  # built once, with its own checks and its backends (config_checks.validate)
     run_dir, policy, judge, tokenizer, pad_id = prepare(cfg)
     policy_backend, judge_backend = rollout_backends(cfg, policy, judge, tokenizer)
     tasks = setting.tasks(cfg)

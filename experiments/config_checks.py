@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from experiments.config_error import ConfigError
 from experiments.config_schema import check_schema
-from experiments.setting import check_setting
+from experiments.setting import Setting, check_setting
 
 __all__ = ["ConfigError", "band", "validate"]
 
@@ -64,8 +64,8 @@ def _check_model_source(cfg: DictConfig, role: str) -> None:
         )
 
 
-def validate(cfg: DictConfig) -> None:
-    """Refuse a config that cannot work, before any work, naming the key and the fix."""
+def validate(cfg: DictConfig) -> Setting:
+    """Refuse a config that cannot work, before any work, naming the key and the fix; return its checked setting."""
     if OmegaConf.select(cfg, "setting") is None:
         raise ConfigError("setting", "no setting chosen", "add +setting=alfworld (or textworld, coding)")
     check_schema(cfg)  # types, closed sets, unknown keys and ranges (a typed schema)
@@ -75,7 +75,7 @@ def validate(cfg: DictConfig) -> None:
     _validate_arm(cfg)
     _validate_trainer(cfg)
     _validate_model_files(cfg)
-    check_setting(cfg)  # its parts build, it runs on the chosen backend, and its own checks (its data, its keys)
+    return check_setting(cfg)  # its parts build, it runs on the chosen backend, its own checks (its data, its keys)
 
 
 def _validate_arm(cfg: DictConfig) -> None:

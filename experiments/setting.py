@@ -14,7 +14,7 @@ Every setting (ALFWorld, TextWorld, coding, LiveBench, MiniWoB++, desktop) runs 
 - ``backends``: the rollout backends it runs on; another ``backend.name`` is refused by name, never ignored.
 
 Adding a setting: its environment module in the package, one yaml (with ``setting.parts``) and one
-``experiments/settings/<name>.py`` holding its ``tasks`` and ``rewriter`` (docs/adding-a-setting.md).
+``experiments/settings/<name>.py`` holding its ``tasks`` and ``rewriter`` (docs/settings/adding.md).
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def load_setting(cfg: DictConfig) -> Setting:
             "setting.parts",
             f"setting {name!r} names no parts (its tasks, rewriter and loop)",
             "use +setting=alfworld, textworld, coding, livebench, miniwob or desktop, or add setting.parts "
-            "(docs/adding-a-setting.md)",
+            "(docs/settings/adding.md)",
         )
     try:
         built = instantiate(node, _convert_="all")
