@@ -1,0 +1,107 @@
+"""Success rates of an ablation's committed ``episodes.csv`` broken down by seed, split and task type.
+
+    python experiments/ablation_breakdown.py experiments/results/alfworld/hard
+
+The table (``table.md``) gives each arm's mean over seeds and the paired differences with their intervals; this shows
+what the means hide: whether every seed moved the same way, and which task types moved. An ALFWorld game's type is
+the part of its id before the first ``-`` (``pick_clean_then_place_in_recep-...``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+# Run as a file, Python puts experiments/ first on sys.path: put the repository root there (as ablate.py does)
+if __name__ == "__main__" and not __package__:
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+from experiments.ablation_table import LABELS, REFERENCE  # noqa: E402
+
+__all__ = ["by_seed_and_split", "by_task_type", "read_episodes", "render"]
+
+
+
+def _arms(keys: Iterable[str]) -> list[str]:
+    """The arms in the table's order (``ablation_table.LABELS``), unknown ones after."""
+    order = list(LABELS)
+    return sorted(set(keys), key=lambda a: (order.index(a) if a in order else len(order), a))
+
+
+def read_episodes(path: Path) -> list[dict[str, str]]:
+    """The rows of an ``episodes.csv`` (see ``ablation_results.EPISODE_COLUMNS``).
+
+    Raises:
+        ValueError: the file lacks a column this breakdown needs.
+    """
+    with path.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    missing = {"arm", "seed", "split", "game", "success"} - set(rows[0] if rows else {})
+    if missing:
+        raise ValueError(f"{path}: expected the columns of episodes.csv, missing {sorted(missing)}")
+    return rows
+
+
+def _rates(rows: Iterable[Mapping[str, str]], key: tuple[str, ...]) -> dict[tuple[str, ...], tuple[float, int]]:
+    """Success rate (%) and episode count per value of the columns ``key`` (``type``: the game's task type)."""
+    won: dict[tuple[str, ...], int] = defaultdict(int)
+    played: dict[tuple[str, ...], int] = defaultdict(int)
+    for row in rows:
+        values = tuple(row["game"].split("-", 1)[0] if k == "type" else row[k] for k in key)
+        won[values] += int(row["success"])
+        played[values] += 1
+    return {k: (100.0 * won[k] / played[k], played[k]) for k in sorted(played)}
+
+
+def by_seed_and_split(rows: Sequence[Mapping[str, str]]) -> list[list[str]]:
+    """One line per (seed, split): every arm's success (%), and each arm minus outcome-only on the same episodes."""
+    rates = _rates(rows, ("seed", "split", "arm"))
+    arms = _arms(k[2] for k in rates)
+    cells = sorted({k[:2] for k in rates}, key=lambda k: (int(k[0]), k[1]))
+    lines = [["seed", "split", *arms, *[f"{a} - {REFERENCE}" for a in arms if a != REFERENCE]]]
+    for seed, split in cells:
+        values = {a: rates.get((seed, split, a), (float("nan"), 0))[0] for a in arms}
+        ref = values.get(REFERENCE, float("nan"))
+        lines.append([seed, split, *[f"{values[a]:.1f}" for a in arms],
+                      *[f"{values[a] - ref:+.1f}" for a in arms if a != REFERENCE]])
+    return lines
+
+
+def by_task_type(rows: Sequence[Mapping[str, str]]) -> list[list[str]]:
+    """One line per task type: every arm's success (%) over all seeds and splits, with the episode count."""
+    rates = _rates(rows, ("type", "arm"))
+    arms = _arms(k[1] for k in rates)
+    lines = [["task type", *arms, "episodes per arm"]]
+    for task_type in sorted({k[0] for k in rates}):
+        counts = {rates[(task_type, a)][1] for a in arms if (task_type, a) in rates}
+        lines.append([task_type, *[f"{rates[(task_type, a)][0]:.1f}" if (task_type, a) in rates else "-"
+                                   for a in arms], "/".join(str(c) for c in sorted(counts))])
+    return lines
+
+
+def render(lines: Sequence[Sequence[str]]) -> str:
+    """A markdown table."""
+    head, *body = lines
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(line) + " |" for line in body]
+    return "\n".join(out)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Print both breakdowns of ``<results dir>/episodes.csv``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", type=Path, help="an ablation's results folder (holding episodes.csv)")
+    args = parser.parse_args(argv)
+    rows = read_episodes(args.results / "episodes.csv")
+    print(f"Success (%) per seed and split, {args.results}:\n")
+    print(render(by_seed_and_split(rows)))
+    print("\nSuccess (%) per task type, all seeds and splits:\n")
+    print(render(by_task_type(rows)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+"""The per-seed and per-type breakdown of an ablation's episodes.csv (experiments/ablation_breakdown.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from experiments.ablation_breakdown import by_seed_and_split, by_task_type, read_episodes, render
+
+HEADER = "arm,seed,split,game,run,episode_seed,success,steps\n"
+
+
+def _write(tmp_path: Path, lines: list[str]) -> Path:
+    path = tmp_path / "episodes.csv"
+    path.write_text(HEADER + "".join(f"{line}\n" for line in lines))
+    return path
+
+
+def test_differences_are_per_seed_and_split_and_types_are_game_prefixes(tmp_path: Path) -> None:
+    rows = read_episodes(_write(tmp_path, [
+        "full,0,in,pick_clean-a/t1,0,7,1,5", "full,0,in,pick_cool-b/t2,0,7,1,9",
+        "outcome_only,0,in,pick_clean-a/t1,0,7,0,30", "outcome_only,0,in,pick_cool-b/t2,0,7,1,12",
+        "full,1,in,pick_clean-a/t1,0,8,0,30", "outcome_only,1,in,pick_clean-a/t1,0,8,1,4",
+    ]))
+    head, seed0, seed1 = by_seed_and_split(rows)
+    assert head == ["seed", "split", "outcome_only", "full", "full - outcome_only"]  # the table's arm order
+    assert seed0 == ["0", "in", "50.0", "100.0", "+50.0"]
+    assert seed1 == ["1", "in", "100.0", "0.0", "-100.0"]
+    types = {line[0]: line[1:] for line in by_task_type(rows)[1:]}
+    assert types == {"pick_clean": ["50.0", "50.0", "2"], "pick_cool": ["100.0", "100.0", "1"]}
+    assert render(by_task_type(rows)).splitlines()[1] == "|---|---|---|---|"
+
+
+def test_a_file_without_the_episode_columns_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "episodes.csv"
+    path.write_text("arm,seed,success\nfull,0,1\n")
+    with pytest.raises(ValueError, match="missing \\['game', 'split'\\]"):
+        read_episodes(path)
+
+
+def test_runs_as_a_file_on_a_results_folder(tmp_path: Path) -> None:
+    _write(tmp_path, ["full,0,in,pick_clean-a/t1,0,7,1,5", "outcome_only,0,in,pick_clean-a/t1,0,7,0,30"])
+    script = Path(__file__).resolve().parents[2] / "experiments" / "ablation_breakdown.py"
+    out = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, check=True)
+    assert "| 0 | in | 0.0 | 100.0 | +100.0 |" in out.stdout
