@@ -20,7 +20,8 @@ from rlanything_core.environment.pool import TaskPool
 from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.envs.coding.problem import CodingProblem, IOTest, TestType
 from rlanything_core.envs.coding.task import CodingTask
-from rlanything_core.loop.coding_driver import CodingLoopDriver, Rollouts, TaskRollouts, coding_rows, score_task
+from rlanything_core.loop.coding_driver import CodingLoopDriver, Rollouts
+from rlanything_core.loop.coding_rows import TaskRollouts, coding_rows, score_task
 from rlanything_core.loop.iteration import TrainingRows
 from rlanything_core.records import GeneratedSequence
 from rlanything_core.rewards.pass_fraction import PassFractionIntegrator
