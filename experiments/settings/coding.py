@@ -3,7 +3,8 @@ rewritten by the judge's LM; evaluation on LeetCode problems of the LiveCodeBenc
 
 The parts ``experiments/conf/setting/coding.yaml`` names (``experiments/setting.py``): :func:`coding_tasks`,
 :func:`coding_rewriter`, :func:`validate_coding` and :func:`coding_loop` (the coding driver and evaluator:
-single-step episodes scored in the sandbox, which ``Tasks.runner`` holds).
+single-step episodes scored in the sandbox, which ``Tasks.runner`` holds). The keys of the agent settings that coding
+does not read are :data:`CODING_FIXED_KEYS`, refused by :func:`validate_coding` at any other value.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from omegaconf import DictConfig
 
 from experiments import components
 from experiments.backends import sampling
-from experiments.config_checks import band
+from experiments.config_checks import FixedKey, band, refuse_changed
 from experiments.config_error import ConfigError
 from experiments.setting import LoopParts, Tasks
 from rlanything_core.collect.coding import CodeCollector, UnitTestCollector
@@ -30,6 +31,7 @@ from rlanything_core.sandbox import Sandbox
 
 __all__ = [
     "CODING_FILES",
+    "CODING_FIXED_KEYS",
     "coding_dir",
     "coding_loop",
     "coding_problems",
@@ -101,6 +103,7 @@ def coding_loop(parts: LoopParts) -> tuple[Any, Any]:
         policy_band=band(cfg, "policy_band"),
         sandbox=sandbox,
         max_workers=int(st.sandbox_workers),
+        integrator=components.integrator(cfg),
     )
     evaluator = CodingEvaluator(
         _coder(cfg, parts.policy_backend, int(st.eval_samples), float(cfg.eval.temperature)),
@@ -146,8 +149,39 @@ CODING_FILES = {
 }
 
 
+CODING_FIXED_KEYS = (
+    FixedKey(
+        "arm.integrator._target_",
+        "rlanything_core.rewards.pass_fraction.PassFractionIntegrator",
+        "z-scores each program's GT pass fraction per task (setting/coding.yaml sets it for every arm); integrated "
+        "and step-only advantages need judge votes, and the coding judge writes unit tests instead",
+    ),
+    FixedKey("lam", 1.0, "has no judge votes to weigh: a program's step reward is its GT pass fraction"),
+    FixedKey(
+        "step_reward",
+        {"_target_": "rlanything_core.advantages.step_reward.StepReward", "lam": 1.0},
+        "builds no StepReward: a program's step reward is its GT pass fraction",
+    ),
+    FixedKey("num_votes", 3, "casts no votes: the judge writes setting.tests_per_task unit tests per problem"),
+    FixedKey(
+        "judge_band",
+        [0.2, 0.8],
+        "trains the judge on the unit tests of every problem with a correct program (of every problem with "
+        "setting.test_format_without_reference), not on a success-rate band",
+    ),
+    FixedKey(
+        "judge_targets._target_",
+        "rlanything_core.rewards.targets.ConsistencyTargets",
+        "always scores unit tests with rewards.targets.UnitTestTargets (from judge_targets.format_penalty, .eps and "
+        ".drop_zero_rows)",
+    ),
+)
+"""The keys of the agent settings that coding does not read, with the one value it accepts (``config_checks``)."""
+
+
 def validate_coding(cfg: DictConfig) -> None:
-    """The data files exist; the rewriter has the judge's LM."""
+    """The data files exist; the rewriter has the judge's LM; no key coding does not read is changed."""
+    refuse_changed(cfg, CODING_FIXED_KEYS, str(cfg.setting.name))
     st = cfg.setting
     root = coding_dir(cfg)  # the sets' names, the counts' ranges: config_schema.CodingSetting
     needed = [str(n) for n in st.train_sets] + ["leetcode_lcb"]

@@ -6,6 +6,9 @@ that does not parse is kept as a format failure. Programs and tests run only in 
 Either collector can prefill its model's response (:mod:`rlanything_core.collect.prefill`): the prefill's tokens end
 ``prompt_token_ids`` (conditioned on, not trained), ``token_ids`` / ``logprobs`` hold the sampled continuation only,
 and ``text`` is ``prefill + continuation``, the response as parsed.
+
+On the loop's side (``loop/coding_driver.py``) every program is a one-step ``Episode`` (:func:`program_episodes`):
+the rows of both models then come from the agent settings' batch object (``collect.rollout_batch.RolloutBatch``).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from rlanything_core.envs.coding.task import CodingTask
 from rlanything_core.generation.prompts import render_prefilled_prompt, sanitize_untrusted
 from rlanything_core.generation.sampling import row_seed
 from rlanything_core.generation.types import FinishReason, Prompt, SamplingParams
+from rlanything_core.records import AgentStep, Episode, JudgeSample
 from rlanything_core.sandbox.config import StdinTest
 
 __all__ = [
@@ -39,6 +43,7 @@ __all__ = [
     "GeneratedTest",
     "UnitTestCollector",
     "generated_test_pass_matrix",
+    "program_episodes",
     "sample_seeds",
 ]
 
@@ -283,3 +288,43 @@ def generated_test_pass_matrix(
         for k, tr in zip(valid, r.tests):
             matrix[c, k] = tr.passed
     return matrix
+
+
+def program_episodes(
+    programs: Sequence[CodeSample], tests: Sequence[GeneratedTest], *, group: int, goal: str
+) -> list[Episode]:
+    """One task's programs as one-step episodes, in order; its unit tests are the judge samples of the first one.
+
+    Episode ``n`` holds program ``n`` as its only step (its prompt and response tokens); it is won when the program
+    passes every GT test (outcome ``+1``, else ``-1``). A unit test judges the task, not one program, so the task's
+    tests sit once, on the first episode's step, in order: ``collect.batching.judge_rows`` then makes one judge row
+    per test, each in the task's group. A test is no vote: its ``vote`` is 0, and the grid's vote cells serve only to
+    place the judge rows (the coding targets are ``rewards.UnitTestTargets``, never the votes).
+
+    Args:
+        programs: the task's programs (``CodeSample``; ``gt_passed`` filled by ``CodeCollector.collect``).
+        tests: the task's unit tests from the judge (may be empty).
+        group: the task's group index in the iteration (the episodes' ``group_id``).
+        goal: the task's statement (the episodes' ``goal``).
+
+    Raises:
+        ValueError: tests without any program to carry them.
+    """
+    if tests and not programs:
+        raise ValueError(f"programs: expected at least one program to carry the {len(tests)} unit tests, got none")
+    episodes = []
+    for n, program in enumerate(programs):
+        judged = [JudgeSample(0, t.text, list(t.prompt_token_ids), list(t.token_ids), list(t.logprobs)) for t in tests]
+        step = AgentStep(
+            observation=goal,
+            admissible_actions=[],
+            prompt_token_ids=list(program.prompt_token_ids),
+            token_ids=list(program.token_ids),
+            logprobs=list(program.logprobs),
+            response=program.text,
+            action=program.program or "",
+            action_parse_failed=program.program is None,
+            judge=judged if n == 0 else [],
+        )
+        episodes.append(Episode(program.task_id, group, goal, [step], won=program.correct))
+    return episodes

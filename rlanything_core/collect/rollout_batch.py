@@ -8,6 +8,9 @@ join between the grid and the rows lives in one place. The reward parts add thei
       --with_columns(step_reward=R (B, S), advantages=(B, S), judge_targets=(B, S, M))-->
       --policy_training_rows(keep) / judge_training_rows(keep)--> TrainingRows (one final advantage per row)
 
+Every setting builds it this way: the coding setting's programs are one-step episodes
+(``collect.coding.program_episodes``), their unit tests the judge samples of each task's first program's step.
+
 Row order: policy rows in (rollout, step) row-major order; judge rows in the row-major order of
 ``steps.vote_mask.nonzero()`` (rollout, then step, then vote), the order of ``tensor[steps.vote_mask]``.
 """

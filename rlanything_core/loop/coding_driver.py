@@ -1,29 +1,34 @@
 """The data side of one RLAnything iteration in the coding setting (arXiv 2602.02488; Open-AgentRL's coding loop).
 
-    pool.sample(k) + pending rewrites -> this rank's tasks -> G programs (CodeCollector) -> K unit tests from the
-      judge (UnitTestCollector) -> pass matrices (GT tests, generated tests) -> policy rewards (GT pass fraction,
-      z-scored per task, tasks with pass-all rate in the policy band) and unit-test rewards (standardized per task,
-      tasks with >= 1 correct program; optionally every task, for the tests' format alone) -> IterationData ->
-      coding critic feedback -> EnvironmentAdaptation on the writer rank -> pool snapshot for this iteration
+The driver runs the stages the loop calls (``collect``, ``judge``, ``rows``, ``adapt``; ``loop/protocol.py``)::
 
-A program's outcome is ``+1`` if it passes every GT test, else ``-1`` (the ``pass_rate`` metric); its rows' ``group``
-is the task's global index. Judge rows carry their own advantages (standardized unit-test rewards).
+    collect: pool.sample(k) + pending rewrites -> this rank's tasks -> G programs each (CodeCollector, GT tests run)
+    judge:   K unit tests per task from the judge (UnitTestCollector) -> pass matrix of programs x tests (sandbox)
+    rows:    every program a one-step Episode (collect.coding.program_episodes) -> RolloutBatch
+             -> step reward R = GT pass fraction (B, 1) -> PassFractionIntegrator (z-scored per task)
+             -> unit-test targets (rewards.UnitTestTargets) of tasks with >= 1 correct program (optionally every
+                task, for the tests' format alone) -> loop.iteration.build_rows -> IterationData
+    adapt:   pass-all rates and coding critic feedback -> EnvironmentAdaptation on the writer rank -> pool snapshot
+
+The scoring and the rows are ``loop/coding_rows.py``. The seam with the agent settings is
+``loop.iteration.build_rows`` (the *step-reward seam*): the same batch object (``RolloutBatch``), the same integrator
+interface (``advantages.integrators.Integrator``) and the same row selection; what coding brings is its scorer: the
+sandbox's pass matrices give the step reward (the GT pass fraction, where the agent settings' ``StepReward`` gives
+``O + lam * mean(votes)``) and the judge's targets (``UnitTestTargets``, where they have ``ConsistencyTargets``). A
+program's outcome is ``+1`` if it passes every GT test, else ``-1`` (the ``pass_rate`` metric; the task's pass-all
+rate decides the policy band); its rows' ``group`` is the task's global index. The task's unit tests are the judge
+samples of its first program's step (one judge row per test).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch
-from torch import Tensor
-
-from rlanything_core.collect.batching import rows_from_records
+from rlanything_core.advantages.integrators import Integrator
 from rlanything_core.collect.coding import (
     CodeCollector,
-    CodeSample,
-    GeneratedTest,
     UnitTestCollector,
     generated_test_pass_matrix,
 )
@@ -33,21 +38,15 @@ from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.envs.coding.problem import CodingProblem, IOTest, TestType
 from rlanything_core.envs.coding.task import CodingTask
 from rlanything_core.loop.adaptation import EnvironmentAdaptation
-from rlanything_core.loop.iteration import IterationData, TrainingRows, empty_iteration
+from rlanything_core.loop.coding_rows import TaskRollouts, coding_rows, task_result
+from rlanything_core.loop.iteration import IterationData, empty_iteration
 from rlanything_core.loop.pool_sync import PoolSnapshots
-from rlanything_core.records import GeneratedSequence
+from rlanything_core.rewards.pass_fraction import PassFractionIntegrator
 from rlanything_core.rewards.targets import UnitTestTargets
-from rlanything_core.rewards.unit_tests import (
-    UnitTestCounts,
-    code_pass_fraction,
-    correct_codes,
-    standardize_unit_test_rewards,
-    unit_test_counts,
-)
 from rlanything_core.sandbox import Sandbox
 from rlanything_core.seeding import derive_seed
 
-__all__ = ["CodingLoopDriver", "TaskResult", "coding_spec", "coding_task_from_spec", "score_task"]
+__all__ = ["CodingLoopDriver", "Rollouts", "coding_spec", "coding_task_from_spec"]
 
 
 def coding_spec(problem: CodingProblem, *, max_tests: int = 8) -> TaskSpec:
@@ -101,99 +100,20 @@ def coding_task_from_spec(spec: TaskSpec, sandbox: Sandbox | None = None) -> Cod
     return CodingTask(problem, sandbox)
 
 
-@dataclass(frozen=True)
-class TaskResult:
-    """Pass matrices and rewards of one task.
-
-    Attributes:
-        gt_pass: ``(G, T_gt)`` bool, programs x ground-truth tests.
-        gen_pass: ``(G, K)`` bool, programs x generated tests.
-        parsed: ``(K,)`` bool, the generated test parsed.
-        pass_all_rate: fraction of programs passing every GT test (the task's success rate).
-        policy_advantages: ``(G,)`` z-scored GT pass fractions.
-        test_advantages: ``(K,)`` standardized unit-test rewards, or ``None`` when no program is correct.
-        counts: UT / Detect counts.
-    """
-
-    gt_pass: Tensor
-    gen_pass: Tensor
-    parsed: Tensor
-    pass_all_rate: float
-    policy_advantages: Tensor
-    test_advantages: Tensor | None
-    counts: UnitTestCounts
-
-
-def score_task(
-    task: CodingTask,
-    programs: Sequence[CodeSample],
-    tests: Sequence[GeneratedTest],
-    *,
-    max_workers: int = 2,
-    targets: UnitTestTargets | None = None,
-) -> TaskResult:
-    """Run the generated tests and compute the task's rewards (GT results come from ``CodeSample.gt_passed``).
-
-    ``targets``: the judge's targets of the tests (default ``UnitTestTargets()``: a task without a correct program
-    gives the judge nothing).
-    """
-    num_gt = max(1, len(task.tests))
-    gt_pass = torch.tensor([(s.gt_passed or [False] * num_gt) for s in programs], dtype=torch.bool)
-    gt_pass = gt_pass.reshape(len(programs), num_gt)
-    gen_pass = generated_test_pass_matrix(task, [s.program for s in programs], tests, max_workers=max_workers)
-    parsed = torch.tensor([t.test is not None for t in tests], dtype=torch.bool)
-    fraction = code_pass_fraction(gt_pass)
-    test_targets = (targets if targets is not None else UnitTestTargets())(gt_pass, gen_pass, parsed) if tests else None
-    return TaskResult(
-        gt_pass=gt_pass,
-        gen_pass=gen_pass,
-        parsed=parsed,
-        # from counts, in float64: a float32 mean turns 4/5 into 0.80000001, outside an inclusive 0.8 band edge
-        pass_all_rate=int(correct_codes(gt_pass).sum()) / max(1, int(gt_pass.shape[0])),
-        policy_advantages=standardize_unit_test_rewards(fraction),
-        test_advantages=test_targets,
-        counts=unit_test_counts(gt_pass, gen_pass, parsed) if tests else UnitTestCounts(),
-    )
-
-
-@dataclass(frozen=True)
-class _Row:
-    """One training row in the making: a generated sequence, its cell, its final advantage and its task group."""
-
-    sequence: GeneratedSequence
-    cell: tuple[int, int, int]
-    advantage: float
-    group: int
-
-
 @dataclass
-class _Scored:
-    """What scoring this rank's tasks gives: the rows of both models, the rollouts' outcomes, and the metrics' parts."""
+class Rollouts:
+    """This rank's rollouts of one iteration, passed from stage to stage (``episodes``: its ``TaskRollouts``).
 
-    policy: list[_Row] = field(default_factory=list)
-    judge: list[_Row] = field(default_factory=list)
-    outcome: list[float] = field(default_factory=list)
-    counts: UnitTestCounts = field(default_factory=UnitTestCounts)
-    rates: dict[str, float] = field(default_factory=dict)
-    feedback: list[TaskFeedback] = field(default_factory=list)
-    in_band: int = 0
-    judged: int = 0
+    The fields of ``loop.protocol.Rollouts`` (added on another branch), which replaces this class once merged.
+    """
 
-
-def _training_rows(rows: Sequence[_Row], pad_id: int, *, drop_zero: bool = True) -> TrainingRows | None:
-    """The rows; by default only those with a non-zero advantage (the authors drop them: no signal, all cost)."""
-    keep = [r for r in rows if r.advantage != 0.0 or not drop_zero]
-    if not keep:
-        return None
-    return TrainingRows(
-        rows_from_records([r.sequence for r in keep], [r.cell for r in keep], pad_id=pad_id),
-        torch.tensor([r.advantage for r in keep], dtype=torch.float32),
-        torch.tensor([r.group for r in keep], dtype=torch.int64),
-    )
+    iteration: int
+    episodes: list[Any]
+    metrics: dict[str, float] = field(default_factory=dict)
 
 
 class CodingLoopDriver(PoolSnapshots):
-    """Produces one coding ``IterationData`` per call, keeping the task pool in step with the checkpoints.
+    """The coding setting's iteration source: its stages, in order, keep the task pool in step with the checkpoints.
 
     Args:
         coder: samples ``G`` programs per task from the policy and runs them on the GT tests.
@@ -209,6 +129,11 @@ class CodingLoopDriver(PoolSnapshots):
         policy_band: inclusive pass-all-rate band of tasks whose programs train the policy (the authors: 0.2-0.8).
         sandbox: shared by every task (a default ``Sandbox()`` when ``None``).
         max_workers: concurrent sandbox processes.
+        integrator: the policy's advantages from the GT pass fractions (default ``PassFractionIntegrator()``, the
+            authors' per-task z-score); one that needs judge votes is refused (coding's judge writes tests).
+
+    Raises:
+        ValueError: a bad count or band, or an integrator that needs votes.
     """
 
     def __init__(
@@ -225,12 +150,19 @@ class CodingLoopDriver(PoolSnapshots):
         policy_band: tuple[float, float] = (0.2, 0.8),
         sandbox: Sandbox | None = None,
         max_workers: int = 2,
+        integrator: Integrator | None = None,
     ) -> None:
         if tasks_per_iteration < 1:
             raise ValueError(f"tasks_per_iteration: expected >= 1, got {tasks_per_iteration}")
         low, high = policy_band
         if not 0.0 <= low <= high <= 1.0:
             raise ValueError(f"policy_band: expected 0 <= low <= high <= 1, got {policy_band}")
+        integrator = integrator if integrator is not None else PassFractionIntegrator()
+        if integrator.needs_votes:
+            raise ValueError(
+                f"integrator: {type(integrator).__name__} needs judge votes, and the coding judge writes unit tests "
+                "instead; use rewards.pass_fraction.PassFractionIntegrator"
+            )
         self.coder = coder
         self.test_writer = test_writer
         self.pool = pool
@@ -242,66 +174,73 @@ class CodingLoopDriver(PoolSnapshots):
         self.policy_band = policy_band
         self.sandbox = sandbox or Sandbox()
         self.max_workers = max_workers
+        self.integrator = integrator
 
     def __call__(self, iteration: int) -> IterationData:
-        """Sample programs and tests, score them, build the policy and judge rows; update the pool."""
+        """The four stages in the loop's order (until the loop calls them itself)."""
+        rollouts = self.judge(self.collect(iteration))
+        data = self.rows(rollouts)
+        data.metrics.update(self.adapt(rollouts))
+        return data
+
+    def collect(self, iteration: int, /) -> Rollouts:
+        """This rank's tasks and their ``G`` programs each (GT tests run); none where the rank has no task group."""
         specs = self.tasks_for(iteration)
         mine = self.my_groups(len(specs))
         if not mine:  # more ranks than task groups: nothing to sample; still in the pool sync and the update
-            data = empty_iteration(iteration)
-            data.metrics.update(self._adapt({}, [], iteration))
-            return data
+            return Rollouts(iteration, [])
         tasks = [coding_task_from_spec(specs[g], self.sandbox) for g in mine]
         samples = self.coder.collect(tasks, seed=derive_seed(self.seed, iteration))
-        tests = (
-            self.test_writer.collect(tasks, seed=derive_seed(self.seed, iteration, "judge"))
-            if self.test_writer is not None
-            else []
+        return Rollouts(
+            iteration,
+            [
+                TaskRollouts(specs[g], g, task, tuple(s for s in samples if s.group_id == k))
+                for k, (g, task) in enumerate(zip(mine, tasks))
+            ],
         )
-        scored = self._score([specs[g] for g in mine], mine, tasks, samples, tests)
-        policy = _training_rows(scored.policy, self.pad_id)
-        drop_zero = self.judge_targets is None or self.judge_targets.drop_zero_rows
-        judge = _training_rows(scored.judge, self.pad_id, drop_zero=drop_zero)
-        metrics = _metrics(scored, samples, tests, policy, judge)
-        metrics.update(self._adapt(scored.rates, scored.feedback, iteration))
-        return IterationData(iteration=iteration, policy=policy, judge=judge, metrics=metrics)
 
-    def _score(
-        self,
-        specs: Sequence[TaskSpec],
-        groups: Sequence[int],
-        tasks: Sequence[CodingTask],
-        samples: Sequence[CodeSample],
-        tests: Sequence[GeneratedTest],
-    ) -> _Scored:
-        """Score each task (sandboxed runs, rewards) and turn its programs and tests into rows."""
-        cells = {id(s): b for b, s in enumerate(samples)}  # one single-step rollout per program, collection order
-        out = _Scored()
-        for k, (spec, g, task) in enumerate(zip(specs, groups, tasks)):
-            progs = [s for s in samples if s.group_id == k]
-            unit = [t for t in tests if t.group_id == k]
-            res = score_task(
-                task, progs, unit, max_workers=self.max_workers, targets=self.judge_targets
-            )
-            out.counts = out.counts + res.counts
-            out.rates[spec.task_id] = res.pass_all_rate
+    def judge(self, rollouts: Rollouts, /) -> Rollouts:
+        """The judge's ``K`` unit tests per task, run on the task's programs in the sandbox; unchanged without one."""
+        if self.test_writer is None or not rollouts.episodes:
+            return rollouts
+        tasks: list[TaskRollouts] = rollouts.episodes
+        tests = self.test_writer.collect(
+            [t.task for t in tasks], seed=derive_seed(self.seed, rollouts.iteration, "judge")
+        )
+        judged = []
+        for k, t in enumerate(tasks):
+            unit = tuple(x for x in tests if x.group_id == k)
+            programs = [s.program for s in t.programs]
+            gen_pass = generated_test_pass_matrix(t.task, programs, unit, max_workers=self.max_workers)
+            judged.append(dataclasses.replace(t, tests=unit, gen_pass=gen_pass))
+        return Rollouts(rollouts.iteration, judged, dict(rollouts.metrics))
+
+    def rows(self, rollouts: Rollouts, /) -> IterationData:
+        """Score the judged rollouts and build both models' rows (``coding_rows``); no row on a rank without tasks."""
+        if not rollouts.episodes:
+            return empty_iteration(rollouts.iteration)
+        data = coding_rows(
+            rollouts.episodes,
+            iteration=rollouts.iteration,
+            pad_id=self.pad_id,
+            integrator=self.integrator,
+            judge_targets=self.judge_targets,
+            policy_band=self.policy_band,
+        )
+        data.metrics.update(rollouts.metrics)
+        return data
+
+    def adapt(self, rollouts: Rollouts, /) -> dict[str, float]:
+        """Pass-all rates and critic feedback to the pool (every rank: collective), adaptation on the writer rank."""
+        rates: dict[str, float] = {}
+        feedback: list[TaskFeedback] = []
+        for t in rollouts.episodes:
+            res = task_result(t, self.judge_targets)
+            rates[t.spec.task_id] = res.pass_all_rate
             valid_cols = res.parsed.nonzero().squeeze(1)
-            out.feedback.append(
-                coding_feedback(
-                    spec.task_id, task.problem.prompt[:200], res.gt_pass.tolist(), res.gen_pass[:, valid_cols].tolist()
-                )
-            )
-            out.outcome.extend(1.0 if bool(row.all()) else -1.0 for row in res.gt_pass)
-            if self.policy_band[0] <= res.pass_all_rate <= self.policy_band[1]:
-                out.in_band += 1
-                out.policy.extend(
-                    _Row(s, (cells[id(s)], 0, -1), a, g) for s, a in zip(progs, res.policy_advantages.tolist())
-                )
-            if self.judge_targets is not None and res.test_advantages is not None:
-                out.judged += 1
-                test_adv = res.test_advantages.tolist()
-                out.judge.extend(_Row(t, (g, 0, j), a, g) for j, (t, a) in enumerate(zip(unit, test_adv)))
-        return out
+            gen = res.gen_pass[:, valid_cols].tolist()
+            feedback.append(coding_feedback(t.spec.task_id, t.task.problem.prompt[:200], res.gt_pass.tolist(), gen))
+        return self._adapt(rates, feedback, rollouts.iteration)
 
     def _adapt(self, rates: dict[str, float], feedback: list[TaskFeedback], iteration: int) -> dict[str, float]:
         adaptation = self.adaptation
@@ -318,35 +257,3 @@ class CodingLoopDriver(PoolSnapshots):
             )
 
         return self._sync_pool(rates, feedback, iteration, adaptation, plan if adaptation is not None else None)
-
-
-def _metrics(
-    scored: _Scored,
-    samples: Sequence[CodeSample],
-    tests: Sequence[GeneratedTest],
-    policy: TrainingRows | None,
-    judge: TrainingRows | None,
-) -> dict[str, float]:
-    """The iteration's scalars: pass rates, band survival, rows, unit-test format and UT / Detect counts."""
-    outcome, rates, counts = scored.outcome, scored.rates, scored.counts
-    num_tests = len(tests)
-    return {
-        "rollouts": float(len(samples)),
-        "success_rate": sum(o > 0 for o in outcome) / max(1, len(outcome)),
-        "pass_rate": sum(o > 0 for o in outcome) / max(1, len(outcome)),
-        "mean_task_success": sum(rates.values()) / max(1, len(rates)),
-        "gt_pass_fraction": sum(s.pass_fraction for s in samples) / max(1, len(samples)),
-        "program_extract_failure_rate": sum(s.program is None for s in samples) / max(1, len(samples)),
-        "policy_tasks_in_band": float(scored.in_band),
-        "policy_rows": float(0 if policy is None else policy.num_rows),
-        "judge_tasks": float(scored.judged),
-        "judge_rows": float(0 if judge is None else judge.num_rows),
-        "unit_tests": float(num_tests),
-        "test_format_failure_rate": sum(t.test is None for t in tests) / max(1, num_tests),
-        "ut": counts.ut_accuracy,
-        "ut_correct": float(counts.ut_correct),
-        "ut_total": float(counts.ut_total),
-        "detect": counts.detect_rate,
-        "detect_correct": float(counts.detect_correct),
-        "detect_total": float(counts.detect_total),
-    }

@@ -1,9 +1,17 @@
 """One iteration's rollouts -> the rows the policy and the judge train on (wiring of the primitives, no new maths).
 
 episodes --RolloutBatch.from_episodes--> step grid + policy rows + judge rows (built once, joined by their cells)
-    --StepReward--> R = O + lam * mean(votes) (B, S), computed once, shared by both models:
-    --integrator(grid, R)--> advantages (B, S) --policy band, != 0--> policy rows
-    --judge targets (e.g. rewards.ConsistencyTargets(grid, R))--> targets (B, S, M) --judge band, != 0--> judge rows
+    --scorer--> step reward R (B, S), computed once, shared by both models
+    --build_rows: integrator(grid, R) --> advantages (B, S) --policy band, != 0--> policy rows
+                  judge targets (B, S, M) --judge keep, != 0--> judge rows
+
+The seam between a setting and this row builder is the *step-reward seam*: a ``RolloutBatch``, the ``(B, S)`` step
+reward its scorer gives, and the judge's ``(B, S, M)`` targets with the tasks they keep (``JudgeTargets``).
+``build_iteration`` is the agent settings' scorer on it (``R = O + lam * mean(votes)`` from ``StepReward``, the
+consistency targets of ``rewards.ConsistencyTargets``, the judge band); the coding driver
+(``loop/coding_driver.py``) brings the GT pass fraction of each single-step program and the unit tests' targets
+(``rewards.UnitTestTargets``). Both go through ``build_rows``, so both models' rows of every setting are selected by
+the same code.
 
 Both row sets leave here with their final advantages: the module trains both models with the same objective
 signature ``loss(logprobs, old_logprobs, advantages, mask)`` and never recomputes a reward.
@@ -15,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
+from torch import Tensor
 
 from rlanything_core.advantages.filters import JUDGE_BAND, POLICY_BAND, TaskBandFilter
 from rlanything_core.advantages.functional import group_success_rate
@@ -24,7 +33,7 @@ from rlanything_core.collect.rollout_batch import RolloutBatch, TrainingRows
 from rlanything_core.records import Episode
 from rlanything_core.rewards.targets import ConsistencyTargets
 
-__all__ = ["IterationData", "TrainingRows", "build_iteration", "empty_iteration"]
+__all__ = ["IterationData", "JudgeTargets", "TrainingRows", "build_iteration", "build_rows", "empty_iteration"]
 
 
 @dataclass
@@ -81,12 +90,61 @@ def build_iteration(
     """
     batch = RolloutBatch.from_episodes(episodes, pad_id=pad_id, num_votes=num_votes)
     steps = batch.steps
+    reward = (step_reward if step_reward is not None else StepReward())(steps) if steps.has_votes else None
+    judge: JudgeTargets | None = None
+    judge_metrics: dict[str, float] = {}
+    if judge_targets is not None and reward is not None:
+        judge = _consistency(batch, reward, judge_targets, band=judge_band, metrics=judge_metrics)
+    data = build_rows(batch, iteration=iteration, integrator=integrator, step_reward=reward, policy_band=policy_band,
+                      judge=judge)  # fmt: skip
+    data.metrics.update(judge_metrics)
+    return data
+
+
+@dataclass(frozen=True)
+class JudgeTargets:
+    """The judge's side of the step-reward seam: its final targets on the vote grid and the tasks that train it.
+
+    Attributes:
+        targets: ``(B, S, M)`` floating, the judge rows' advantages (0 outside the requested cells).
+        keep: ``(B,)`` bool, the rollouts whose judge rows may train (the judge band; coding: tasks with a reference).
+        drop_zero: leave out rows whose target is exactly 0 (the targets' ``drop_zero_rows``).
+    """
+
+    targets: Tensor
+    keep: Tensor
+    drop_zero: bool = True
+
+
+def build_rows(
+    batch: RolloutBatch,
+    *,
+    iteration: int,
+    integrator: Integrator,
+    step_reward: Tensor | None,
+    policy_band: tuple[float, float] = POLICY_BAND,
+    judge: JudgeTargets | None = None,
+) -> IterationData:
+    """The one row builder of every setting: the policy's advantages from ``integrator``, both models' rows.
+
+    Args:
+        batch: the iteration's rollouts (``RolloutBatch``; its ``steps.outcome`` decides the task bands).
+        iteration: iteration number.
+        integrator: ``(grid, R) -> (B, S)`` advantages of the policy.
+        step_reward: the scorer's ``(B, S)`` step reward ``R`` (agent: ``StepReward``; coding: the GT pass
+            fraction), or ``None`` where there is none (an outcome-only arm without votes).
+        policy_band: inclusive success-rate band of tasks whose steps train the policy.
+        judge: the judge's targets and kept rollouts, or ``None``: no judge rows.
+
+    Raises:
+        ValueError: the integrator needs votes (``needs_votes``) and the batch carries none, or a bad column.
+    """
+    steps = batch.steps
     if integrator.needs_votes and not steps.has_votes:
         raise ValueError(
             f"integrator: {type(integrator).__name__} needs judge votes (needs_votes), got episodes without votes"
         )
-    reward = (step_reward if step_reward is not None else StepReward())(steps) if steps.has_votes else None
-    batch = batch.with_columns(step_reward=reward, advantages=integrator(steps, reward))
+    batch = batch.with_columns(step_reward=step_reward, advantages=integrator(steps, step_reward))
     success = group_success_rate(steps.outcome, steps.group_index)
     metrics: dict[str, float] = {
         "rollouts": float(steps.num_rollouts),
@@ -97,11 +155,14 @@ def build_iteration(
     policy = batch.policy_training_rows(policy_keep)  # the authors drop zero-advantage samples: no signal, all cost
     metrics["policy_rows"] = float(0 if policy is None else policy.num_rows)
     metrics["policy_tasks_in_band"] = float(torch.unique(steps.group_index[policy_keep]).numel())
-    judge = None
-    if judge_targets is not None and reward is not None:
-        judge = _judge_rows(batch, reward, judge_targets, band=judge_band, metrics=metrics)
+    judge_rows = None
+    if judge is not None:
+        judge_rows = batch.with_columns(judge_targets=judge.targets).judge_training_rows(
+            judge.keep, drop_zero=judge.drop_zero
+        )
+        metrics["judge_rows"] = float(0 if judge_rows is None else judge_rows.num_rows)
     metrics["mean_task_success"] = float(success.mean()) if success.numel() else 0.0
-    return IterationData(iteration=iteration, policy=policy, judge=judge, metrics=metrics)
+    return IterationData(iteration=iteration, policy=policy, judge=judge_rows, metrics=metrics)
 
 
 def empty_iteration(iteration: int) -> IterationData:
@@ -109,24 +170,21 @@ def empty_iteration(iteration: int) -> IterationData:
     return IterationData(iteration=iteration, policy=None, judge=None, metrics={"rollouts": 0.0, "steps": 0.0})
 
 
-def _judge_rows(
+def _consistency(
     batch: RolloutBatch,
     step_reward: torch.Tensor,
     targets: ConsistencyTargets,
     *,
     band: tuple[float, float],
     metrics: dict[str, float],
-) -> TrainingRows | None:
-    """One row per requested vote of a task in ``band`` (whose standardized consistency target is non-zero)."""
+) -> JudgeTargets:
+    """The agent judge's side of the seam: standardized consistency targets of the tasks in ``band``; their metrics."""
     steps = batch.steps
     assert steps.vote_mask is not None and steps.vote_valid is not None
     raw, standardized = targets(steps, step_reward)
-    batch = batch.with_columns(judge_targets=standardized)
-    judge = batch.judge_training_rows(TaskBandFilter(band=band)(steps), drop_zero=targets.drop_zero_rows)
-    metrics["judge_rows"] = float(0 if judge is None else judge.num_rows)
     vm, vv = steps.vote_mask, steps.vote_valid
     metrics["judge_format_failure_rate"] = float((vm & ~vv).sum()) / max(1, int(vm.sum()))
     batch_metrics = targets.metrics(steps, raw)
     metrics["judge_target_mean"] = float(batch_metrics["target_mean"])
     metrics["judge_vote_agreement"] = float(batch_metrics["vote_agreement"])
-    return judge
+    return JudgeTargets(standardized, TaskBandFilter(band=band)(steps), drop_zero=targets.drop_zero_rows)

@@ -1,6 +1,7 @@
 """Rewards for the reward model: consistency feedback for judges, unit-test rewards for the coding setting."""
 
 from rlanything_core.rewards.consistency import consistency_targets, standardize_votes, vote_agreement
+from rlanything_core.rewards.pass_fraction import PassFractionIntegrator
 from rlanything_core.rewards.targets import ConsistencyTargets, UnitTestTargets
 
 # --- unit-test rewards (rewards/unit_tests.py, another engineer): add its imports here and its names to __all__ ---
@@ -15,6 +16,7 @@ from rlanything_core.rewards.unit_tests import (
 
 __all__ = [
     "ConsistencyTargets",
+    "PassFractionIntegrator",
     "UnitTestTargets",
     "consistency_targets",
     "standardize_votes",
