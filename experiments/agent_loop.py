@@ -136,7 +136,8 @@ def config_key(cfg: DictConfig, param: str) -> str:
     node = OmegaConf.select(cfg, ENVIRONMENT)
     if not isinstance(node, DictConfig) or head not in node:
         return param
-    raw = str(OmegaConf.to_container(node, resolve=False)[head])
+    values = OmegaConf.to_container(node, resolve=False)  # the yaml's text: "${setting.data_root}"
+    raw = str(values[head]) if isinstance(values, dict) else ""
     found = re.fullmatch(r"\$\{(?:oc\.select:)?([\w.]+)(?:,[^}]*)?\}", raw)
     key = found.group(1) if found else f"{ENVIRONMENT}.{head}"
     return f"{key}.{rest}" if rest else key
