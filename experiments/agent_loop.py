@@ -35,7 +35,7 @@ from rlanything_core.loop.driver import AgentLoopDriver
 from rlanything_core.loop.evaluation import AgentEvaluator
 from rlanything_core.loop.sharded_evaluation import sharded_evaluator
 from rlanything_core.seeding import derive_seed
-from rlanything_core.settings import AgentTasks, SettingError
+from rlanything_core.settings import AgentTasks, Runner, SettingError
 
 __all__ = [
     "agent_loop",
@@ -55,6 +55,7 @@ ENVIRONMENT = "setting.parts.environment"
 def agent_setting(
     environment: AgentTasks,
     rewriter: str,
+    rewriters: str = "rewriters",
     agent_prompts: Callable[..., Any] = agent_messages,
     judge_prompts: Callable[..., Any] = judge_messages,
     backends: Sequence[str] = BACKENDS,
@@ -65,6 +66,7 @@ def agent_setting(
         environment: the setting's own parts (roots, splits, environment factories, step oracle, checks).
         rewriter: the node of ``rewriters`` that rewrites its tasks (``setting.rewriter`` where the setting has a
             choice).
+        rewriters: the config key of the rewriter nodes (``rewriters`` of ``train.yaml``, or the setting's own).
         agent_prompts: the policy's prompt builder.
         judge_prompts: the judge's prompt builder.
         backends: the rollout backends it runs on.
@@ -77,11 +79,11 @@ def agent_setting(
         raise ConfigError(ENVIRONMENT, f"built a {kind}, not an AgentTasks", "name a class of rlanything_core.settings")
     return Setting(
         tasks=partial(agent_tasks, environment=environment),
-        rewriter=partial(agent_rewriter, name=rewriter),
+        rewriter=partial(agent_rewriter, name=rewriter, group=rewriters),
         loop=agent_loop,
         agent_prompts=agent_prompts,
         judge_prompts=judge_prompts,
-        validate=partial(check_environment, environment=environment),
+        validate=partial(check_environment, environment=environment, rewriter=rewriter, group=rewriters),
         backends=tuple(backends),
         environment=environment,
     )
@@ -89,43 +91,78 @@ def agent_setting(
 
 def agent_tasks(cfg: DictConfig, environment: AgentTasks) -> Tasks:
     """``environment``'s roots and splits, its environments of ``setting.max_steps`` (training) and
-    ``setting.eval_max_steps`` (evaluation) actions in :func:`worker_runner`."""
+    ``setting.eval_max_steps`` (evaluation) actions, run as its ``runner`` says."""
+    runner, eval_runner = _runners(cfg, environment)
     return Tasks(
         roots=environment.roots(),
         splits=environment.splits(),
-        runner=worker_runner(cfg, environment.env_factory(int(cfg.setting.max_steps))),
-        eval_runner=worker_runner(cfg, environment.env_factory(int(cfg.setting.eval_max_steps))),
+        runner=runner,
+        eval_runner=eval_runner,
         to_env_task=environment.to_env_task,
         oracle=environment.step_oracle(),
     )
 
 
-def agent_rewriter(cfg: DictConfig, run_dir: Path, judge_backend: Any, roots: list[TaskSpec], *, name: str) -> Any:
-    """``rewriters[name]``, given what its parameters ask of the run: ``chat_model`` (the judge's LM), ``out_dir``
-    (the run's ``candidates/`` folder). ``roots`` are the pool's (the agent rewriters read a task, not the pool).
+def _runners(cfg: DictConfig, environment: AgentTasks) -> tuple[Any, Any]:
+    """``(training runner, evaluation runner)`` of ``environment`` (:class:`~rlanything_core.settings.Runner`)."""
+    steps, eval_steps = int(cfg.setting.max_steps), int(cfg.setting.eval_max_steps)
+    if environment.runner is Runner.BROWSERS:  # one pool, its browsers shared: each collector stops at its own limit
+        factory = environment.env_factory(max(steps, eval_steps))
+        pool = shared_env_pool(factory, max(1, int(cfg.setting.env_workers)), kind="browser")
+        return pool, pool
+    if environment.runner is Runner.IN_PROCESS:
+        return SequentialRunner(environment.env_factory(steps)), SequentialRunner(environment.env_factory(eval_steps))
+    return worker_runner(cfg, environment.env_factory(steps)), worker_runner(cfg, environment.env_factory(eval_steps))
+
+
+def agent_rewriter(
+    cfg: DictConfig, run_dir: Path, judge_backend: Any, roots: list[TaskSpec], *, name: str, group: str = "rewriters"
+) -> Any:
+    """``<group>[name]``, given what its parameters ask of the run: ``chat_model`` (the judge's LM), ``out_dir`` (the
+    run's ``candidates/`` folder). ``roots`` are the pool's (the agent rewriters read a task, not the pool).
 
     Raises:
         ConfigError: the rewriter needs the judge's LM, and the arm has no judge.
     """
-    node = components.variant(cfg, "rewriters", name, "setting.rewriter")
-    params = inspect.signature(instantiate(node, _partial_=True)).parameters
+    node = components.variant(cfg, group, name, "setting.rewriter")
+    params = _rewriter_parameters(node)
     runtime: dict[str, Any] = {}
     if "chat_model" in params:
         if judge_backend is None:
-            raise ConfigError("setting.rewriter", f"the {name!r} rewriter uses the judge's model",
-                              "set setting.rewriter=rules")  # fmt: skip
+            raise _needs_judge(name)
         runtime["chat_model"] = BackendChatModel(judge_backend)
     if "out_dir" in params:
         runtime["out_dir"] = run_dir / "candidates"
-    return components.rewriter(cfg, name, **runtime)
+    return components.rewriter(cfg, name, group=group, **runtime)
 
 
-def check_environment(cfg: DictConfig, environment: AgentTasks) -> None:
-    """Run ``environment``'s checks; a :class:`SettingError` becomes a ``ConfigError`` naming the config key."""
+def _rewriter_parameters(node: DictConfig) -> frozenset[str]:
+    """The parameters a rewriter node's target still awaits (what the run must give it)."""
+    return frozenset(inspect.signature(instantiate(node, _partial_=True)).parameters)
+
+
+def _needs_judge(name: str) -> ConfigError:
+    """The error of a rewriter that proposes with the judge's LM, in a run without a judge."""
+    fix = "set setting.rewriter=rules"
+    return ConfigError("setting.rewriter", f"the {name!r} rewriter uses the judge's model", fix)
+
+
+def check_environment(
+    cfg: DictConfig, environment: AgentTasks, rewriter: str = "rules", group: str = "rewriters"
+) -> None:
+    """Check an agent setting before any work: its own checks (a :class:`SettingError` becomes a ``ConfigError``
+    naming the config key), its rewriter (known; with the judge's LM where it needs one), its runner's workers."""
     try:
         environment.check()
     except SettingError as err:
         raise ConfigError(config_key(cfg, err.param), err.problem, err.fix) from err
+    node = components.variant(cfg, group, rewriter, "setting.rewriter")
+    adapts_without_judge = bool(cfg.arm.adapt_environment) and not bool(cfg.arm.use_judge)
+    if adapts_without_judge and "chat_model" in _rewriter_parameters(node):
+        raise _needs_judge(rewriter)
+    if environment.runner is Runner.IN_PROCESS and int(cfg.setting.env_workers) != 1:
+        raise ConfigError("setting.env_workers", f"{cfg.setting.name} episodes share what runs in this process",
+                          "set it to 1")  # fmt: skip
 
 
 def config_key(cfg: DictConfig, param: str) -> str:

@@ -105,9 +105,9 @@ def optimizers(cfg: DictConfig) -> tuple[Any, Any]:
     return instantiate(cfg.optim.policy_optimizer), instantiate(cfg.optim.judge_optimizer)
 
 
-def rewriter(cfg: DictConfig, name: str, **runtime: Any) -> Any:
-    """The task rewriter ``rewriters[name]``, given the run-time arguments ``runtime`` (a chat model, a folder)."""
-    node = variant(cfg, "rewriters", name, "setting.rewriter")
+def rewriter(cfg: DictConfig, name: str, *, group: str = "rewriters", **runtime: Any) -> Any:
+    """The task rewriter ``<group>[name]``, given the run-time arguments ``runtime`` (a chat model, a folder)."""
+    node = variant(cfg, group, name, "setting.rewriter")
     # a partial, then the objects: Hydra would merge keyword objects into the config (a dataclass chat model becomes a
     # structured config, and its annotations fail to resolve)
     return instantiate(node, _partial_=True)(**runtime)

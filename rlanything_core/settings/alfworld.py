@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.envs.alfworld.data import AlfworldGame, list_games, resolve_data_root
@@ -21,7 +21,7 @@ from rlanything_core.envs.alfworld.env import AlfworldEnvFactory
 from rlanything_core.envs.alfworld.oracle import StepLabel, label_trajectory
 from rlanything_core.envs.alfworld.sampling import stratified_sample
 from rlanything_core.loop.evaluation import EvalSplit
-from rlanything_core.settings.protocol import SettingError, StepOracle
+from rlanything_core.settings.protocol import Runner, SettingError, StepOracle
 
 __all__ = ["AlfworldTasks", "alfworld_env_task", "alfworld_oracle", "game_id", "training_pool_summary"]
 
@@ -41,6 +41,8 @@ class AlfworldTasks:
         eval_games: games per evaluation split (``None``: the whole split).
         eval_sample_seed: which evaluation games the stratified draw takes (the same for every arm and seed).
     """
+
+    runner: ClassVar[Runner] = Runner.WORKERS
 
     data_root: str | None = None
     train_split: str = "valid_train"

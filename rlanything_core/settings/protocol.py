@@ -9,15 +9,29 @@ puts the factories in worker processes and reads the step limits; the setting ho
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from enum import Enum
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.loop.evaluation import EvalSplit
 
-__all__ = ["AgentTasks", "SettingError", "StepOracle"]
+__all__ = ["AgentTasks", "Runner", "SettingError", "StepOracle"]
 
 StepOracle = Callable[[Any, list[str]], list[int]]
 """``oracle(environment task, actions) -> [+1 progress / -1 otherwise]`` per action."""
+
+
+class Runner(Enum):
+    """How the wiring plays a setting's environments (``experiments/agent_loop.py``)."""
+
+    WORKERS = "workers"
+    """``setting.env_workers`` worker processes (1: in this process), one pool per step limit."""
+    BROWSERS = "browsers"
+    """Worker processes owning browsers: one pool for training and evaluation, at the larger step limit (each
+    collector stops its episodes at its own)."""
+    IN_PROCESS = "in_process"
+    """In this process, an episode at a time (``setting.env_workers`` must be 1): the environments share what the
+    setting holds (the desktop's displays)."""
 
 
 class SettingError(ValueError):
@@ -38,7 +52,12 @@ class SettingError(ValueError):
 
 @runtime_checkable
 class AgentTasks(Protocol):
-    """The parts of an agent setting (ALFWorld, TextWorld): built from plain values, read by the agent loop."""
+    """The parts of an agent setting (ALFWorld, TextWorld, MiniWoB++, desktop), read by the agent loop.
+
+    Built from plain values (paths, sizes, seeds); :attr:`runner` says how its environments run.
+    """
+
+    runner: ClassVar[Runner]
 
     def check(self) -> None:
         """Refuse values that cannot work (missing data, empty splits) before any work.

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.envs.textworld_games import TextWorldChallenge, TextWorldEnvFactory, TextWorldSpec
 from rlanything_core.loop.evaluation import EvalSplit
-from rlanything_core.settings.protocol import SettingError
+from rlanything_core.settings.protocol import Runner, SettingError
 
 __all__ = ["EVAL_SEED_BASE", "TextWorldTasks", "textworld_env_task", "textworld_spec"]
 
@@ -37,6 +37,8 @@ class TextWorldTasks:
         cache_dir: where generated games are kept (``None``: ``$RLANYTHING_CACHE/textworld`` or
             ``~/.cache/rlanything/textworld``).
     """
+
+    runner: ClassVar[Runner] = Runner.WORKERS
 
     nb_objects: int = 4
     train_rooms: Sequence[int] = (1, 2)
