@@ -45,7 +45,6 @@ __all__ = [
     "check_environment",
     "evaluation_episode_seed",
     "loop_driver",
-    "worker_runner",
 ]
 
 ENVIRONMENT = "setting.parts.environment"
@@ -112,7 +111,7 @@ def _runners(cfg: DictConfig, environment: AgentTasks) -> tuple[Any, Any]:
         return pool, pool
     if environment.runner is Runner.IN_PROCESS:
         return SequentialRunner(environment.env_factory(steps)), SequentialRunner(environment.env_factory(eval_steps))
-    return worker_runner(cfg, environment.env_factory(steps)), worker_runner(cfg, environment.env_factory(eval_steps))
+    return _workers(cfg, environment.env_factory(steps)), _workers(cfg, environment.env_factory(eval_steps))
 
 
 def agent_rewriter(
@@ -180,7 +179,7 @@ def config_key(cfg: DictConfig, param: str) -> str:
     return f"{key}.{rest}" if rest else key
 
 
-def worker_runner(cfg: DictConfig, factory: Any) -> Any:
+def _workers(cfg: DictConfig, factory: Any) -> Any:
     """``setting.env_workers`` worker processes over ``factory`` (shared by the runs of one process), or in-process."""
     workers = int(cfg.setting.env_workers)
     return shared_env_pool(factory, workers) if workers > 1 else SequentialRunner(factory)

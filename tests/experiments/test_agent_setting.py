@@ -87,3 +87,18 @@ def test_the_rewriter_gets_what_it_asks_of_the_run(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="unknown 'rulez'") as err:
         agent_rewriter(cfg, tmp_path, None, [], name="rulez")
     assert err.value.key == "setting.rewriter"
+
+
+def test_the_wiring_checks_the_rewriter_and_the_workers_before_any_work() -> None:
+    # an arm that adapts the environment without a judge: nothing can run the LM rewriter
+    cfg = _cfg("+setting=alfworld", "setting.rewriter=llm", "arm=outcome_only", "arm.adapt_environment=true")
+    with pytest.raises(ConfigError, match="'llm' rewriter uses the judge's model") as err:
+        validate(cfg)
+    assert err.value.key == "setting.rewriter"
+    validate(_cfg("+setting=alfworld", "setting.rewriter=llm", "arm=full"))  # with the judge: fine
+    with pytest.raises(ConfigError, match="unknown 'rulez'") as err:  # (ALFWorld's schema refuses it even sooner)
+        validate(_cfg("+setting=textworld", "setting.parts.rewriter=rulez"))
+    assert err.value.key == "setting.rewriter"
+    with pytest.raises(ConfigError, match="desktop episodes share what runs in this process") as err:
+        validate(_cfg("+setting=desktop", "setting.env_workers=2"))  # its displays live in this process
+    assert err.value.key == "setting.env_workers"
