@@ -1,31 +1,185 @@
-"""The agent loop of every agent setting (ALFWorld, TextWorld, MiniWoB++, desktop): its driver and its evaluator.
+"""The agent settings (ALFWorld, TextWorld, MiniWoB++, desktop) on the one builder: their parts, driver and evaluator.
 
-``agent_loop`` is the ``loop`` part the agent settings' yamls name (``experiments/setting.py``): the policy acts in
-the setting's environments (``Tasks.runner``), the judge votes on its steps, the pool's tasks are rewritten; the
-evaluator plays ``Tasks.splits`` on ``Tasks.eval_runner``, sharded over the ranks (a pass-through in one process).
+:func:`agent_setting` is what an agent setting's yaml names under ``setting.parts`` (``experiments/setting.py``): it
+turns the setting's own parts (``setting.parts.environment``, an ``AgentTasks`` of ``rlanything_core.settings``, built
+from plain values) into a :class:`~experiments.setting.Setting`: the environments in ``setting.env_workers`` worker
+processes, the rewriter ``rewriters[<name>]``, the setting's checks raising ``ConfigError`` with the config key.
+:func:`agent_loop` is the ``loop`` part: the policy acts in the setting's environments (``Tasks.runner``), the judge
+votes on its steps, the pool's tasks are rewritten; the evaluator plays ``Tasks.splits`` on ``Tasks.eval_runner``,
+sharded over the ranks (a pass-through in one process).
 """
 
 from __future__ import annotations
 
+import inspect
+import re
+from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
 
 from experiments import components
 from experiments.config_checks import band
+from experiments.config_error import ConfigError
 from experiments.env_pools import shared_env_pool
-from experiments.setting import LoopParts
+from experiments.setting import BACKENDS, LoopParts, Setting, Tasks
 from rlanything_core.collect.agent import AgentCollector, SequentialRunner
 from rlanything_core.collect.judge import JudgeCollector
+from rlanything_core.collect.prompts import agent_messages, judge_messages
+from rlanything_core.environment.llm import BackendChatModel
+from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.loop.driver import AgentLoopDriver
 from rlanything_core.loop.evaluation import AgentEvaluator
 from rlanything_core.loop.sharded_evaluation import sharded_evaluator
 from rlanything_core.seeding import derive_seed
+from rlanything_core.settings import AgentTasks, Runner, SettingError
 
-__all__ = ["agent_loop", "evaluation_episode_seed", "loop_driver", "worker_runner"]
+__all__ = [
+    "agent_loop",
+    "agent_rewriter",
+    "agent_setting",
+    "agent_tasks",
+    "check_environment",
+    "evaluation_episode_seed",
+    "loop_driver",
+]
+
+ENVIRONMENT = "setting.parts.environment"
+"""Where an agent setting's yaml puts its ``AgentTasks`` node (its values interpolate the setting's keys)."""
 
 
-def worker_runner(cfg: DictConfig, factory: Any) -> Any:
+def agent_setting(
+    environment: AgentTasks,
+    rewriter: str,
+    rewriters: str = "rewriters",
+    agent_prompts: Callable[..., Any] = agent_messages,
+    judge_prompts: Callable[..., Any] = judge_messages,
+    backends: Sequence[str] = BACKENDS,
+) -> Setting:
+    """The :class:`Setting` of an agent setting: ``environment``'s parts on the agent loop.
+
+    Args:
+        environment: the setting's own parts (roots, splits, environment factories, step oracle, checks).
+        rewriter: the node of ``rewriters`` that rewrites its tasks (``setting.rewriter`` where the setting has a
+            choice).
+        rewriters: the config key of the rewriter nodes (``rewriters`` of ``train.yaml``, or the setting's own).
+        agent_prompts: the policy's prompt builder.
+        judge_prompts: the judge's prompt builder.
+        backends: the rollout backends it runs on.
+
+    Raises:
+        ConfigError: ``environment`` is not an ``AgentTasks``.
+    """
+    if not isinstance(environment, AgentTasks):
+        kind = type(environment).__name__
+        raise ConfigError(ENVIRONMENT, f"built a {kind}, not an AgentTasks", "name a class of rlanything_core.settings")
+    return Setting(
+        tasks=partial(agent_tasks, environment=environment),
+        rewriter=partial(agent_rewriter, name=rewriter, group=rewriters),
+        loop=agent_loop,
+        agent_prompts=agent_prompts,
+        judge_prompts=judge_prompts,
+        validate=partial(check_environment, environment=environment, rewriter=rewriter, group=rewriters),
+        backends=tuple(backends),
+        environment=environment,
+    )
+
+
+def agent_tasks(cfg: DictConfig, environment: AgentTasks) -> Tasks:
+    """``environment``'s roots and splits, its environments of ``setting.max_steps`` (training) and
+    ``setting.eval_max_steps`` (evaluation) actions, run as its ``runner`` says."""
+    runner, eval_runner = _runners(cfg, environment)
+    return Tasks(
+        roots=environment.roots(),
+        splits=environment.splits(),
+        runner=runner,
+        eval_runner=eval_runner,
+        to_env_task=environment.to_env_task,
+        oracle=environment.step_oracle(),
+    )
+
+
+def _runners(cfg: DictConfig, environment: AgentTasks) -> tuple[Any, Any]:
+    """``(training runner, evaluation runner)`` of ``environment`` (:class:`~rlanything_core.settings.Runner`)."""
+    steps, eval_steps = int(cfg.setting.max_steps), int(cfg.setting.eval_max_steps)
+    if environment.runner is Runner.BROWSERS:  # one pool, its browsers shared: each collector stops at its own limit
+        factory = environment.env_factory(max(steps, eval_steps))
+        pool = shared_env_pool(factory, max(1, int(cfg.setting.env_workers)), kind="browser")
+        return pool, pool
+    if environment.runner is Runner.IN_PROCESS:
+        return SequentialRunner(environment.env_factory(steps)), SequentialRunner(environment.env_factory(eval_steps))
+    return _workers(cfg, environment.env_factory(steps)), _workers(cfg, environment.env_factory(eval_steps))
+
+
+def agent_rewriter(
+    cfg: DictConfig, run_dir: Path, judge_backend: Any, roots: list[TaskSpec], *, name: str, group: str = "rewriters"
+) -> Any:
+    """``<group>[name]``, given what its parameters ask of the run: ``chat_model`` (the judge's LM), ``out_dir`` (the
+    run's ``candidates/`` folder). ``roots`` are the pool's (the agent rewriters read a task, not the pool).
+
+    Raises:
+        ConfigError: the rewriter needs the judge's LM, and the arm has no judge.
+    """
+    node = components.variant(cfg, group, name, "setting.rewriter")
+    params = _rewriter_parameters(node)
+    runtime: dict[str, Any] = {}
+    if "chat_model" in params:
+        if judge_backend is None:
+            raise _needs_judge(name)
+        runtime["chat_model"] = BackendChatModel(judge_backend)
+    if "out_dir" in params:
+        runtime["out_dir"] = run_dir / "candidates"
+    return components.rewriter(cfg, name, group=group, **runtime)
+
+
+def _rewriter_parameters(node: DictConfig) -> frozenset[str]:
+    """The parameters a rewriter node's target still awaits (what the run must give it)."""
+    return frozenset(inspect.signature(instantiate(node, _partial_=True)).parameters)
+
+
+def _needs_judge(name: str) -> ConfigError:
+    """The error of a rewriter that proposes with the judge's LM, in a run without a judge."""
+    fix = "set setting.rewriter=rules"
+    return ConfigError("setting.rewriter", f"the {name!r} rewriter uses the judge's model", fix)
+
+
+def check_environment(
+    cfg: DictConfig, environment: AgentTasks, rewriter: str = "rules", group: str = "rewriters"
+) -> None:
+    """Check an agent setting before any work: its own checks (a :class:`SettingError` becomes a ``ConfigError``
+    naming the config key), its rewriter (known; with the judge's LM where it needs one), its runner's workers."""
+    try:
+        environment.check()
+    except SettingError as err:
+        raise ConfigError(config_key(cfg, err.param), err.problem, err.fix) from err
+    node = components.variant(cfg, group, rewriter, "setting.rewriter")
+    adapts_without_judge = bool(cfg.arm.adapt_environment) and not bool(cfg.arm.use_judge)
+    if adapts_without_judge and "chat_model" in _rewriter_parameters(node):
+        raise _needs_judge(rewriter)
+    if environment.runner is Runner.IN_PROCESS and int(cfg.setting.env_workers) != 1:
+        raise ConfigError("setting.env_workers", f"{cfg.setting.name} episodes share what runs in this process",
+                          "set it to 1")  # fmt: skip
+
+
+def config_key(cfg: DictConfig, param: str) -> str:
+    """The config key behind ``param`` of the environment node: ``data_root`` -> ``setting.data_root`` where the yaml
+    says ``data_root: ${setting.data_root}``; ``eval_splits.x`` -> ``setting.eval_splits.x``; anything that is no
+    parameter there (``ALFWORLD_DATA``, an environment variable) stays as it is."""
+    head, _, rest = param.partition(".")
+    node = OmegaConf.select(cfg, ENVIRONMENT)
+    if not isinstance(node, DictConfig) or head not in node:
+        return param
+    values = OmegaConf.to_container(node, resolve=False)  # the yaml's text: "${setting.data_root}"
+    raw = str(values[head]) if isinstance(values, dict) else ""
+    found = re.fullmatch(r"\$\{(?:oc\.select:)?([\w.]+)(?:,[^}]*)?\}", raw)
+    key = found.group(1) if found else f"{ENVIRONMENT}.{head}"
+    return f"{key}.{rest}" if rest else key
+
+
+def _workers(cfg: DictConfig, factory: Any) -> Any:
     """``setting.env_workers`` worker processes over ``factory`` (shared by the runs of one process), or in-process."""
     workers = int(cfg.setting.env_workers)
     return shared_env_pool(factory, workers) if workers > 1 else SequentialRunner(factory)

@@ -5,8 +5,9 @@ instantiates the ``_target_`` nodes) and handed to the library, which never read
 builder of every setting; what differs between settings is data, the :class:`~experiments.setting.Setting` that
 ``setting.parts`` names (its tasks, evaluation splits, runners, rewriter, prompts and loop).
 
-- ``setting``: the ``Setting`` and what its parts return; ``settings/<name>.py``: each setting's parts;
-- ``agent_loop``: the driver and evaluator of the agent settings (``settings/coding.py`` has the coding loop's);
+- ``setting``: the ``Setting`` and what its parts return; the agent settings' own parts live in the package
+  (``rlanything_core/settings/<name>.py``), coding's in ``settings/coding.py``;
+- ``agent_loop``: an agent setting's ``Setting``, driver and evaluator (``settings/coding.py``: the coding loop's);
 - ``backends``: models, rollout backends (transformers or vLLM), the run folder;
 - ``components``: losses, optimizers, integrators, selectors, vote samplers, rewriters, the task pool (Hydra-built);
 - ``trainer_setup``: the LightningModule, the strategy, the trainer; ``env_pools``: shared environment workers.

@@ -30,11 +30,12 @@ __all__ = [
     "step_reward",
     "task_pool",
     "unit_test_targets",
+    "variant",
     "vote_sampler",
 ]
 
 
-def _variant(cfg: DictConfig, group: str, name: str, key: str) -> DictConfig:
+def variant(cfg: DictConfig, group: str, name: str, key: str) -> DictConfig:
     """The ``group.name`` node (``key`` is the config key that chose ``name``, named in the error)."""
     node = OmegaConf.select(cfg, f"{group}.{name}")
     if node is None:
@@ -45,7 +46,7 @@ def _variant(cfg: DictConfig, group: str, name: str, key: str) -> DictConfig:
 
 def selector(cfg: DictConfig, temperature: float) -> Any:
     """The policy's action selector ``selectors[model.action_selection]``, sampling at ``temperature``."""
-    node = _variant(cfg, "selectors", str(cfg.model.action_selection), "model.action_selection")
+    node = variant(cfg, "selectors", str(cfg.model.action_selection), "model.action_selection")
     if "sampling" in node:  # a generating selector: the temperature belongs to its sampling parameters
         return instantiate(node, sampling={"temperature": temperature})
     return instantiate(node, temperature=temperature)
@@ -53,7 +54,7 @@ def selector(cfg: DictConfig, temperature: float) -> Any:
 
 def vote_sampler(cfg: DictConfig) -> Any:
     """The judge's vote sampler ``votes[model.judge_votes]``."""
-    return instantiate(_variant(cfg, "votes", str(cfg.model.judge_votes), "model.judge_votes"))
+    return instantiate(variant(cfg, "votes", str(cfg.model.judge_votes), "model.judge_votes"))
 
 
 def integrator(cfg: DictConfig) -> Any:
@@ -104,9 +105,9 @@ def optimizers(cfg: DictConfig) -> tuple[Any, Any]:
     return instantiate(cfg.optim.policy_optimizer), instantiate(cfg.optim.judge_optimizer)
 
 
-def rewriter(cfg: DictConfig, name: str, **runtime: Any) -> Any:
-    """The task rewriter ``rewriters[name]``, given the run-time arguments ``runtime`` (a chat model, a folder)."""
-    node = _variant(cfg, "rewriters", name, "setting.rewriter")
+def rewriter(cfg: DictConfig, name: str, *, group: str = "rewriters", **runtime: Any) -> Any:
+    """The task rewriter ``<group>[name]``, given the run-time arguments ``runtime`` (a chat model, a folder)."""
+    node = variant(cfg, group, name, "setting.rewriter")
     # a partial, then the objects: Hydra would merge keyword objects into the config (a dataclass chat model becomes a
     # structured config, and its annotations fail to resolve)
     return instantiate(node, _partial_=True)(**runtime)

@@ -1,8 +1,7 @@
 """A setting as data: what ``experiments/conf/setting/<name>.yaml`` names under ``setting.parts``, built by Hydra.
 
 Every setting (ALFWorld, TextWorld, coding, LiveBench, MiniWoB++, desktop) runs through the one builder of
-``builders.build``; a :class:`Setting` holds only what differs between them, each part a function the yaml names by
-``_target_`` (``_partial_: true``), living in ``experiments/settings/<name>.py``:
+``builders.build``; a :class:`Setting` holds only what differs between them, each part a function:
 
 - ``tasks(cfg) -> Tasks``: the pool's root tasks, the evaluation splits and what plays them (environment workers,
   or the coding sandbox), how a pool task becomes an environment's task, the step oracle where there is one;
@@ -11,10 +10,12 @@ Every setting (ALFWorld, TextWorld, coding, LiveBench, MiniWoB++, desktop) runs 
 - ``loop(parts) -> (driver, evaluator)``: the agent loop (``agent_loop.agent_loop``) or the coding loop;
 - ``agent_prompts`` / ``judge_prompts``: the prompt builders of the policy and the judge (default: the text ones);
 - ``validate(cfg)``: the setting's own config checks, run by ``config_checks.validate`` before any work;
-- ``backends``: the rollout backends it runs on; another ``backend.name`` is refused by name, never ignored.
+- ``backends``: the rollout backends it runs on; another ``backend.name`` is refused by name, never ignored;
+- ``environment``: an agent setting's own parts (an ``AgentTasks`` of ``rlanything_core.settings``), ``None`` else.
 
-Adding a setting: its environment module in the package, one yaml (with ``setting.parts``) and one
-``experiments/settings/<name>.py`` holding its ``tasks`` and ``rewriter`` (docs/settings/adding.md).
+An agent setting's yaml names ``experiments.agent_loop.agent_setting`` with its ``AgentTasks`` (built from plain
+values: paths, sizes, seeds), which makes every part above (docs/settings/adding.md); coding names its parts one by one
+(``experiments/settings/coding.py``).
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ class Setting:
     judge_prompts: Callable[..., Any] = judge_messages
     validate: Callable[[DictConfig], None] | None = None
     backends: tuple[str, ...] = BACKENDS
+    environment: Any = None  # an agent setting's AgentTasks (rlanything_core.settings), for its users
 
 
 @dataclass(frozen=True)
@@ -111,10 +113,14 @@ def load_setting(cfg: DictConfig) -> Setting:
         built = instantiate(node, _convert_="all")
     except InstantiationException as err:
         problem = " ".join(str(err).split())[:300]  # Hydra's message spans several lines
-        raise ConfigError("setting.parts", problem, "fix the parts (experiments/setting.py names them)") from None
+        raise ConfigError("setting.parts", problem, "fix the parts (docs/settings/adding.md names them)") from None
     if not isinstance(built, Setting):
         kind = type(built).__name__
-        raise ConfigError("setting.parts._target_", f"built a {kind}, not a Setting", "use experiments.setting.Setting")
+        raise ConfigError(
+            "setting.parts._target_",
+            f"built a {kind}, not a Setting",
+            "use experiments.agent_loop.agent_setting or experiments.setting.Setting",
+        )
     return built
 
 

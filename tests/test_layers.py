@@ -31,6 +31,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("environment adaptation", frozenset({"environment"})),
     ("collection", frozenset({"collect"})),
     ("loop", frozenset({"loop"})),
+    ("settings: each agent setting's parts", frozenset({"settings"})),
     ("training", frozenset({"training", "lightning"})),
     ("test helpers", frozenset({"testing"})),
 )

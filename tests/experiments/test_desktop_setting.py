@@ -20,11 +20,10 @@ def _cfg(*overrides: str):  # type: ignore[no-untyped-def]
 
 def test_desktop_smoke_config_builds_without_a_display(tmp_path: Path) -> None:
     from experiments.builders import build
-    from experiments.settings.desktop import desktop_env_task, desktop_roots
+    from rlanything_core.settings.desktop import desktop_env_task
 
     cfg = _cfg("+setting=desktop", "+profile=smoke", f"run_dir={tmp_path}")
-    validate(cfg)
-    roots = desktop_roots(cfg)
+    roots = validate(cfg).environment.roots()
     assert len(roots) == cfg.setting.train_games == 2 and all(r.kind == "desktop" for r in roots)
     task = desktop_env_task(roots[0])
     assert task.task_id == roots[0].task_id and task.instruction == roots[0].data["instruction"]

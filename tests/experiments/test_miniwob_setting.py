@@ -16,7 +16,9 @@ EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
 from experiments.config_checks import ConfigError, validate  # noqa: E402
-from experiments.settings.miniwob import miniwob_specs as miniwob_tasks  # noqa: E402
+from experiments.setting import load_setting  # noqa: E402
+from rlanything_core.environment.rewriters.protocol import TaskSpec  # noqa: E402
+from rlanything_core.envs.miniwob.tasks import MiniwobTaskSpec  # noqa: E402
 
 ARMS = sorted(p.stem for p in (EXPERIMENTS / "conf" / "arm").glob("*.yaml"))
 
@@ -24,6 +26,11 @@ ARMS = sorted(p.stem for p in (EXPERIMENTS / "conf" / "arm").glob("*.yaml"))
 def _cfg(*overrides: str):  # type: ignore[no-untyped-def]
     with initialize_config_dir(config_dir=str(EXPERIMENTS / "conf"), version_base="1.3"):
         return compose(config_name="train", overrides=["+setting=miniwob", *overrides])
+
+
+def miniwob_tasks(cfg) -> tuple[list[TaskSpec], dict[str, list[MiniwobTaskSpec]]]:  # type: ignore[no-untyped-def]
+    """The pool's roots and the split specs of ``cfg``'s MiniWoB++ setting (``rlanything_core/settings/miniwob.py``)."""
+    return load_setting(cfg).environment.specs()  # type: ignore[no-any-return]
 
 
 @pytest.fixture(autouse=True)

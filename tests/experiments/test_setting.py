@@ -75,13 +75,17 @@ def test_parts_that_build_no_setting_are_refused() -> None:
         load_setting(cfg)
     assert err.value.key == "setting.parts._target_" and "built a dict, not a Setting" in str(err.value)
     cfg = _cfg("+setting=textworld", "setting.parts._target_=experiments.setting.Tasks")  # another signature
-    with pytest.raises(ConfigError, match="unexpected keyword argument 'tasks'") as err:
+    with pytest.raises(ConfigError, match="unexpected keyword argument 'rewriter'") as err:
         load_setting(cfg)
     assert err.value.key == "setting.parts"
 
 
 def test_a_typo_in_the_parts_is_refused_naming_it() -> None:
     cfg = _cfg("+setting=textworld", "+setting.parts.rewritter=x")
-    with pytest.raises(ConfigError, match="not a parameter of experiments.setting.Setting") as err:
+    with pytest.raises(ConfigError, match="not a parameter of experiments.agent_loop.agent_setting") as err:
         validate(cfg)
     assert err.value.key == "setting.parts.rewritter"
+    cfg = _cfg("+setting=alfworld", "+setting.parts.environment.train_game=3")  # the setting's own parts too
+    with pytest.raises(ConfigError, match="not a parameter of rlanything_core.settings.alfworld.AlfworldTasks") as err:
+        validate(cfg)
+    assert err.value.key == "setting.parts.environment.train_game"

@@ -18,9 +18,10 @@ def _compose(*overrides: str):  # type: ignore[no-untyped-def]
 
 
 def test_the_default_pool_covers_the_six_task_types_in_proportion_and_no_evaluation_game() -> None:
-    from experiments.settings.alfworld import alfworld_games, game_id, training_pool_summary
+    from experiments.settings.alfworld import alfworld_games
     from rlanything_core.envs.alfworld.data import list_games
     from rlanything_core.envs.alfworld.sampling import proportional_allocation
+    from rlanything_core.settings.alfworld import game_id, training_pool_summary
 
     cfg = _compose()
     train, evals, root = alfworld_games(cfg)
@@ -42,7 +43,8 @@ def test_the_default_pool_covers_the_six_task_types_in_proportion_and_no_evaluat
 
 def test_a_pool_never_holds_an_evaluation_game_and_a_too_large_one_is_refused() -> None:
     from experiments.config_checks import ConfigError
-    from experiments.settings.alfworld import alfworld_games, game_id
+    from experiments.settings.alfworld import alfworld_games
+    from rlanything_core.settings.alfworld import game_id
 
     # training on valid_seen itself: the evaluated games are left out of the pool
     cfg = _compose("setting.train_split=valid_seen", "setting.train_games=null", "eval.games=64")

@@ -101,8 +101,16 @@ def _cfg(*overrides: str):  # type: ignore[no-untyped-def]
 def test_setting_trains_on_osworld_tasks_from_a_cache(tmp_path: Path) -> None:
     pytest.importorskip("hydra")
     from experiments.config_checks import ConfigError
-    from experiments.settings.desktop import desktop_env_task, desktop_roots
-    from experiments.settings.desktop import desktop_task_list as desktop_tasks
+    from experiments.setting import load_setting
+    from rlanything_core.settings.desktop import desktop_env_task
+
+    def desktop_tasks(cfg):  # type: ignore[no-untyped-def]
+        setting = load_setting(cfg)
+        setting.validate(cfg)  # type: ignore[misc]  # the setting's checks: a ConfigError naming the key
+        return setting.environment.task_list()
+
+    def desktop_roots(cfg):  # type: ignore[no-untyped-def]
+        return load_setting(cfg).environment.roots()
 
     cache = tmp_path / "cache"
     for task_id in task_ids("libreoffice_calc"):
