@@ -94,7 +94,7 @@ class ModelUpdate:
             raise ValueError(f"micro_batch_tokens: expected >= 1, got {micro_batch_tokens}")
         if not isinstance(loss, PolicyLoss):
             raise ValueError(
-                f"{name} loss: expected a PolicyLoss (the rows carry their final targets, built by the loop's "
+                f"{name}_loss: expected a PolicyLoss (the rows carry their final targets, built by the loop's "
                 f"judge targets), got {type(loss).__name__}"
             )
         self.name = name
