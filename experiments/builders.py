@@ -9,7 +9,8 @@ builder of every setting; what differs between settings is data, the :class:`~ex
 - ``agent_loop``: the driver and evaluator of the agent settings (``settings/coding.py`` has the coding loop's);
 - ``backends``: models, rollout backends (transformers or vLLM), the run folder;
 - ``components``: losses, optimizers, integrators, selectors, vote samplers, rewriters, the task pool (Hydra-built);
-- ``trainer_setup``: Fabric (strategy, precision, loggers), both models' updates, the loop; ``env_pools``: shared environment workers.
+- ``trainer_setup``: Fabric (strategy, precision, loggers), both models' updates, the loop;
+- ``env_pools``: shared environment workers.
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from experiments import components
 from experiments.memory_plan import checkpoint_every
-from rlanything_core.lightning.csv_logger import ResumableCSVLogger
 from rlanything_core.lightning import fabric_runtime
+from rlanything_core.lightning.csv_logger import ResumableCSVLogger
 from rlanything_core.lightning.fabric_runtime import FabricRuntime
 from rlanything_core.lightning.sharding import ShardingConfig
 from rlanything_core.loop.rlanything_loop import RLAnythingLoop

@@ -1,5 +1,7 @@
-"""The Lightning Fabric adapter of the RLAnything loop (the only package importing ``lightning``): devices,
-strategies, precision, checkpoint files and loggers behind ``loop.protocol.Runtime``."""
+"""The Lightning Fabric adapter of the RLAnything loop (the only package importing ``lightning``).
+
+Devices, strategies, precision, checkpoint files and loggers behind ``loop.protocol.Runtime``.
+"""
 
 from rlanything_core.lightning.checkpoint import atomic_save
 from rlanything_core.lightning.fabric_runtime import FabricRuntime

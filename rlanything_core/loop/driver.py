@@ -114,7 +114,8 @@ class AgentLoopDriver(PoolSnapshots):
         started = time.perf_counter()
         seed = derive_seed(self.seed, rollouts.iteration, "judge")
         episodes, jstats = self.judge_collector.judge(rollouts.episodes, seed=seed)
-        metrics = {**rollouts.metrics, "judge_votes": float(jstats.votes), "time/judge_s": time.perf_counter() - started}
+        metrics = {**rollouts.metrics, "judge_votes": float(jstats.votes)}
+        metrics["time/judge_s"] = time.perf_counter() - started
         return Rollouts(rollouts.iteration, list(episodes), metrics)
 
     def rows(self, rollouts: Rollouts, /) -> IterationData:

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import torch
@@ -211,10 +211,11 @@ class RLAnythingLoop:
 
         The models are set up exactly as for ``run`` (other ranks launched, FSDP2 shards, ranks that built the
         models on the meta device receive rank 0's weights, the runtime's device), so the evaluation sees what a
-        run's first evaluation would. ``{}`` without an evaluator.
+        run's first evaluation would. ``{}`` without an evaluator. Without gradients (nothing is trained).
         """
         self.setup()
-        return {} if self.evaluator is None else self._scores(self.evaluator)
+        with torch.no_grad():
+            return {} if self.evaluator is None else self._scores(self.evaluator)
 
     # ------------------------------------------------------------------------------------------------ the steps
     def setup(self) -> None:
