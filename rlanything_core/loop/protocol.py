@@ -16,7 +16,6 @@ and files, implemented over Lightning Fabric by ``lightning/fabric_runtime.py`` 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -32,7 +31,6 @@ __all__ = [
     "JudgeAccuracyEvaluator",
     "Rollouts",
     "Runtime",
-    "RolloutContext",
     "Update",
 ]
 
@@ -222,5 +220,3 @@ class Runtime(Protocol):
         """Write the loggers' buffered rows."""
         ...
 
-
-RolloutContext = Callable[[], AbstractContextManager[Any]]
