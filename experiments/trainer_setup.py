@@ -52,16 +52,18 @@ def make_loop(
     runtime = FabricRuntime(make_fabric(cfg, run_dir), rollout_context=rollout_context)
     o = cfg.optim
     policy_optimizer, judge_optimizer = components.optimizers(cfg)
-    shared = {"micro_batch_tokens": int(o.micro_batch_tokens), "max_grad_norm": float(o.max_grad_norm)}
+    tokens, max_norm = int(o.micro_batch_tokens), float(o.max_grad_norm)
     policy_update = ModelUpdate(
         "policy", policy, components.policy_loss(cfg), runtime, optimizer=policy_optimizer,
-        updates=int(o.policy_updates), epochs=int(o.get("policy_epochs", 1)), **shared,
+        updates=int(o.policy_updates), epochs=int(o.get("policy_epochs", 1)), micro_batch_tokens=tokens,
+        max_grad_norm=max_norm,
     )  # fmt: skip
     judge_update = None
     if judge is not None and judge_loss is not None:
         judge_update = ModelUpdate(
             "judge", judge, judge_loss, runtime, optimizer=judge_optimizer,
-            updates=int(o.judge_updates), epochs=int(o.get("judge_epochs", 1)), **shared,
+            updates=int(o.judge_updates), epochs=int(o.get("judge_epochs", 1)), micro_batch_tokens=tokens,
+            max_grad_norm=max_norm,
         )  # fmt: skip
     loop = RLAnythingLoop(
         source,

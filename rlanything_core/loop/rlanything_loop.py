@@ -145,7 +145,7 @@ class RLAnythingLoop:
             self.source = _CallableSource(source)
         else:
             raise ValueError(f"source: expected an IterationSource, got {type(source).__name__}")
-        self.driver = source  # what callers read (its pool, collector, judge)
+        self.driver: Any = source  # what callers read (its pool, collector, judge collector)
         self.runtime = runtime
         self.policy_update = policy
         self.judge_update = judge_update
