@@ -1,11 +1,13 @@
 """How many package files one batch crosses from the loop's entry to the policy's ``optimizer.step()`` (issue 29).
 
     python -m benchmarks.batch_path                  # the ALFWorld smoke (full arm, seed 0)
+    python -m benchmarks.batch_path --start rows     # from the rows stage (the batch's construction) instead
     python -m benchmarks.batch_path arm=policy ...   # more Hydra overrides for the run
 
 Builds the smoke run as ``experiments/train.py`` does, then runs its loop under ``sys.setprofile``: from the
-source's first ``collect`` call to the policy optimizer's first ``step()``, every Python function entered is noted
-by its file; the files of ``rlanything_core`` are printed, sorted, then their count. Nothing is timed.
+source's first ``collect`` call (or ``rows``, with ``--start rows``) to the policy optimizer's first ``step()``,
+every Python function entered is noted by its file; the files of ``rlanything_core`` are printed, sorted, then their
+count. Nothing is timed.
 """
 
 from __future__ import annotations
@@ -28,8 +30,13 @@ class _Stop(Exception):
     """Raised from the policy's first optimizer step: the batch has arrived."""
 
 
-def crossed_files(overrides: list[str]) -> list[str]:
-    """The package files (relative to the repository) entered between the first collect and the policy's step."""
+def crossed_files(overrides: list[str], start_stage: str = "collect") -> list[str]:
+    """The package files (relative to the repository) one batch crosses.
+
+    From the source's first ``start_stage`` call (``collect`` or ``rows``) to the policy's first optimizer step.
+    """
+    if start_stage not in ("collect", "rows"):
+        raise ValueError(f"start_stage: expected 'collect' or 'rows', got {start_stage!r}")
     sys.path.insert(0, str(ROOT))
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
@@ -53,17 +60,17 @@ def crossed_files(overrides: list[str]) -> list[str]:
                 seen.add(frame.f_code.co_filename)
 
         source, optimizer = loop.source, loop.policy_update.optimizer
-        collect: Callable[..., Any] = source.collect
+        first: Callable[..., Any] = getattr(source, start_stage)
 
         def start(*args: Any, **kwargs: Any) -> Any:
             recording[0] = True
-            return collect(*args, **kwargs)
+            return first(*args, **kwargs)
 
         def stop(*args: Any, **kwargs: Any) -> Any:
             recording[0] = False
             raise _Stop
 
-        source.collect = start
+        setattr(source, start_stage, start)
         optimizer.step = stop
         sys.setprofile(profile)
         try:
@@ -82,9 +89,10 @@ def crossed_files(overrides: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> None:
     """Print the files, then ``files=<count>``."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--start", choices=["collect", "rows"], default="collect", help="the stage to count from")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides for the smoke run")
     args = parser.parse_args(argv)
-    files = crossed_files(list(args.overrides))
+    files = crossed_files(list(args.overrides), args.start)
     for name in files:
         print(name)
     print(f"files={len(files)}", flush=True)
