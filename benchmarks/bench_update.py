@@ -7,7 +7,7 @@ Both sides start from the same random weights and train on the same rows (prompt
 uneven lengths; the response is the last ``--response-frac`` of each row), with the same token budget per
 micro-batch, one optimizer step over all rows per update, old log-probs recomputed without gradient first:
 
-- library: ``RLAnythingModule._update``, the path ``experiments/train.py`` runs: rows packed into one sequence per
+- library: ``training.update.ModelUpdate``, the path ``experiments/train.py`` runs: rows packed into one sequence per
   micro-batch (``training/packing.py``: restarting ``position_ids``, no padding, the vocabulary head only at the
   response positions, in chunks), ``PolicyLoss`` with global token normalization, whole-model clipping, AdamW; on a
   GPU the model is sharded by ``shard_model`` (FSDP2 on a one-device mesh: fp32 masters, bf16 compute), as
@@ -106,9 +106,12 @@ def single_process_group(device: torch.device) -> None:
 
 
 def _library_update(model: Any, rows: Any, device: torch.device, args: argparse.Namespace) -> Any:
-    from rlanything_core.lightning.module import RLAnythingModule
+    from lightning.fabric import Fabric
+
+    from rlanything_core.lightning.fabric_runtime import FabricRuntime
     from rlanything_core.lightning.sharding import ShardingConfig, shard_model
     from rlanything_core.losses.policy import PolicyLoss
+    from rlanything_core.training.update import ModelUpdate
 
     if args.fsdp:
         from torch.distributed.device_mesh import init_device_mesh
@@ -116,12 +119,13 @@ def _library_update(model: Any, rows: Any, device: torch.device, args: argparse.
         single_process_group(device)
         config = ShardingConfig(activation_checkpointing=args.checkpointing)
         shard_model(model, init_device_mesh(device.type, (1,)), config)
-    module = RLAnythingModule(model, micro_batch_tokens=args.micro_batch_tokens, max_grad_norm=1.0)
-    module._device = device  # what Lightning's strategy sets; the update runs without a Trainer here
-    module.manual_backward = lambda loss, *a, **k: loss.backward()  # type: ignore[method-assign]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-6, weight_decay=0.0)
-    loss_fn = PolicyLoss()
-    return lambda: module._update("policy", model, optimizer, rows, 1, 1, loss_fn)
+    runtime = FabricRuntime(Fabric(accelerator=device.type, devices=1))
+    update = ModelUpdate(
+        "policy", model, PolicyLoss(), runtime, micro_batch_tokens=args.micro_batch_tokens, max_grad_norm=1.0,
+        optimizer=lambda params: torch.optim.AdamW(params, lr=1e-6, weight_decay=0.0),
+    )  # fmt: skip
+    update.setup()
+    return lambda: update(rows)
 
 
 def _plain_update(model: Any, rows: Any, device: torch.device, args: argparse.Namespace) -> Any:

@@ -164,7 +164,7 @@ def main(cfg: DictConfig) -> None:
     out = REPO / str(cfg.results_root) / str(cfg.setting.name) / str(cfg.run_id)
     out.mkdir(parents=True, exist_ok=True)
     for name in ("lightning.pytorch", "lightning.pytorch.utilities.rank_zero", "lightning.fabric"):
-        logging.getLogger(name).setLevel(logging.WARNING)  # one trainer per run: no repeated banners
+        logging.getLogger(name).setLevel(logging.WARNING)  # one Fabric per run: no repeated banners
     if bool(cfg.get("seed_worker", False)):  # one seed's runs for a parent ablate.py, which writes the table
         run_seed(cfg, int(cfg.seeds[0]), out, arms)
         return

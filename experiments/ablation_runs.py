@@ -86,9 +86,10 @@ def log(message: str) -> None:
 
 
 def _completed(run_dir: Path) -> int:
-    """Iterations a run's last checkpoint has completed (the data module's state in the checkpoint)."""
+    """Iterations a run's last checkpoint has completed (the loop's state in the checkpoint; ``RolloutDataModule``
+    in checkpoints written before ``RLAnythingLoop``)."""
     ckpt = torch.load(run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)
-    return int(ckpt.get("RolloutDataModule", {}).get("completed", 0))
+    return int(ckpt.get("loop", ckpt.get("RolloutDataModule", {})).get("completed", 0))
 
 
 def _finished(run_dir: Path, iterations: int) -> bool:

@@ -10,7 +10,8 @@ builder of every setting; what differs between settings is data, the :class:`~ex
 - ``agent_loop``: an agent setting's ``Setting``, driver and evaluator (``settings/coding.py``: the coding loop's);
 - ``backends``: models, rollout backends (transformers or vLLM), the run folder;
 - ``components``: losses, optimizers, integrators, selectors, vote samplers, rewriters, the task pool (Hydra-built);
-- ``trainer_setup``: the LightningModule, the strategy, the trainer; ``env_pools``: shared environment workers.
+- ``trainer_setup``: Fabric (strategy, precision, loggers), both models' updates, the loop;
+- ``env_pools``: shared environment workers.
 """
 
 from __future__ import annotations
@@ -36,9 +37,8 @@ from experiments.config_checks import validate
 from experiments.env_pools import close_shared_env_pools, shared_env_pool
 from experiments.setting import LoopParts, Setting
 from experiments.settings.coding import first
-from experiments.trainer_setup import Run, make_module, make_run
+from experiments.trainer_setup import Run, make_loop
 from rlanything_core.environment.rewriters.protocol import TaskSpec
-from rlanything_core.lightning import AgentModule, RolloutDataModule
 from rlanything_core.loop.adaptation import EnvironmentAdaptation
 
 __all__ = [
@@ -59,10 +59,10 @@ __all__ = [
 
 
 def build(cfg: DictConfig) -> Run:
-    """Validate ``cfg``, then build its setting's module, data module and trainer.
+    """Validate ``cfg``, then build its setting's loop (``RLAnythingLoop``).
 
     The order: the models (seeded), their rollout backends, the setting's tasks and runners, the judge's loss, the
-    environment's adaptation, the task pool, the setting's loop (driver and evaluator), the module, the trainer.
+    environment's adaptation, the task pool, the setting's loop (driver and evaluator), the updates and the loop.
 
     Raises:
         ConfigError: before any work, for a config that cannot work (naming the key and the fix).
@@ -76,9 +76,8 @@ def build(cfg: DictConfig) -> Run:
     pool = components.task_pool(cfg, run_dir, tasks.roots)
     parts = LoopParts(cfg, setting, tasks, policy_backend, judge_backend, judge_loss, pool, adaptation, pad_id)
     driver, evaluator = setting.loop(parts)
-    module = make_module(cfg, AgentModule, policy, judge, judge_loss, evaluator)
-    module.rollout_context = rollout_context(cfg, [(policy, policy_backend), (judge, judge_backend)])
-    return make_run(cfg, run_dir, module, RolloutDataModule(driver, iterations=int(cfg.iterations)))
+    context = rollout_context(cfg, [(policy, policy_backend), (judge, judge_backend)])
+    return make_loop(cfg, run_dir, driver, evaluator, policy, judge, judge_loss, context)
 
 
 def _adaptation(

@@ -270,7 +270,7 @@ def checkpoint_every(cfg: DictConfig) -> int:
     """How many iterations between checkpoints: ``checkpoint.every_n_iterations``, or chosen from the plan's size.
 
     Without a value (``null``), CPU runs checkpoint every iteration; GPU runs every ``ceil(GiB / 8)`` iterations,
-    at most 10 (the last iteration is always checkpointed: ``IterationCheckpoint``).
+    at most 10 (the last iteration is always checkpointed: ``RLAnythingLoop.checkpoint_due``).
     """
     every = OmegaConf.select(cfg, "checkpoint.every_n_iterations", default=None)
     if every is not None:

@@ -1,4 +1,4 @@
-"""The Lightning side of a run: the module (losses and optimizers built by Hydra), the strategy and the trainer."""
+"""The training side of a run: Fabric (devices, strategy, precision, loggers), both models' updates, the loop."""
 
 from __future__ import annotations
 
@@ -7,70 +7,86 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import lightning as L
 import torch
+from lightning.fabric import Fabric
+from lightning.fabric.strategies import DDPStrategy
 from lightning.pytorch.loggers import TensorBoardLogger
-from lightning.pytorch.strategies import DDPStrategy, ModelParallelStrategy
 from omegaconf import DictConfig, OmegaConf
 
 from experiments import components
 from experiments.memory_plan import checkpoint_every
-from rlanything_core.lightning import IterationCheckpoint
+from rlanything_core.lightning import fabric_runtime
 from rlanything_core.lightning.csv_logger import ResumableCSVLogger
+from rlanything_core.lightning.fabric_runtime import FabricRuntime
 from rlanything_core.lightning.sharding import ShardingConfig
+from rlanything_core.loop.rlanything_loop import RLAnythingLoop
+from rlanything_core.training.update import ModelUpdate
 
-__all__ = ["Run", "fsdp2_strategy", "make_module", "make_run", "make_trainer", "sharding"]
+__all__ = ["Run", "fsdp2_strategy", "make_fabric", "make_loop", "sharding"]
 
 
 @dataclass
 class Run:
-    """Everything ``trainer.fit`` needs, plus where the run lives."""
+    """The loop of a run and where it lives."""
 
-    module: Any
-    datamodule: Any
-    trainer: Any
+    loop: RLAnythingLoop
     run_dir: Path
-    checkpoint: Any
-    resume_from: Path | None
+
+    @property
+    def is_global_zero(self) -> bool:
+        """Whether this process is global rank 0 (the one that prints and writes the run's files)."""
+        return self.loop.runtime.rank == 0
 
 
-def make_module(cfg: DictConfig, module_cls: Any, policy: Any, judge: Any, judge_loss: Any, evaluator: Any) -> Any:
-    """``module_cls`` over both models, with ``optim.policy_loss`` and both optimizers built from ``cfg``."""
+def make_loop(
+    cfg: DictConfig,
+    run_dir: Path,
+    source: Any,
+    evaluator: Any,
+    policy: Any,
+    judge: Any,
+    judge_loss: Any,
+    rollout_context: Any = None,
+) -> Run:
+    """The loop over ``source`` with both models' updates (``optim.*``), its checkpoints and its evaluations."""
+    runtime = FabricRuntime(make_fabric(cfg, run_dir), rollout_context=rollout_context)
     o = cfg.optim
     policy_optimizer, judge_optimizer = components.optimizers(cfg)
-    return module_cls(
-        policy,
+    tokens, max_norm = int(o.micro_batch_tokens), float(o.max_grad_norm)
+    policy_update = ModelUpdate(
+        "policy", policy, components.policy_loss(cfg), runtime, optimizer=policy_optimizer,
+        updates=int(o.policy_updates), epochs=int(o.get("policy_epochs", 1)), micro_batch_tokens=tokens,
+        max_grad_norm=max_norm,
+    )  # fmt: skip
+    judge_update = None
+    if judge is not None and judge_loss is not None:
+        judge_update = ModelUpdate(
+            "judge", judge, judge_loss, runtime, optimizer=judge_optimizer,
+            updates=int(o.judge_updates), epochs=int(o.get("judge_epochs", 1)), micro_batch_tokens=tokens,
+            max_grad_norm=max_norm,
+        )  # fmt: skip
+    loop = RLAnythingLoop(
+        source,
+        runtime,
+        policy_update,
         judge,
-        policy_loss=components.policy_loss(cfg),
-        judge_loss=judge_loss,
-        policy_optimizer=policy_optimizer,
-        judge_optimizer=judge_optimizer,
-        policy_updates=int(o.policy_updates),
-        judge_updates=int(o.judge_updates),
-        policy_epochs=int(o.get("policy_epochs", 1)),
-        judge_epochs=int(o.get("judge_epochs", 1)),
-        micro_batch_tokens=int(o.micro_batch_tokens),
-        max_grad_norm=float(o.max_grad_norm),
-        sharding=sharding(cfg),
+        judge_update,
+        iterations=int(cfg.iterations),
+        checkpoint_dir=run_dir / "checkpoints",
+        # every N iterations (checkpoint.every_n_iterations, or chosen from the checkpoint's size); the last always
+        checkpoint_every=checkpoint_every(cfg),
+        resume=bool(cfg.resume),
         evaluator=evaluator,
         eval_every=int(cfg.eval.every),
         eval_at_start=bool(cfg.eval.at_start),
         # the judge's process accuracy between full evaluations: only where the judge learns (elsewhere it is fixed)
         judge_eval_every=int(cfg.eval.judge_every) if cfg.arm.train_judge else 0,
     )
+    return Run(loop, run_dir)
 
 
-def make_run(cfg: DictConfig, run_dir: Path, module: Any, datamodule: Any) -> Run:
-    """The trainer and the per-iteration checkpoint around ``module`` and ``datamodule``."""
-    # every N iterations (checkpoint.every_n_iterations, or chosen from the checkpoint's size); the last always
-    checkpoint = IterationCheckpoint(run_dir / "checkpoints", every=checkpoint_every(cfg))
-    trainer = make_trainer(cfg, run_dir, [checkpoint])
-    resume_from = checkpoint.resume_from if bool(cfg.resume) else None  # a file, or a link to a sharded checkpoint
-    return Run(module, datamodule, trainer, run_dir, checkpoint, resume_from)
-
-
-def make_trainer(cfg: DictConfig, run_dir: Path, callbacks: list[Any]) -> Any:
-    """``trainer.*``: one iteration per epoch, CSV (and TensorBoard where installed) logs in ``run_dir``."""
+def make_fabric(cfg: DictConfig, run_dir: Path) -> Fabric:
+    """``trainer.*``: devices, strategy and precision; CSV (and TensorBoard where installed) logs in ``run_dir``."""
     # a rerun appends to logs/metrics.csv; a repeated iteration or evaluation replaces its rows (each once, in order)
     loggers: list[Any] = [
         ResumableCSVLogger(str(run_dir), name="logs", version="", replay_key="iteration", eval_key="eval/iteration")
@@ -78,41 +94,31 @@ def make_trainer(cfg: DictConfig, run_dir: Path, callbacks: list[Any]) -> Any:
     if importlib.util.find_spec("tensorboard") is not None or importlib.util.find_spec("tensorboardX") is not None:
         loggers.append(TensorBoardLogger(str(run_dir), name="tensorboard", version=""))
     t = cfg.trainer
-    strategy = str(t.strategy)
-    if strategy == "ddp" and str(t.accelerator) == "cpu":
-        strategy = DDPStrategy(process_group_backend="gloo")  # type: ignore[assignment]
+    strategy: Any = str(t.strategy)
+    cpu = str(t.accelerator) == "cpu"
+    if strategy == "ddp" and cpu:
+        strategy = DDPStrategy(process_group_backend="gloo")
     elif strategy == "fsdp2":
-        strategy = fsdp2_strategy(cfg)  # type: ignore[assignment]
-    return L.Trainer(
+        strategy = fsdp2_strategy(cfg)
+    return Fabric(
         accelerator=str(t.accelerator),
         devices=t.devices,
         num_nodes=int(t.num_nodes),
         strategy=strategy,
         precision=str(t.precision),  # type: ignore[arg-type]  # checked by the config schema
-        max_epochs=int(cfg.iterations),
-        reload_dataloaders_every_n_epochs=1,  # one iteration per epoch (see RolloutDataModule)
-        logger=loggers,
-        callbacks=callbacks,
-        enable_checkpointing=False,
-        enable_progress_bar=bool(cfg.progress),
-        enable_model_summary=False,
-        log_every_n_steps=1,
-        use_distributed_sampler=False,
+        loggers=loggers,
     )
 
 
 def fsdp2_strategy(cfg: DictConfig) -> Any:
-    """Lightning's ``ModelParallelStrategy`` as pure data parallelism: every rank one FSDP2 shard (no tensor
-    parallelism); ``training_step`` runs outside any forward redirection, so the module's manual optimization works.
-    ``fsdp.sharded_checkpoint``: every rank writes its own shards (torch.distributed.checkpoint: nothing is gathered,
-    what a 7B policy + judge with Adam states needs); false: full state dicts gathered to rank 0 (one file)."""
+    """Fabric's ``ModelParallelStrategy`` over every rank (``fabric_runtime.fsdp2_strategy``): ``fsdp.*`` sharding,
+    ``fsdp.sharded_checkpoint`` (every rank writes its shards) or full state dicts gathered to rank 0 (one file)."""
     t = cfg.trainer
-    world = int(t.devices) * int(t.num_nodes)
-    return ModelParallelStrategy(
-        data_parallel_size=world,
-        tensor_parallel_size=1,
-        save_distributed_checkpoint=bool(OmegaConf.select(cfg, "fsdp.sharded_checkpoint", default=False)),
-        process_group_backend="gloo" if str(t.accelerator) == "cpu" else None,
+    return fabric_runtime.fsdp2_strategy(
+        sharding(cfg),
+        world=int(t.devices) * int(t.num_nodes),
+        sharded_checkpoint=bool(OmegaConf.select(cfg, "fsdp.sharded_checkpoint", default=False)),
+        backend="gloo" if str(t.accelerator) == "cpu" else None,
     )
 
 

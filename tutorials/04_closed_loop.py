@@ -51,17 +51,19 @@ with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), versio
 print(OmegaConf.to_yaml(cfg.arm))
 
 # %% [markdown]
-# ## Build and fit
+# ## Build and run
 #
 # `build` validates the config (a band outside [0, 1], `m < 1`, a split without games or a GPU strategy on this CPU
 # machine are refused before any work), then wires the parts: the task pool, the agent and judge collectors, the
-# integrator, the losses, the environment adaptation and a Lightning `Trainer` with CSV logging and atomic
-# per-iteration checkpoints (rerunning resumes exactly).
+# integrator, the losses, the environment adaptation and the `RLAnythingLoop`
+# (`rlanything_core/loop/rlanything_loop.py`), whose `run()` reads top to bottom: collect, judge, rows, adapt, update,
+# checkpoint, evaluate. Lightning Fabric provides the device, CSV logging and atomic per-iteration checkpoints
+# (rerunning resumes exactly).
 
 # %%
 run = build(cfg)
-run.trainer.fit(run.module, datamodule=run.datamodule)
-print("completed iterations:", run.datamodule.completed, "| checkpoint:", run.checkpoint.last.name)
+run.loop.run()
+print("completed iterations:", run.loop.completed, "| checkpoint:", run.loop.last.name)
 
 # %% [markdown]
 # ## What happened, per iteration

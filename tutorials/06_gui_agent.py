@@ -181,7 +181,7 @@ with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), versio
     cfg = compose(config_name="train", overrides=["+setting=miniwob", "+profile=smoke", f"run_dir={run_dir}"])
 print(OmegaConf.to_yaml(cfg.setting))
 run = build(cfg)
-run.trainer.fit(run.module, datamodule=run.datamodule)
+run.loop.run()
 close_shared_env_pools()
 with open(run_dir / "logs" / "metrics.csv") as fh:
     rows = [{k: float(v) for k, v in r.items() if v} for r in csv.DictReader(fh)]

@@ -87,7 +87,7 @@ def push_weights(
 class EngineCycle:
     """Engines awake, holding the current trained weights, within ``awake()``; asleep otherwise (the updates).
 
-    ``awake()`` is the rollout context of ``RLAnythingModule`` (``rollout_context``): entered on every rank before an
+    ``awake()`` is the loop's rollout context (``FabricRuntime(rollout_context=...)``): entered on every rank before an
     iteration's rollouts and before an evaluation, so the (collective) weight push runs everywhere in step.
 
     Args:

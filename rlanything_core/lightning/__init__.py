@@ -1,15 +1,9 @@
-"""Lightning wiring of the RLAnything loop (the only package importing ``lightning``)."""
+"""The Lightning Fabric adapter of the RLAnything loop (the only package importing ``lightning``).
 
-from rlanything_core.lightning.checkpoint import IterationCheckpoint, atomic_save_checkpoint
-from rlanything_core.lightning.datamodule import IterationStream, RolloutDataModule
-from rlanything_core.lightning.module import RLAnythingModule
-from rlanything_core.lightning.settings import AgentModule
+Devices, strategies, precision, checkpoint files and loggers behind ``loop.protocol.Runtime``.
+"""
 
-__all__ = [
-    "AgentModule",
-    "IterationCheckpoint",
-    "IterationStream",
-    "RLAnythingModule",
-    "RolloutDataModule",
-    "atomic_save_checkpoint",
-]
+from rlanything_core.lightning.checkpoint import atomic_save
+from rlanything_core.lightning.fabric_runtime import FabricRuntime
+
+__all__ = ["FabricRuntime", "atomic_save"]

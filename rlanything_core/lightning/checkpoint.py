@@ -1,7 +1,7 @@
-"""Atomic, per-iteration checkpoints of the whole loop, as one file or sharded (torch.distributed.checkpoint).
+"""Atomic checkpoints of the whole loop, as one file or sharded (torch.distributed.checkpoint), through Fabric.
 
-Lightning writes a checkpoint in place; a crash mid-write would leave a truncated ``last.ckpt`` and no way to
-resume. ``IterationCheckpoint`` saves after every iteration so that ``last.ckpt`` always names a complete checkpoint:
+Saving in place, a crash mid-write would leave a truncated ``last.ckpt`` and no way to resume. ``atomic_save`` makes
+``last.ckpt`` always name a complete checkpoint:
 
 - one file (single process, DDP, FSDP2 with full state dicts): written to a temporary file, fsynced and renamed over
   ``last.ckpt`` (the rename is atomic);
@@ -11,29 +11,28 @@ resume. ``IterationCheckpoint`` saves after every iteration so that ``last.ckpt`
   ``last.ckpt`` at it (a new link renamed over the old one: atomic) and removes directories no link names any more.
   A kill at any point leaves ``last.ckpt`` on the previous complete checkpoint.
 
-The checkpoint holds the policy and judge weights, both optimizers, the data module's state (completed iterations,
-RNG states; the task pool is rolled back to the matching snapshot on load) and Lightning's loop counters (so the
-logger's step continues). ``read_checkpoint`` reads either form back into one dictionary on a single process.
+The loop's checkpoint (``loop/rlanything_loop.py``) holds the policy and judge weights (``state_dict``, names
+``policy.*`` and ``judge.*``), both optimizers (``optimizer_0``, ``optimizer_1``), the loop's state (completed
+iterations, RNG states; the task pool is rolled back to the matching snapshot on load) and the update history.
+``read_checkpoint`` reads either form back into one dictionary on a single process.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import time
 import uuid
 import zipfile
 from pathlib import Path
 from typing import Any
 
-import lightning as L
 import torch
+from lightning.fabric import Fabric
 
 from rlanything_core.environment._io import CorruptFileError, fsync_dir
 
 __all__ = [
-    "IterationCheckpoint",
-    "atomic_save_checkpoint",
+    "atomic_save",
     "check_checkpoint_file",
     "initialize_optimizer_state",
     "read_checkpoint",
@@ -45,15 +44,15 @@ SHARDS = ".shards"  # beside last.ckpt: one directory per sharded save
 METADATA = "meta.pt"  # what Lightning's ModelParallelStrategy writes beside the shards (all but weights and optimizers)
 
 
-def saves_sharded(trainer: L.Trainer) -> bool:
-    """Whether the trainer's strategy writes sharded (``torch.distributed.checkpoint``) checkpoints."""
-    return bool(getattr(trainer.strategy, "_save_distributed_checkpoint", False))
+def saves_sharded(fabric: Fabric) -> bool:
+    """Whether the Fabric's strategy writes sharded (``torch.distributed.checkpoint``) checkpoints."""
+    return bool(getattr(fabric.strategy, "_save_distributed_checkpoint", False))
 
 
-def _atomic_save_file(trainer: L.Trainer, target: Path) -> None:
+def _atomic_save_file(fabric: Fabric, target: Path, state: dict[str, Any]) -> None:
     tmp = target.with_name(target.name + ".tmp")
-    trainer.save_checkpoint(str(tmp), weights_only=False)  # the whole state (optimizers, loops): resume needs it
-    if trainer.is_global_zero:
+    fabric.save(tmp, state)  # rank 0 writes (the strategy gathers full state dicts where it shards)
+    if fabric.is_global_zero:
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         if target.is_symlink() or not target.is_dir():
@@ -101,16 +100,16 @@ def initialize_optimizer_state(optimizer: torch.optim.Optimizer) -> bool:
     return True
 
 
-def _atomic_save_sharded(trainer: L.Trainer, target: Path) -> None:
-    for optimizer in trainer.optimizers:  # every rank the same: each holds a shard of every parameter
-        initialize_optimizer_state(optimizer)
+def _atomic_save_sharded(fabric: Fabric, target: Path, state: dict[str, Any]) -> None:
+    for value in state.values():  # every rank the same: each holds a shard of every parameter
+        if isinstance(value, torch.optim.Optimizer):
+            initialize_optimizer_state(value)
     # a fresh directory per save (named by rank 0: every rank must write into the same one)
-    name = trainer.strategy.broadcast(f"{target.stem}-{uuid.uuid4().hex[:12]}")
+    name = fabric.broadcast(f"{target.stem}-{uuid.uuid4().hex[:12]}")
     shards = target.parent / SHARDS / name
-    # collective: every rank writes its shards, rank 0 the metadata; the whole state, as in _atomic_save_file
-    trainer.save_checkpoint(str(shards), weights_only=False)
-    trainer.strategy.barrier("sharded_checkpoint_written")
-    if trainer.is_global_zero:
+    fabric.save(shards, state)  # collective: every rank writes its shards, rank 0 the metadata
+    fabric.barrier("sharded_checkpoint_written")
+    if fabric.is_global_zero:
         fsync_dir(shards)
         fsync_dir(shards.parent)
         link = target.with_name(target.name + ".tmp")
@@ -135,19 +134,19 @@ def _remove_unreferenced(dirpath: Path) -> None:
             shutil.rmtree(entry, ignore_errors=True)
 
 
-def atomic_save_checkpoint(trainer: L.Trainer, path: str | os.PathLike[str]) -> None:
-    """Save the trainer's checkpoint to ``path`` atomically: a complete checkpoint or the previous one, never a part.
+def atomic_save(fabric: Fabric, path: str | os.PathLike[str], state: dict[str, Any]) -> None:
+    """Save ``state`` (modules, optimizers, plain values) to ``path`` atomically: complete or the previous one.
 
     One file: a temporary file, fsync, ``os.replace`` (rank 0 renames). Sharded strategies: a new shard directory,
     then ``path`` becomes a symlink to it (rank 0 swaps it atomically). Collective: every rank calls it.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    if saves_sharded(trainer):
-        _atomic_save_sharded(trainer, target)
+    if saves_sharded(fabric):
+        _atomic_save_sharded(fabric, target, state)
     else:
-        _atomic_save_file(trainer, target)
-    trainer.strategy.barrier("atomic_save_checkpoint")
+        _atomic_save_file(fabric, target, state)
+    fabric.barrier("atomic_save_checkpoint")
 
 
 _CKPT_FIX = (
@@ -225,64 +224,3 @@ def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
                      no_dist=True)
     meta = torch.load(target / METADATA, map_location="cpu", weights_only=False)
     return {**meta, **state}
-
-
-class IterationCheckpoint(L.Callback):
-    """Save ``<dirpath>/last.ckpt`` every ``every`` iterations and after the last one (and keep ``iter_<k>.ckpt``).
-
-    A full checkpoint holds both models' fp32 weights and Adam states: 12-17 s of a 44-56 s iteration for the 0.5B
-    pair on an H200 (issue 26), ~180 GB a save for the 7B pair; ``experiments/memory_plan.checkpoint_every`` chooses
-    ``every`` from that size. A crash loses at most ``every - 1`` iterations (resumed from the previous save). The
-    seconds each save took are logged as ``time/checkpoint_s`` (0 for an iteration without one) and kept in the
-    module's ``update_history``.
-
-    Args:
-        dirpath: where checkpoints go.
-        every: checkpoint every this many completed iterations (``>= 1``); the run's last iteration always.
-        keep_every: also keep a copy every this many iterations (0: never).
-    """
-
-    def __init__(self, dirpath: str | os.PathLike[str], *, every: int = 1, keep_every: int = 0) -> None:
-        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
-            raise ValueError(f"every: expected an integer >= 1, got {every!r}")
-        if keep_every < 0:
-            raise ValueError(f"keep_every: expected >= 0, got {keep_every}")
-        self.dirpath = Path(dirpath)
-        self.every = every
-        self.keep_every = keep_every
-        self.seconds: dict[int, float] = {}  # completed iterations -> seconds its checkpoint took
-        self.saved: list[int] = []  # the completed-iteration counts a last.ckpt was written after
-
-    @property
-    def last(self) -> Path:
-        """The checkpoint to resume from."""
-        return self.dirpath / "last.ckpt"
-
-    @property
-    def resume_from(self) -> Path | None:
-        """``last`` when a complete checkpoint is there (one file or sharded), else ``None`` (a fresh run)."""
-        return resume_path(self.last)
-
-    def due(self, completed: int, total: int | None) -> bool:
-        """Whether the checkpoint after ``completed`` iterations (of ``total``, when known) is written."""
-        return completed % self.every == 0 or (total is not None and total > 0 and completed >= total)
-
-    def on_train_batch_end(
-        self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any, batch_idx: int
-    ) -> None:
-        """Mark the iteration completed, then checkpoint atomically when due; report the seconds it took."""
-        datamodule = trainer.datamodule  # type: ignore[attr-defined]
-        datamodule.completed = int(batch.iteration) + 1
-        total = trainer.max_epochs if trainer.max_epochs is not None and trainer.max_epochs > 0 else None
-        started = time.perf_counter()
-        if self.due(datamodule.completed, total):
-            atomic_save_checkpoint(trainer, self.last)
-            self.saved.append(datamodule.completed)
-        if self.keep_every and datamodule.completed % self.keep_every == 0:
-            atomic_save_checkpoint(trainer, self.dirpath / f"iter_{datamodule.completed:06d}.ckpt")
-        seconds = time.perf_counter() - started
-        self.seconds[datamodule.completed] = seconds
-        history = getattr(pl_module, "update_history", None)
-        if history:  # the iteration's own metrics entry (saved with the next checkpoint)
-            history[-1]["time/checkpoint_s"] = seconds
-        pl_module.log("time/checkpoint_s", seconds, on_step=True, batch_size=1, rank_zero_only=True)

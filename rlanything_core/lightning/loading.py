@@ -5,7 +5,7 @@ and reads the files eight times per node. As torchtitan and verl do, only global
 ranks build the same architecture on the ``meta`` device from its ``config.json`` (no storage at all):
 
     build time (each process):  causal_lm_on_rank0(path) -> rank 0: from_pretrained(path); others: meta model
-    configure_model (every rank, process group up):
+    runtime.setup_models (every rank, process group up; fabric_runtime.py):
         shard_from_rank0(model, mesh, config)  -> FSDP2 shards (``shard_model``); ranks on meta allocate theirs
                                                   (``to_empty``); rank 0's full state dict is broadcast into the
                                                   shards (``set_model_state_dict(broadcast_from_rank0=True)``), then
@@ -70,7 +70,7 @@ def meta_causal_lm(pretrained_model_name_or_path: str, *, dtype: Any = None, **k
 def causal_lm_on_rank0(pretrained_model_name_or_path: str, *, dtype: Any = None, **kwargs: Any) -> nn.Module:
     """``AutoModelForCausalLM.from_pretrained`` on global rank 0, ``meta_causal_lm`` on every other rank.
 
-    A drop-in ``_target_`` for the model configs of multi-process runs; the trainer's ``configure_model`` then fills
+    A drop-in ``_target_`` for the model configs of multi-process runs; the runtime's ``setup_models`` then fills
     the other ranks (``shard_from_rank0`` / ``materialize_from_rank0``).
     """
     if not is_loading_rank():

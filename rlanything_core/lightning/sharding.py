@@ -1,8 +1,8 @@
 """FSDP2 sharding of the policy and the judge: one ``fully_shard`` unit per decoder layer, fp32 masters, bf16 compute.
 
-Used by ``RLAnythingModule.configure_model`` under Lightning's ``ModelParallelStrategy`` (``trainer.strategy=fsdp2``),
-which calls ``training_step`` directly (no forward redirection), so the module's manual optimization of two models
-runs as written. What the paper's scale needs, and what each function here does:
+Used by ``fabric_runtime.parallelize_models`` under Fabric's ``ModelParallelStrategy`` (``trainer.strategy=fsdp2``);
+the update (``training/update.py``) calls the sharded models directly (no forward redirection), two models with two
+optimizers. What the paper's scale needs, and what each function here does:
 
 - ``shard_model``: parameters stored in fp32 (``master_dtype``: an AdamW step of 1e-6 on a weight of 0.02 is 1/100 of
   a bf16 ulp, so bf16 storage rounds every update away), gathered in ``param_dtype`` (bf16) for compute, gradients

@@ -1,6 +1,16 @@
-"""The RLAnything loop without Lightning: turning an iteration's rollouts into training rows, scheduling tasks."""
+"""The RLAnything loop: ``RLAnythingLoop`` (the iteration top to bottom), the contracts it calls, the row building."""
 
 from rlanything_core.loop.iteration import IterationData, TrainingRows, build_iteration
-from rlanything_core.loop.protocol import IterationSource
+from rlanything_core.loop.protocol import IterationSource, Rollouts, Runtime, Update
+from rlanything_core.loop.rlanything_loop import RLAnythingLoop
 
-__all__ = ["IterationData", "IterationSource", "TrainingRows", "build_iteration"]
+__all__ = [
+    "IterationData",
+    "IterationSource",
+    "RLAnythingLoop",
+    "Rollouts",
+    "Runtime",
+    "TrainingRows",
+    "Update",
+    "build_iteration",
+]

@@ -138,7 +138,7 @@ class CodingEvaluator:
         self.test_writer = test_writer
         self.seed = seed
         self.max_workers = max_workers
-        self.sharded = sharded  # read by AgentModule.evaluate: call on every rank, not on rank 0 alone
+        self.sharded = sharded  # read by RLAnythingLoop.evaluate: call on every rank, not on rank 0 alone
 
     @torch.no_grad()
     def __call__(self) -> dict[str, float]:

@@ -24,6 +24,7 @@ from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.loop.adaptation import EnvironmentAdaptation
 from rlanything_core.loop.iteration import IterationData, build_iteration, empty_iteration
 from rlanything_core.loop.pool_sync import PoolSnapshots
+from rlanything_core.loop.protocol import Rollouts
 from rlanything_core.rewards.targets import ConsistencyTargets
 from rlanything_core.seeding import derive_seed
 
@@ -31,7 +32,7 @@ __all__ = ["AgentLoopDriver"]
 
 
 class AgentLoopDriver(PoolSnapshots):
-    """Produces one ``IterationData`` per call, keeping the task pool in step with the checkpoints.
+    """The data side of one iteration in stages (``loop.protocol.IterationSource``), the pool in step with checkpoints.
 
     Args:
         collector: plays the policy (its backend shares the trainer's policy module).
@@ -71,7 +72,7 @@ class AgentLoopDriver(PoolSnapshots):
         if tasks_per_iteration < 1:
             raise ValueError(f"tasks_per_iteration: expected >= 1, got {tasks_per_iteration}")
         self.collector = collector
-        self.judge = judge
+        self.judge_collector = judge
         self.integrator = integrator
         self.judge_targets = judge_targets
         self.pool = pool
@@ -85,19 +86,16 @@ class AgentLoopDriver(PoolSnapshots):
         self.judge_band = judge_band
 
     # ------------------------------------------------------------------------------------------- one iteration
-    def __call__(self, iteration: int) -> IterationData:
-        """Collect, judge and build one iteration's training data; update the pool."""
+    def collect(self, iteration: int, /) -> Rollouts:
+        """This rank's task groups of iteration ``iteration``, played by the policy with the current weights."""
         tasks = self.tasks_for(iteration)
         mine = self.my_groups(len(tasks))
-        it_seed = derive_seed(self.seed, iteration)
-        started = time.perf_counter()
         if not mine:  # more ranks than task groups: nothing to roll out; still in the pool sync and the update
-            data = empty_iteration(iteration)
-            data.metrics.update(self._adapt([], iteration))
-            return data
+            return Rollouts(iteration, [])
+        started = time.perf_counter()
         episodes, stats = self.collector.collect(
             [self.to_env_task(tasks[g]) for g in mine],
-            seed=it_seed,
+            seed=derive_seed(self.seed, iteration),
             task_ids=[tasks[g].task_id for g in mine],
             group_ids=mine,
         )
@@ -107,26 +105,49 @@ class AgentLoopDriver(PoolSnapshots):
             "time/rollout_s": time.perf_counter() - started,
         }
         metrics.update({f"policy_model/{k}": v for k, v in stats.model.items()})  # e.g. truncated state texts
-        if self.judge is not None and episodes:
-            started = time.perf_counter()
-            episodes, jstats = self.judge.judge(episodes, seed=derive_seed(self.seed, iteration, "judge"))
-            metrics["judge_votes"] = float(jstats.votes)
-            metrics["time/judge_s"] = time.perf_counter() - started
+        return Rollouts(iteration, list(episodes), metrics)
+
+    def judge(self, rollouts: Rollouts, /) -> Rollouts:
+        """The judge's ``m`` votes on every step (unchanged without a judge or episodes)."""
+        if self.judge_collector is None or not rollouts.episodes:
+            return rollouts
+        started = time.perf_counter()
+        seed = derive_seed(self.seed, rollouts.iteration, "judge")
+        episodes, jstats = self.judge_collector.judge(rollouts.episodes, seed=seed)
+        metrics = {**rollouts.metrics, "judge_votes": float(jstats.votes)}
+        metrics["time/judge_s"] = time.perf_counter() - started
+        return Rollouts(rollouts.iteration, list(episodes), metrics)
+
+    def rows(self, rollouts: Rollouts, /) -> IterationData:
+        """Step reward, advantages, bands and judge targets of the judged episodes: the training rows."""
+        if not rollouts.episodes:
+            return empty_iteration(rollouts.iteration)
         data = build_iteration(
-            episodes,
-            iteration=iteration,
+            rollouts.episodes,
+            iteration=rollouts.iteration,
             integrator=self.integrator,
             pad_id=self.pad_id,
             step_reward=self.step_reward,
             judge_targets=self.judge_targets,
-            num_votes=None if self.judge is None else self.judge.num_votes,
+            num_votes=None if self.judge_collector is None else self.judge_collector.num_votes,
             policy_band=self.policy_band,
             judge_band=self.judge_band,
         )
-        data.metrics.update(metrics)
+        data.metrics.update(rollouts.metrics)
+        return data
+
+    def adapt(self, rollouts: Rollouts, /) -> dict[str, float]:
+        """Success rates of every rank to the pool (collective), adaptation on the writer; ``env/*`` metrics."""
         started = time.perf_counter()
-        data.metrics.update(self._adapt(episodes, iteration))
-        data.metrics["time/adapt_s"] = time.perf_counter() - started  # the pool sync too, where there is no adaptation
+        metrics = self._adapt(rollouts.episodes, rollouts.iteration)
+        metrics["time/adapt_s"] = time.perf_counter() - started  # the pool sync too, where there is no adaptation
+        return metrics
+
+    def __call__(self, iteration: int) -> IterationData:
+        """The four stages in the loop's order (kept until every caller uses the stages)."""
+        rollouts = self.judge(self.collect(iteration))
+        data = self.rows(rollouts)
+        data.metrics.update(self.adapt(rollouts))
         return data
 
     def _adapt(self, episodes: list[Any], iteration: int) -> dict[str, float]:

@@ -1,36 +1,82 @@
-"""``IterationSource`` and ``Evaluator``: the contracts every setting's driver and evaluator implement.
+"""The contracts the loop (``loop/rlanything_loop.py``) calls: the data side, the evaluation, the update, the runtime.
 
-    iteration index --source(iteration)--> IterationData (policy rows and judge rows with final advantages,
-                                           metrics, pool events as ``env/*`` metrics)
+    collect(i) -> Rollouts --judge--> Rollouts --rows--> IterationData (rows with final advantages, metrics)
+                                               --adapt--> env/* metrics (success rates to the pool, rewrites)
 
-The Lightning data module turns each iteration index of the run into ``IterationData`` with it, right before the
-training step (so rollouts use the weights after the previous update); the module only consumes the rows. The pool
-methods keep the task pool in step with the checkpoints (a resume rolls it back to the checkpoint's iteration).
+``IterationSource`` is the data side of one iteration, in the order the loop calls it (the order every driver ran its
+stages in before they were split, so the weights stay bit-identical); its pool methods keep the task pool in step
+with the checkpoints (a resume rolls it back to the checkpoint's iteration).
 
     evaluator() --> {metric name: value}   (held-out tasks, the current weights; ``sharded``: every rank calls it)
 
-The Lightning module calls its evaluator between updates, and only through this contract; an evaluator that can also
-score the judge alone, cheaply, is a ``JudgeAccuracyEvaluator``.
+``ModelUpdate`` (``training/update.py``) is an ``Update``; ``Runtime`` is what the loop needs of devices, processes
+and files, implemented over Lightning Fabric by ``lightning/fabric_runtime.py`` (the loop imports no Lightning).
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+import os
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
 
-from rlanything_core.loop.iteration import IterationData
+import torch
+from torch import Tensor, nn
 
-__all__ = ["Evaluator", "IterationSource", "JudgeAccuracyEvaluator"]
+from rlanything_core.loop.iteration import IterationData, TrainingRows
+
+__all__ = [
+    "Evaluator",
+    "IterationSource",
+    "JudgeAccuracyEvaluator",
+    "Rollouts",
+    "Runtime",
+    "Update",
+]
+
+
+@dataclass
+class Rollouts:
+    """One rank's rollouts of one iteration, between the source's stages.
+
+    Attributes:
+        iteration: the iteration number (0-based).
+        episodes: this rank's share (agent ``Episode`` records; for coding, what the coding driver needs); empty on
+            a rank without a task group.
+        metrics: scalars to log (parse failures, timings), merged into the iteration's metrics by ``rows``.
+    """
+
+    iteration: int
+    episodes: list[Any]
+    metrics: dict[str, float] = field(default_factory=dict)
 
 
 @runtime_checkable
 class IterationSource(Protocol):
-    """Turns an iteration index into typed iteration data; keeps its task pool resumable.
+    """The data side of an iteration, in stages; keeps its task pool resumable.
 
-    Implemented by ``AgentLoopDriver`` (ALFWorld, TextWorld and the GUI settings) and ``CodingLoopDriver``.
+    Implemented by ``AgentLoopDriver`` (ALFWorld, TextWorld and the GUI settings) and ``CodingLoopDriver``. A rank
+    with no task group returns ``Rollouts(i, [])`` from ``collect`` and ``empty_iteration(i)`` from ``rows``, and
+    still calls ``adapt`` (the pool sync is collective).
     """
 
-    def __call__(self, iteration: int, /) -> IterationData:
-        """Collect, reward and build iteration ``iteration``'s rows with the current weights; update the pool."""
+    def collect(self, iteration: int, /) -> Rollouts:
+        """This rank's rollouts of iteration ``iteration`` with the current weights."""
+        ...
+
+    def judge(self, rollouts: Rollouts, /) -> Rollouts:
+        """The judge's votes (agent) or unit tests (coding); unchanged without a judge."""
+        ...
+
+    def rows(self, rollouts: Rollouts, /) -> IterationData:
+        """Score the rollouts (step reward, advantages, judge targets, bands) and build the training rows."""
+        ...
+
+    def adapt(self, rollouts: Rollouts, /) -> dict[str, float]:
+        """Success rates to the pool (every rank: a collective), environment adaptation on the writer rank.
+
+        Returns the ``env/*`` metrics and the timings.
+        """
         ...
 
     def save_initial_pool(self) -> None:
@@ -67,3 +113,110 @@ class JudgeAccuracyEvaluator(Evaluator, Protocol):
     def judge_accuracy(self) -> dict[str, float]:
         """The judge's metrics alone (no policy rollouts); empty when there is nothing to score it on."""
         ...
+
+
+@runtime_checkable
+class Update(Protocol):
+    """One model's update of an iteration (``training.update.ModelUpdate``).
+
+    Attributes:
+        name: the metric prefix (``policy``, ``judge``).
+        model: the model it trains.
+        optimizer: its optimizer, once ``setup`` ran (saved in every checkpoint).
+    """
+
+    name: str
+    model: nn.Module
+    optimizer: Any
+
+    def setup(self) -> None:
+        """Build the optimizer (after the runtime placed or sharded the model)."""
+        ...
+
+    def __call__(self, rows: TrainingRows | None, /) -> dict[str, float]:
+        """Train on this rank's ``rows`` (possibly none; collective); the update's metrics."""
+        ...
+
+
+@runtime_checkable
+class Runtime(Protocol):
+    """Devices, processes, precision, checkpoint files and logs: what the loop and the updates need of them.
+
+    ``lightning.fabric_runtime.FabricRuntime`` implements it over Lightning Fabric (single device, DDP, FSDP2).
+    """
+
+    @property
+    def device(self) -> torch.device:
+        """This process's device."""
+        ...
+
+    @property
+    def rank(self) -> int:
+        """The global rank."""
+        ...
+
+    @property
+    def world_size(self) -> int:
+        """The number of processes."""
+        ...
+
+    def launch(self) -> None:
+        """Start the other processes (if any) and the process group; idempotent."""
+        ...
+
+    def setup_models(self, models: nn.Module) -> None:
+        """Place (or shard) ``models`` in place on every rank, with rank 0's weights everywhere. Collective."""
+        ...
+
+    def setup_optimizer(self, optimizer: torch.optim.Optimizer) -> Any:
+        """``optimizer`` ready to step under the runtime's precision."""
+        ...
+
+    def rollout_context(self, *models: nn.Module | None) -> AbstractContextManager[Any]:
+        """Entered on every rank around rollouts and evaluations: the models' full weights (collective entry)."""
+        ...
+
+    def autocast(self) -> AbstractContextManager[Any]:
+        """The precision's compute context around the update's forwards."""
+        ...
+
+    def backward(self, loss: Tensor) -> None:
+        """Backpropagate ``loss`` (scaled as the precision needs)."""
+        ...
+
+    def all_reduce(self, values: list[float], op: str = "sum") -> list[float]:
+        """``values`` reduced over the ranks (``sum`` or ``max``); collective."""
+        ...
+
+    def all_reduce_tensors(self, tensors: list[Tensor]) -> None:
+        """Sum each of ``tensors`` over the ranks, in place; collective."""
+        ...
+
+    def barrier(self, name: str) -> None:
+        """Wait for every rank."""
+        ...
+
+    def broadcast(self, obj: Any, src: int = 0) -> Any:
+        """Rank ``src``'s ``obj`` on every rank."""
+        ...
+
+    def resume_path(self, path: str | os.PathLike[str]) -> Any:
+        """``path`` when a complete checkpoint is there, else ``None`` (raises on a damaged one)."""
+        ...
+
+    def save(self, path: str | os.PathLike[str], state: dict[str, Any]) -> None:
+        """Save ``state`` (modules, optimizers, plain values) to ``path`` atomically. Collective."""
+        ...
+
+    def load(self, path: str | os.PathLike[str], state: dict[str, Any]) -> dict[str, Any]:
+        """Load ``path`` into ``state``'s modules and optimizers in place; the checkpoint's other entries."""
+        ...
+
+    def log(self, metrics: dict[str, float], step: int) -> None:
+        """Log ``metrics`` (rank 0's loggers)."""
+        ...
+
+    def flush_logs(self) -> None:
+        """Write the loggers' buffered rows."""
+        ...
+

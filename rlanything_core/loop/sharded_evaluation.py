@@ -9,7 +9,7 @@ rollout ``j`` of group ``g`` at step ``t`` with ``derive_seed(seed, g, j, t)`` a
 ``derive_seed(seed, g, j, t, k)``, independent of what else is in the batch, and the shards keep each task's group
 id and each group's rollouts together and in order.
 
-Every rank must call the evaluator (the gathers are collective): ``AgentModule._evaluate`` does so when the evaluator
+Every rank must call the evaluator (the gathers are collective): ``RLAnythingLoop._scores`` does so when the evaluator
 says ``sharded``. Outside a process group (or with one rank) the wrappers pass straight through.
 """
 

@@ -33,16 +33,16 @@ def _checksum(model: torch.nn.Module) -> float:
 class Probe:
     """The run's evaluator, recording what it sees when it runs."""
 
-    def __init__(self, evaluator: Any, module: Any) -> None:
+    def __init__(self, evaluator: Any, loop: Any) -> None:
         self.evaluator = evaluator
-        self.module = module
+        self.loop = loop
         self.seen: list[dict[str, Any]] = []
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.evaluator, name)
 
     def __call__(self) -> dict[str, float]:
-        models = [self.module.policy, self.module.judge]
+        models = [self.loop.policy, self.loop.judge]
         self.seen.append({
             "on_meta": any(p.is_meta for m in models for p in m.parameters()),
             "checksums": [_checksum(m) for m in models],
@@ -79,9 +79,9 @@ def main(rank: int, world: int, port: int, model_dir: str, run_dir: str, out: st
 
     def probed(cfg: Any) -> Any:
         run = build(cfg)
-        built_on_meta.append(any(p.is_meta for p in run.module.parameters()))
-        probes.append(Probe(run.module.evaluator, run.module))
-        run.module.evaluator = probes[-1]
+        built_on_meta.append(any(p.is_meta for p in run.loop.models.parameters()))
+        probes.append(Probe(run.loop.evaluator, run.loop))
+        run.loop.evaluator = probes[-1]
         return run
 
     train.build = probed  # the real build; only the evaluator is wrapped

@@ -28,7 +28,7 @@ def test_desktop_smoke_config_builds_without_a_display(tmp_path: Path) -> None:
     task = desktop_env_task(roots[0])
     assert task.task_id == roots[0].task_id and task.instruction == roots[0].data["instruction"]
     run = build(cfg)
-    splits = run.module.evaluator.splits
+    splits = run.loop.evaluator.splits
     assert [s.name for s in splits] == list(cfg.setting.eval_split_names)
     assert len(splits[0].tasks) == cfg.eval.games and "Hint:" in splits[1].tasks[0].instruction
     with pytest.raises(ConfigError, match="env_workers"):
@@ -61,14 +61,14 @@ def test_desktop_loop_runs_one_iteration(tmp_path: Path) -> None:
         f"run_dir={tmp_path}",
     )
     run = build(cfg)
-    pool = run.datamodule.driver.collector.runner.env_factory.pool
+    pool = run.loop.driver.collector.runner.env_factory.pool
     try:
-        run.trainer.fit(run.module, datamodule=run.datamodule)
+        run.loop.run()
     finally:
         envs = list(pool._all)
         pool.close()  # also registered at exit; closed here so that no display outlives the test
     assert envs and not any(e.display.alive or e.office.pids() for e in envs)
-    assert run.datamodule.completed == 1
-    final = run.module.evaluations[-1]
+    assert run.loop.completed == 1
+    final = run.loop.evaluations[-1]
     assert {"eval/calc/success_rate", "eval/calc_hint/success_rate"} <= set(final)
     assert (tmp_path / "checkpoints" / "last.ckpt").is_file()

@@ -28,7 +28,7 @@ def test_the_scorer_loop_recomputes_the_rollout_log_probs_and_updates_both_model
         cfg = compose(config_name="train", overrides=[*overrides, f"run_dir={tmp_path / 'probe'}"])
         fit_cfg = compose(config_name="train", overrides=[*overrides, f"run_dir={tmp_path / 'run'}"])
     run = build(cfg)
-    judge, judged = run.datamodule.driver.judge, []
+    judge, judged = run.loop.driver.judge_collector, []
     original = judge.judge
 
     def keep(episodes: Any, **kwargs: Any) -> Any:  # the judged episodes: the records with the rollout's log-probs
@@ -37,26 +37,27 @@ def test_the_scorer_loop_recomputes_the_rollout_log_probs_and_updates_both_model
         return out
 
     judge.judge = keep
-    data = run.datamodule.driver(0)
+    data = run.loop.driver(0)
     assert data.policy is not None and data.judge is not None, "no rows: the test would prove nothing"
     batch = RolloutBatch.from_episodes(judged, pad_id=0)
     assert batch.judge_rows is not None
     steps = [s for e in judged for s in e.steps]
     samples = [j for s in steps for j in s.judge]
-    for model, rows, records in ((run.module.policy, batch.policy_rows, steps),
-                                 (run.module.judge, batch.judge_rows, samples)):  # fmt: skip
+    assert run.loop.judge_update is not None
+    for update, rows, records in ((run.loop.policy_update, batch.policy_rows, steps),
+                                  (run.loop.judge_update, batch.judge_rows, samples)):  # fmt: skip
         training = TrainingRows(rows, torch.zeros(rows.num_rows), torch.zeros(rows.num_rows, dtype=torch.int64))
         recorded = torch.tensor([x for r in records for x in r.logprobs])  # row-major, as the mask selects
-        recomputed = run.module._old_logprobs(model, training)[rows.response_mask].cpu()
+        recomputed = update.old_logprobs(training)[rows.response_mask].cpu()
         assert torch.isfinite(recorded).all() and recorded.numel() == rows.num_rows  # one pseudo-token per row
         assert torch.allclose(recomputed, recorded, atol=1e-4)
     run = build(fit_cfg)  # a fresh run (the probe above consumed iteration 0 of its pool)
-    before = {k: v.clone() for k, v in run.module.policy.state_dict().items()}
-    run.trainer.fit(run.module, datamodule=run.datamodule)
-    history = run.module.update_history
+    before = {k: v.clone() for k, v in run.loop.policy.state_dict().items()}
+    run.loop.run()
+    history = run.loop.update_history
     assert sum(h.get("policy/updates", 0.0) for h in history) >= 1
     assert sum(h.get("judge/updates", 0.0) for h in history) >= 1
-    after = run.module.policy.state_dict()
+    after = run.loop.policy.state_dict()
     changed = [k for k in before if not torch.equal(before[k], after[k])]
     assert changed and all(not k.startswith("encoder.bert.embeddings") for k in changed)  # frozen parts stay
     assert (tmp_path / "run" / "checkpoints" / "last.ckpt").is_file()

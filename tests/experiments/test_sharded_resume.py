@@ -1,6 +1,6 @@
 """FSDP2 with sharded checkpoints (torch.distributed.checkpoint, every rank its own shards) resumes exactly.
 
-Two gloo processes under Lightning's ``ModelParallelStrategy(save_distributed_checkpoint=True)``: a run killed
+Two gloo processes under Fabric's ``ModelParallelStrategy(save_distributed_checkpoint=True)``: a run killed
 (SIGKILL, the whole process group) after its first iteration's checkpoint and rerun with the same command ends with
 the weights *and* both optimizers' states of the uninterrupted run, bit for bit (issue 19: checkpoints used to be full
 state dicts gathered to rank 0, ~170 GB of host memory for the paper's 7B policy + judge with Adam states).
@@ -72,7 +72,7 @@ def test_a_killed_sharded_fsdp2_run_resumes_to_the_uninterrupted_weights_and_opt
             assert time.monotonic() < deadline, "no checkpoint in 900 s"
             time.sleep(0.2)
         # leaving the block SIGKILLs both ranks (the whole process group), mid-way through the second iteration
-    assert read_checkpoint(last)["RolloutDataModule"]["completed"] == 1, "the kill came after the run had finished"
+    assert read_checkpoint(last)["loop"]["completed"] == 1, "the kill came after the run had finished"
     resumed = run(run_dir, *SHARDED, timeout=900)
     assert int(resumed.group(1)) == 2
     got = _sharded(run_dir)

@@ -1,17 +1,23 @@
-"""What the module-update tests share: ragged rows on the host, handed over as the rollout data module does, and one
-fitted step under a real ``Trainer``."""
+"""What the update tests share: ragged rows on the host, handed over as a source's ``rows`` stage does, and one
+iteration of the real loop (``RLAnythingLoop``) on one CPU under Fabric."""
 
 from __future__ import annotations
 
+import dataclasses
+import tempfile
 from typing import Any
 
-import lightning as L
 import torch
-from torch.utils.data import DataLoader
+from lightning.fabric import Fabric
+from torch import nn
 
 from rlanything_core.collect.batching import TokenRows
-from rlanything_core.lightning.module import RLAnythingModule
+from rlanything_core.lightning.fabric_runtime import FabricRuntime
 from rlanything_core.loop.iteration import IterationData, TrainingRows
+from rlanything_core.loop.protocol import Rollouts
+from rlanything_core.loop.rlanything_loop import RLAnythingLoop
+from rlanything_core.losses.policy import PolicyLoss
+from rlanything_core.training.update import ModelUpdate
 
 
 def ragged_rows(n: int, length: int, *, seed: int = 0, shortest: int | None = None) -> TrainingRows:
@@ -30,24 +36,73 @@ def ragged_rows(n: int, length: int, *, seed: int = 0, shortest: int | None = No
     )
 
 
-class HostRows(L.LightningDataModule):
-    """Hands the iteration's rows over on the host, as ``lightning.datamodule.RolloutDataModule`` does."""
+class FixedRows:
+    """An ``IterationSource`` whose every iteration yields ``data``'s rows (no rollouts, no pool)."""
 
     def __init__(self, data: IterationData) -> None:
-        super().__init__()
         self.data = data
 
-    def train_dataloader(self) -> DataLoader[Any]:
-        return DataLoader([self.data], batch_size=None, collate_fn=lambda batch: batch)
+    def collect(self, iteration: int, /) -> Rollouts:
+        return Rollouts(iteration, [])
 
-    def transfer_batch_to_device(self, batch: Any, device: torch.device, dataloader_idx: int) -> Any:
-        return batch
+    def judge(self, rollouts: Rollouts, /) -> Rollouts:
+        return rollouts
+
+    def rows(self, rollouts: Rollouts, /) -> IterationData:
+        return dataclasses.replace(self.data, iteration=rollouts.iteration, metrics=dict(self.data.metrics))
+
+    def adapt(self, rollouts: Rollouts, /) -> dict[str, float]:
+        return {}
+
+    def save_initial_pool(self) -> None:
+        pass
+
+    def restore_pool(self, completed: int, /) -> None:
+        pass
 
 
-def fit_one_step(module: RLAnythingModule, data: IterationData) -> None:
-    """One training step (one iteration's updates) of ``module`` on ``data`` under a real CPU ``Trainer``."""
-    trainer = L.Trainer(
-        accelerator="cpu", devices=1, max_steps=1, logger=False, enable_checkpointing=False,
-        enable_progress_bar=False, enable_model_summary=False,
-    )  # fmt: skip
-    trainer.fit(module, datamodule=HostRows(data))
+def cpu_runtime() -> FabricRuntime:
+    """One CPU process under Fabric."""
+    return FabricRuntime(Fabric(accelerator="cpu", devices=1))
+
+
+def updates(
+    policy: nn.Module,
+    judge: nn.Module | None = None,
+    *,
+    runtime: FabricRuntime | None = None,
+    judge_loss: PolicyLoss | None = None,
+    policy_optimizer: Any = None,
+    judge_optimizer: Any = None,
+    policy_updates: int = 1,
+    judge_updates: int = 1,
+    policy_epochs: int = 1,
+    judge_epochs: int = 1,
+    **shared: Any,
+) -> tuple[ModelUpdate, ModelUpdate | None]:
+    """The policy's update and (with ``judge_loss``) the judge's, as ``trainer_setup.make_loop`` makes them."""
+    runtime = runtime or cpu_runtime()
+    extra = {} if policy_optimizer is None else {"optimizer": policy_optimizer}
+    policy_update = ModelUpdate(
+        "policy", policy, PolicyLoss(), runtime, updates=policy_updates, epochs=policy_epochs, **extra, **shared
+    )
+    if judge is None or judge_loss is None:
+        return policy_update, None
+    extra = {} if judge_optimizer is None else {"optimizer": judge_optimizer}
+    judge_update = ModelUpdate(
+        "judge", judge, judge_loss, runtime, updates=judge_updates, epochs=judge_epochs, **extra, **shared
+    )
+    return policy_update, judge_update
+
+
+def fit_one_step(
+    policy: ModelUpdate, data: IterationData, judge: ModelUpdate | None = None, judge_model: nn.Module | None = None
+) -> RLAnythingLoop:
+    """One iteration of the loop (both updates, a checkpoint in a temporary folder) on ``data``; the loop."""
+    with tempfile.TemporaryDirectory() as tmp:
+        loop = RLAnythingLoop(
+            FixedRows(data), policy.runtime, policy, judge_model if judge is None else judge.model, judge,
+            iterations=1, checkpoint_dir=tmp, resume=False,
+        )  # fmt: skip
+        loop.run()
+    return loop

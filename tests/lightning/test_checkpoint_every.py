@@ -1,78 +1,67 @@
-"""``IterationCheckpoint(every=N)``: a save every N iterations and after the last, each save's seconds reported."""
+"""``RLAnythingLoop(checkpoint_every=N)``: a save every N iterations and after the last, each save's seconds reported;
+a resumed run continues from the last save."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import lightning as L
 import pytest
 import torch
-from torch.utils.data import DataLoader
+from _update_rows import FixedRows, ragged_rows, updates
 
-from rlanything_core.lightning.checkpoint import IterationCheckpoint, read_checkpoint
-
-
-@dataclass(frozen=True)
-class _Batch:
-    iteration: int
+from rlanything_core.lightning.checkpoint import read_checkpoint
+from rlanything_core.loop.iteration import IterationData
+from rlanything_core.loop.rlanything_loop import RLAnythingLoop
+from rlanything_core.models.tiny import tiny_causal_lm
 
 
-class _Iterations(L.LightningDataModule):
-    """One batch per epoch (one iteration), as ``RolloutDataModule``; ``completed`` is what the checkpoint marks."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.completed = 0
-
-    def train_dataloader(self) -> DataLoader[Any]:
-        return DataLoader([_Batch(self.trainer.current_epoch)], batch_size=None, collate_fn=lambda b: b)
-
-    def transfer_batch_to_device(self, batch: Any, device: torch.device, dataloader_idx: int) -> Any:
-        return batch
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"completed": self.completed}
-
-
-class _Module(L.LightningModule):
-    def __init__(self) -> None:
-        super().__init__()
-        self.layer = torch.nn.Linear(2, 1)
-        self.update_history: list[dict[str, float]] = []
-
-    def training_step(self, batch: _Batch, batch_idx: int) -> torch.Tensor:
-        self.update_history.append({"iteration": float(batch.iteration)})
-        return self.layer(torch.ones(1, 2)).pow(2).sum()
-
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.SGD(self.parameters(), lr=0.1)
+def _loop(tmp_path: Path, *, every: int = 1, iterations: int = 5, **kwargs: Any) -> RLAnythingLoop:
+    policy, _ = updates(
+        tiny_causal_lm(64, hidden=16, layers=1, seed=0), micro_batch_tokens=64,
+        policy_optimizer=lambda p: torch.optim.SGD(p, lr=0.1),
+    )  # fmt: skip
+    data = IterationData(iteration=0, policy=ragged_rows(4, 10, seed=0), judge=None)
+    return RLAnythingLoop(
+        FixedRows(data), policy.runtime, policy, iterations=iterations, checkpoint_dir=tmp_path,
+        checkpoint_every=every, **kwargs,
+    )  # fmt: skip
 
 
 def test_saves_every_n_and_the_last_and_reports_each_saves_time(tmp_path: Path) -> None:
-    callback = IterationCheckpoint(tmp_path, every=2)
-    module = _Module()
-    trainer = L.Trainer(
-        accelerator="cpu", max_epochs=5, callbacks=[callback], logger=False, enable_checkpointing=False,
-        enable_progress_bar=False, enable_model_summary=False, reload_dataloaders_every_n_epochs=1,
-    )  # fmt: skip
-    trainer.fit(module, datamodule=_Iterations())
-    assert callback.saved == [2, 4, 5]  # every 2nd, and the last although 5 is odd
-    assert sorted(callback.seconds) == [1, 2, 3, 4, 5]
-    assert all(callback.seconds[k] > 0 for k in callback.saved)
-    saved = read_checkpoint(callback.last)
-    assert saved["global_step"] == 5  # the last iteration's state, not the 4th's
-    assert [e.get("time/checkpoint_s") is not None for e in module.update_history] == [True] * 5
+    loop = _loop(tmp_path, every=2)
+    loop.run()
+    assert loop.saved == [2, 4, 5]  # every 2nd, and the last although 5 is odd
+    assert sorted(loop.checkpoint_seconds) == [1, 2, 3, 4, 5]
+    assert all(loop.checkpoint_seconds[k] > 0 for k in loop.saved)
+    saved = read_checkpoint(loop.last)
+    assert saved["loop"]["completed"] == 5  # the last iteration's state, not the 4th's
+    assert len(saved["update_history"]) == 5
+    assert [e.get("time/checkpoint_s") is not None for e in loop.update_history] == [True] * 5
+    assert not any(p.name.endswith(".tmp") for p in tmp_path.iterdir())  # written to a temporary file, renamed
 
 
-@pytest.mark.parametrize(("every", "total", "due"), [(1, 3, [1, 2, 3]), (3, 7, [3, 6, 7]), (4, None, [4])])
-def test_due(every: int, total: int | None, due: list[int]) -> None:
-    callback = IterationCheckpoint("unused", every=every)
-    assert [k for k in range(1, (total or 7) + 1) if callback.due(k, total)] == due
+def test_a_rerun_resumes_from_the_last_save_and_equals_an_uninterrupted_run(tmp_path: Path) -> None:
+    whole = _loop(tmp_path / "whole", iterations=3)
+    whole.run()
+    first = _loop(tmp_path / "parts", iterations=2)  # as if killed after iteration 1's checkpoint
+    first.run()
+    resumed = _loop(tmp_path / "parts", iterations=3)
+    resumed.run()
+    assert resumed.completed == 3 and resumed.saved == [3]  # only the remaining iteration ran
+    assert [e["iteration"] for e in resumed.update_history] == [0.0, 1.0, 2.0]  # the history came back too
+    for a, b in zip(whole.models.parameters(), resumed.models.parameters()):
+        assert torch.equal(a, b)
+    assert not any(torch.equal(a, b) for a, b in zip(first.models.parameters(), resumed.models.parameters()))
+
+
+@pytest.mark.parametrize(("every", "total", "due"), [(1, 3, [1, 2, 3]), (3, 7, [3, 6, 7]), (4, 9, [4, 8, 9])])
+def test_due(tmp_path: Path, every: int, total: int, due: list[int]) -> None:
+    loop = _loop(tmp_path, every=every, iterations=total)
+    assert [k for k in range(1, total + 1) if loop.checkpoint_due(k)] == due
 
 
 @pytest.mark.parametrize("every", [0, -1, True, 1.5])
-def test_a_bad_interval_is_refused(every: Any) -> None:
-    with pytest.raises(ValueError, match="every: expected an integer >= 1"):
-        IterationCheckpoint("unused", every=every)
+def test_a_bad_interval_is_refused(tmp_path: Path, every: Any) -> None:
+    with pytest.raises(ValueError, match="checkpoint_every: expected an integer >= 1"):
+        _loop(tmp_path, every=every)

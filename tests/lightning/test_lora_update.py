@@ -1,13 +1,12 @@
-"""LoRA through PEFT (``lora.enabled``, issue 26): the module's packed update trains the adapters only."""
+"""LoRA through PEFT (``lora.enabled``, issue 26): the packed update trains the adapters only."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from _update_rows import fit_one_step, ragged_rows
+from _update_rows import fit_one_step, ragged_rows, updates
 from omegaconf import OmegaConf
 
-from rlanything_core.lightning.module import RLAnythingModule
 from rlanything_core.loop.iteration import IterationData
 from rlanything_core.models.tiny import tiny_causal_lm
 from rlanything_core.training.packing import packable
@@ -28,11 +27,11 @@ def test_lora_trains_the_adapters_and_leaves_the_base_alone() -> None:
     trainable = {n for n, p in model.named_parameters() if p.requires_grad}
     assert trainable and all("lora_" in n for n in trainable)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    module = RLAnythingModule(
+    update, _ = updates(
         model, policy_updates=2, micro_batch_tokens=40,
         policy_optimizer=lambda params: torch.optim.AdamW(params, lr=1e-2),
     )  # fmt: skip
-    fit_one_step(module, IterationData(iteration=0, policy=ragged_rows(6, 12), judge=None))
-    assert module.update_history[0]["policy/updates"] == 2
+    loop = fit_one_step(update, IterationData(iteration=0, policy=ragged_rows(6, 12), judge=None))
+    assert loop.update_history[0]["policy/updates"] == 2
     changed = {n for n, p in model.named_parameters() if not torch.equal(p, before[n])}
     assert changed and changed <= trainable  # only adapters moved (lora_B starts at zero: A and B both move)

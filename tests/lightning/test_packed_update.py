@@ -1,4 +1,4 @@
-"""The module's packed update (one sequence per micro-batch, head at response positions) equals the padded one."""
+"""The packed update (one sequence per micro-batch, head at response positions) equals the padded one."""
 
 from __future__ import annotations
 
@@ -6,20 +6,19 @@ import copy
 from typing import Any
 
 import torch
-from _update_rows import fit_one_step, ragged_rows
+from _update_rows import fit_one_step, ragged_rows, updates
 
-from rlanything_core.lightning.module import RLAnythingModule
 from rlanything_core.loop.iteration import IterationData
+from rlanything_core.loop.rlanything_loop import RLAnythingLoop
 from rlanything_core.models.tiny import tiny_causal_lm
 
 
-def _updated(packing: bool, policy: Any, data: IterationData) -> RLAnythingModule:
-    module = RLAnythingModule(
+def _updated(packing: bool, policy: Any, data: IterationData) -> RLAnythingLoop:
+    update, _ = updates(
         policy, policy_updates=2, micro_batch_tokens=40, packing=packing,
         policy_optimizer=lambda params: torch.optim.SGD(params, lr=0.5),
     )  # fmt: skip
-    fit_one_step(module, data)
-    return module
+    return fit_one_step(update, data)
 
 
 def test_packed_update_equals_padded_update() -> None:

@@ -2,7 +2,7 @@
 
 Issue 19's defects 3-5, each shown on CPU: fp32 master weights from a bf16 model; gradients summed over ranks
 (each rank's loss carries its share of the global mean); clipping by the whole model's norm, not the local shard's;
-rollouts on gathered weights with different numbers of forwards per rank and no hang; collectives of the module on
+rollouts on gathered weights with different numbers of forwards per rank and no hang; collectives of the runtime on
 its own device.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import torch
 
-from rlanything_core.lightning.module import RLAnythingModule
+from rlanything_core.lightning.fabric_runtime import FabricRuntime
 from rlanything_core.lightning.sharding import decoder_layers, require_fsdp2
 from rlanything_core.models.tiny import tiny_causal_lm
 from rlanything_core.testing.processes import free_port, run_ranks
@@ -100,15 +100,27 @@ def test_the_engine_receives_full_correctly_named_tensors_after_an_update(ranks:
     assert ranks[0]["buckets"] == ranks[1]["buckets"] > 1  # in buckets, and every rank took part in every gather
 
 
-def test_the_modules_collectives_use_its_device(monkeypatch: pytest.MonkeyPatch) -> None:
+class _OnDevice(FabricRuntime):
+    """One CPU process that reports ``meta`` as its device (it stands for cuda:N) and two ranks."""
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device("meta")
+
+    @property
+    def world_size(self) -> int:
+        return 2
+
+
+def test_the_runtimes_collectives_use_its_device(monkeypatch: pytest.MonkeyPatch) -> None:
     # NCCL reduces CUDA tensors only: a count reduced on the CPU fails under any GPU strategy
-    module = RLAnythingModule(tiny_causal_lm(64, hidden=16, layers=1))
-    module._device = torch.device("meta")  # stands for cuda:N, which this machine lacks
+    from _update_rows import cpu_runtime
+
+    runtime = _OnDevice(cpu_runtime().fabric)
     seen: list[torch.device] = []
-    monkeypatch.setattr(module, "_world", lambda: 2)
     monkeypatch.setattr(torch.distributed, "all_reduce", lambda t, *a, **k: seen.append(t.device))
     try:
-        module._all_reduce_sum([1.0, 2.0])
+        runtime.all_reduce([1.0, 2.0])
     except NotImplementedError:  # reading a meta tensor back: the device is what this test checks
         pass
     assert seen == [torch.device("meta")]
@@ -117,14 +129,15 @@ def test_the_modules_collectives_use_its_device(monkeypatch: pytest.MonkeyPatch)
 def test_the_model_is_in_training_mode_during_the_updates_forwards(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 19: the model stayed in eval() during updates, so gradient checkpointing (train mode only) was off.
 
-    ``_update`` must run its micro-batch forwards in train mode and leave the model in eval mode afterwards.
+    ``ModelUpdate`` must run its micro-batch forwards in train mode and leave the model in eval mode afterwards.
     """
     from rlanything_core.collect.batching import TokenRows
     from rlanything_core.loop.iteration import TrainingRows
 
     policy = tiny_causal_lm(64, hidden=16, layers=1, seed=0)
-    module = RLAnythingModule(policy)
-    monkeypatch.setattr(module, "manual_backward", lambda loss: loss.backward())  # no Trainer attached here
+    from _update_rows import updates
+
+    update, _ = updates(policy, policy_optimizer=lambda p: torch.optim.SGD(p, lr=0.1))
     ids = torch.randint(1, 64, (2, 8), generator=torch.Generator().manual_seed(0))
     attn = torch.ones_like(ids, dtype=torch.bool)
     resp = attn & (torch.arange(8) >= 4)
@@ -136,7 +149,7 @@ def test_the_model_is_in_training_mode_during_the_updates_forwards(monkeypatch: 
     modes: list[tuple[bool, bool]] = []  # (training, grad enabled) at each forward
     layer = decoder_layers(policy)[0]  # the logprob path may call the decoder, not the model's own forward
     layer.register_forward_pre_hook(lambda m, args: modes.append((m.training, torch.is_grad_enabled())))
-    module._update("policy", policy, torch.optim.SGD(policy.parameters(), lr=0.1), rows, 1, 1, module.policy_loss)
+    update(rows)
     update_forwards = [training for training, grad in modes if grad]
     assert update_forwards and all(update_forwards)  # every forward with grad (the update's) ran in train mode
     assert not policy.training  # back in eval mode for rollouts

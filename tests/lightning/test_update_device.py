@@ -3,7 +3,7 @@ on the CPU while the log-probs were on ``cuda:0`` (``Expected all tensors to be 
 
 No CPU test saw it, because on a CPU every tensor is on the same device. Here the models live on ``meta`` (a device
 without data: mixing it with ``cpu`` raises the same error) while the loop's rows arrive on the CPU, as they do from
-the collectors, and the whole update runs under a real ``Trainer``: both models, the policy and the consistency
+the collectors, and the whole update runs in the real loop under Fabric: both models, the policy and the consistency
 losses, several micro-batches and minibatches, clipping and the optimizer steps. On the code of f113c84 it fails: first
 at the host-side choice of scored positions (``nonzero`` on the device), and with that mended, at the advantages
 (``Tensor on device cpu is not on the expected device meta``).
@@ -19,31 +19,27 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from _update_rows import fit_one_step, ragged_rows
+from _update_rows import FixedRows, cpu_runtime, fit_one_step, ragged_rows, updates
 
-from rlanything_core.lightning.module import RLAnythingModule
+from rlanything_core.lightning.fabric_runtime import FabricRuntime
 from rlanything_core.loop.iteration import IterationData
+from rlanything_core.loop.rlanything_loop import LoopModels, RLAnythingLoop
 from rlanything_core.losses.policy import PolicyLoss
 from rlanything_core.models.tiny import tiny_causal_lm
 
 
-class _OnMeta(RLAnythingModule):
-    """The module with its models moved to ``meta`` once the trainer has placed it (as a GPU strategy would)."""
+class _OnMeta(FabricRuntime):
+    """One CPU process whose device becomes ``meta`` once the models are placed and their optimizers built (as a GPU
+    would then hold them); the metrics are read from the update history, not logged."""
 
-    devices_after_update: set[str] = set()
+    on_meta = False
 
-    def on_train_start(self) -> None:
-        self.to("meta")
+    @property
+    def device(self) -> torch.device:
+        return torch.device("meta") if self.on_meta else super().device
 
-    def log(self, *args: Any, **kwargs: Any) -> None:
-        """Lightning's logger turns logged floats into tensors on the module's device and reads them back."""
-
-    def log_dict(self, *args: Any, **kwargs: Any) -> None:
-        """As ``log``: ``meta`` cannot be read back (the metrics are still in ``update_history``)."""
-
-    def on_train_end(self) -> None:
-        self.devices_after_update = {p.device.type for p in self.parameters()}
-        self.to_empty(device="cpu")  # the trainer's teardown copies the module to the CPU: give it storage
+    def log(self, metrics: dict[str, float], step: int) -> None:
+        """The loggers read logged values back: ``meta`` has none."""
 
 
 def _eager(model: Any) -> Any:
@@ -53,27 +49,34 @@ def _eager(model: Any) -> Any:
 
 
 def test_the_whole_update_follows_the_models_device() -> None:
-    module = _OnMeta(
+    runtime = _OnMeta(cpu_runtime().fabric)
+    policy, judge = updates(
         _eager(tiny_causal_lm(64, hidden=16, layers=1, seed=0)),
         _eager(tiny_causal_lm(64, hidden=16, layers=1, seed=1)),
+        runtime=runtime,
         judge_loss=PolicyLoss(),
         policy_updates=2,
         judge_updates=2,
         micro_batch_tokens=24,  # several micro-batches per minibatch
         max_grad_norm=1.0,
     )
+    assert judge is not None
     data = IterationData(iteration=0, policy=ragged_rows(6, 12, seed=0), judge=ragged_rows(8, 10, seed=1))
-    fit_one_step(module, data)
-    (history,) = module.update_history
+    loop = RLAnythingLoop(FixedRows(data), runtime, policy, judge.model, judge, iterations=1, checkpoint_dir="unused")
+    loop.setup()
+    loop.models.to("meta")
+    runtime.on_meta = True
+    history = loop.update(data)
     assert history["policy/updates"] == 2 and history["judge/updates"] == 2  # both models stepped, twice
-    assert module.devices_after_update == {"meta"}
+    assert {p.device.type for p in loop.models.parameters()} == {"meta"}
+    assert isinstance(loop.models, LoopModels)
 
 
 def test_the_update_still_learns_on_the_cpu() -> None:
     """The same update on one device moves the weights (the meta test above cannot see values)."""
     policy = tiny_causal_lm(64, hidden=16, layers=1, seed=0)
     before = [p.detach().clone() for p in policy.parameters()]
-    module = RLAnythingModule(policy, policy_updates=2, micro_batch_tokens=24)
-    fit_one_step(module, IterationData(iteration=0, policy=ragged_rows(6, 12, seed=0), judge=None))
-    assert module.update_history[0]["policy/updates"] == 2
+    update, _ = updates(policy, policy_updates=2, micro_batch_tokens=24)
+    loop = fit_one_step(update, IterationData(iteration=0, policy=ragged_rows(6, 12, seed=0), judge=None))
+    assert loop.update_history[0]["policy/updates"] == 2
     assert any(not torch.equal(b, p) for b, p in zip(before, policy.parameters()))

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import torch
+from lightning.fabric import Fabric
 
 from rlanything_core.collect.coding import CodeCollector, UnitTestCollector
 from rlanything_core.environment.pool import TaskPool
@@ -19,7 +20,7 @@ from rlanything_core.envs.coding.loaders import load_codecontests, load_leetcode
 from rlanything_core.envs.coding.task import CodingTask
 from rlanything_core.generation.transformers_backend import TransformersBackend
 from rlanything_core.generation.types import FinishReason, Generation, SamplingParams
-from rlanything_core.lightning.module import RLAnythingModule
+from rlanything_core.lightning.fabric_runtime import FabricRuntime
 from rlanything_core.loop.coding_driver import CodingLoopDriver, coding_spec, coding_task_from_spec
 from rlanything_core.loop.coding_evaluation import CodingEvalSplit, CodingEvaluator
 from rlanything_core.losses.consistency import ConsistencyRewardLoss
@@ -28,6 +29,7 @@ from rlanything_core.models.tiny import tiny_model_and_tokenizer
 from rlanything_core.rewards.targets import UnitTestTargets
 from rlanything_core.sandbox import Sandbox
 from rlanything_core.testing.processes import run_reaped
+from rlanything_core.training.update import ModelUpdate
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO / ".." / "shared" / "coding"
@@ -200,14 +202,15 @@ def test_driver_adapts_the_pool_with_coding_feedback_and_snapshots(tmp_path: Pat
 
 
 def test_judge_rows_train_with_the_policy_objective_on_their_own_advantages(tiny: Any) -> None:
-    """Judge rows (coding: unit-test rewards; agent: consistency targets) carry final advantages: the module trains
+    """Judge rows (coding: unit-test rewards; agent: consistency targets) carry final advantages: the update trains
     the judge with a plain PolicyLoss, the same signature as the policy's loss (a consistency loss is refused)."""
     model, tok = tiny
     judge_loss = PolicyLoss(kl_coef=0.0)
-    module = RLAnythingModule(model, model, judge_loss=judge_loss)
-    assert module.judge_loss is judge_loss
+    runtime = FabricRuntime(Fabric(accelerator="cpu", devices=1))
+    update = ModelUpdate("judge", model, judge_loss, runtime)
+    assert update.loss is judge_loss
     with pytest.raises(ValueError, match="judge_loss: expected a PolicyLoss"):
-        RLAnythingModule(model, model, judge_loss=ConsistencyRewardLoss())  # type: ignore[arg-type]
+        ModelUpdate("judge", model, ConsistencyRewardLoss(), runtime)  # type: ignore[arg-type]
     torch.manual_seed(0)
     n, length = 3, 6
     logp = torch.randn(n, length, requires_grad=True)
@@ -215,7 +218,7 @@ def test_judge_rows_train_with_the_policy_objective_on_their_own_advantages(tiny
     mask = torch.zeros(n, length, dtype=torch.bool)
     mask[:, 2:] = True
     adv = torch.tensor([1.5, -0.5, -1.0])
-    out = module.judge_loss(logp, old, adv, mask, num_tokens_global=int(mask.sum()), num_seqs_global=n)
+    out = update.loss(logp, old, adv, mask, num_tokens_global=int(mask.sum()), num_seqs_global=n)
     assert float(out.loss.detach().abs()) > 0
     (grad,) = torch.autograd.grad(out.loss, logp)
     assert grad[mask].abs().sum() > 0 and not grad[~mask].any()
