@@ -23,7 +23,6 @@ samples of its first program's step (one judge row per test).
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
 from typing import Any
 
 from rlanything_core.advantages.integrators import Integrator
@@ -41,12 +40,13 @@ from rlanything_core.loop.adaptation import EnvironmentAdaptation
 from rlanything_core.loop.coding_rows import TaskRollouts, coding_rows, task_result
 from rlanything_core.loop.iteration import IterationData, empty_iteration
 from rlanything_core.loop.pool_sync import PoolSnapshots
+from rlanything_core.loop.protocol import Rollouts
 from rlanything_core.rewards.pass_fraction import PassFractionIntegrator
 from rlanything_core.rewards.targets import UnitTestTargets
 from rlanything_core.sandbox import Sandbox
 from rlanything_core.seeding import derive_seed
 
-__all__ = ["CodingLoopDriver", "Rollouts", "coding_spec", "coding_task_from_spec"]
+__all__ = ["CodingLoopDriver", "coding_spec", "coding_task_from_spec"]
 
 
 def coding_spec(problem: CodingProblem, *, max_tests: int = 8) -> TaskSpec:
@@ -98,18 +98,6 @@ def coding_task_from_spec(spec: TaskSpec, sandbox: Sandbox | None = None) -> Cod
         case_sensitive=bool(data.get("case_sensitive", True)),
     )
     return CodingTask(problem, sandbox)
-
-
-@dataclass
-class Rollouts:
-    """This rank's rollouts of one iteration, passed from stage to stage (``episodes``: its ``TaskRollouts``).
-
-    The fields of ``loop.protocol.Rollouts`` (added on another branch), which replaces this class once merged.
-    """
-
-    iteration: int
-    episodes: list[Any]
-    metrics: dict[str, float] = field(default_factory=dict)
 
 
 class CodingLoopDriver(PoolSnapshots):
@@ -175,13 +163,6 @@ class CodingLoopDriver(PoolSnapshots):
         self.sandbox = sandbox or Sandbox()
         self.max_workers = max_workers
         self.integrator = integrator
-
-    def __call__(self, iteration: int) -> IterationData:
-        """The four stages in the loop's order (until the loop calls them itself)."""
-        rollouts = self.judge(self.collect(iteration))
-        data = self.rows(rollouts)
-        data.metrics.update(self.adapt(rollouts))
-        return data
 
     def collect(self, iteration: int, /) -> Rollouts:
         """This rank's tasks and their ``G`` programs each (GT tests run); none where the rank has no task group."""

@@ -143,13 +143,6 @@ class AgentLoopDriver(PoolSnapshots):
         metrics["time/adapt_s"] = time.perf_counter() - started  # the pool sync too, where there is no adaptation
         return metrics
 
-    def __call__(self, iteration: int) -> IterationData:
-        """The four stages in the loop's order (kept until every caller uses the stages)."""
-        rollouts = self.judge(self.collect(iteration))
-        data = self.rows(rollouts)
-        data.metrics.update(self.adapt(rollouts))
-        return data
-
     def _adapt(self, episodes: list[Any], iteration: int) -> dict[str, float]:
         by_task: dict[str, list[Any]] = {}
         for e in episodes:

@@ -32,6 +32,7 @@ __all__ = [
     "Rollouts",
     "Runtime",
     "Update",
+    "source_iteration",
 ]
 
 
@@ -86,6 +87,18 @@ class IterationSource(Protocol):
     def restore_pool(self, completed: int, /) -> None:
         """Roll the pool back to its state after ``completed`` iterations."""
         ...
+
+
+def source_iteration(source: IterationSource, iteration: int) -> IterationData:
+    """One iteration's data side outside the loop (tests, notebooks): the stages in ``RLAnythingLoop.run``'s order.
+
+    No rollout context is entered (the caller's models are used as they are) and the rows are not balanced over
+    ranks.
+    """
+    rollouts = source.judge(source.collect(iteration))
+    data = source.rows(rollouts)
+    data.metrics.update(source.adapt(rollouts))
+    return data
 
 
 @runtime_checkable

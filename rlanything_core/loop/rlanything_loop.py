@@ -30,7 +30,6 @@ from rlanything_core.loop.protocol import (
     Evaluator,
     IterationSource,
     JudgeAccuracyEvaluator,
-    Rollouts,
     Runtime,
     Update,
 )
@@ -46,36 +45,6 @@ class LoopModels(nn.Module):
         super().__init__()
         self.policy = policy
         self.judge = judge  # None registers nothing: a run without a judge checkpoints the policy alone
-
-
-class _CallableSource:
-    """A source with only ``__call__(iteration) -> IterationData`` (the coding driver until it has the stages).
-
-    Temporary (deleted when ``loop/coding_driver.py`` implements ``IterationSource``): ``collect`` runs the whole
-    iteration, the other stages pass its result on.
-    """
-
-    def __init__(self, driver: Any) -> None:
-        self.driver = driver
-
-    def collect(self, iteration: int, /) -> Rollouts:
-        return Rollouts(iteration, [self.driver(iteration)])
-
-    def judge(self, rollouts: Rollouts, /) -> Rollouts:
-        return rollouts
-
-    def rows(self, rollouts: Rollouts, /) -> IterationData:
-        data: IterationData = rollouts.episodes[0]
-        return data
-
-    def adapt(self, rollouts: Rollouts, /) -> dict[str, float]:
-        return {}
-
-    def save_initial_pool(self) -> None:
-        self.driver.save_initial_pool()
-
-    def restore_pool(self, completed: int, /) -> None:
-        self.driver.restore_pool(completed)
 
 
 class RLAnythingLoop:
@@ -105,7 +74,7 @@ class RLAnythingLoop:
 
     def __init__(
         self,
-        source: IterationSource | Callable[[int], IterationData],
+        source: IterationSource,
         runtime: Runtime,
         policy: Update,
         judge: nn.Module | None = None,
@@ -139,12 +108,9 @@ class RLAnythingLoop:
             )
         if judge_update is not None and judge_update.model is not judge:
             raise ValueError("judge_update: it must train the loop's judge model")
-        if isinstance(source, IterationSource):
-            self.source: Any = source
-        elif callable(source) and hasattr(source, "restore_pool") and hasattr(source, "save_initial_pool"):
-            self.source = _CallableSource(source)
-        else:
+        if not isinstance(source, IterationSource):
             raise ValueError(f"source: expected an IterationSource, got {type(source).__name__}")
+        self.source = source
         self.driver: Any = source  # what callers read (its pool, collector, judge collector)
         self.runtime = runtime
         self.policy_update = policy

@@ -31,6 +31,7 @@ from rlanything_core.generation.prompts import render_prefilled_prompt, render_p
 from rlanything_core.generation.transformers_backend import TransformersBackend
 from rlanything_core.generation.types import FinishReason, Generation, SamplingParams
 from rlanything_core.loop.coding_driver import CodingLoopDriver
+from rlanything_core.loop.protocol import source_iteration
 from rlanything_core.models.tiny import tiny_model_and_tokenizer
 from rlanything_core.rewards.targets import UnitTestTargets
 from rlanything_core.training.logprobs import sequence_token_logprobs
@@ -214,14 +215,14 @@ def test_garbage_continuations_get_the_format_penalty_in_the_driver(tmp_path: Pa
         pool=TaskPool.create(tmp_path, [spec]), adaptation=None, tasks_per_iteration=1, seed=0, pad_id=0,
         judge_targets=UnitTestTargets(format_without_reference=True),
     )
-    data = driver(0)
+    data = source_iteration(driver, 0)
     assert data.metrics["pass_rate"] == 0.0 and data.policy is None
     assert data.metrics["test_format_failure_rate"] == pytest.approx(2 / 3)
     assert data.judge is not None
     assert data.judge.advantages.tolist() == pytest.approx([2**0.5, -(0.5**0.5), -(0.5**0.5)])
     assert data.metrics["ut_total"] == 0.0  # UT / Detect need a correct program: no denominator here
     driver.judge_targets = UnitTestTargets(format_without_reference=False)
-    assert driver(0).judge is None  # the authors' rule: no correct program, no signal
+    assert source_iteration(driver, 0).judge is None  # the authors' rule: no correct program, no signal
 
 
 @pytest.mark.slow

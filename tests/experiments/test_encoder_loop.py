@@ -15,6 +15,7 @@ from omegaconf import OmegaConf
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 from experiments.builders import build  # noqa: E402
 from rlanything_core.collect.rollout_batch import RolloutBatch, TrainingRows  # noqa: E402
+from rlanything_core.loop.protocol import source_iteration  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +38,7 @@ def test_the_scorer_loop_recomputes_the_rollout_log_probs_and_updates_both_model
         return out
 
     judge.judge = keep
-    data = run.loop.driver(0)
+    data = source_iteration(run.loop.driver, 0)
     assert data.policy is not None and data.judge is not None, "no rows: the test would prove nothing"
     batch = RolloutBatch.from_episodes(judged, pad_id=0)
     assert batch.judge_rows is not None

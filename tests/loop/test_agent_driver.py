@@ -19,6 +19,7 @@ from rlanything_core.collect.judge import JudgeCollector
 from rlanything_core.environment.pool import TaskPool
 from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.loop.driver import AgentLoopDriver
+from rlanything_core.loop.protocol import source_iteration
 from rlanything_core.records import AgentStep, Episode, JudgeSample
 from rlanything_core.rewards.targets import ConsistencyTargets
 
@@ -63,7 +64,7 @@ def _driver(tmp_path: Path, targets: ConsistencyTargets) -> tuple[AgentLoopDrive
 @pytest.mark.parametrize("drop", [True, False])
 def test_the_judge_targets_decide_whether_zero_target_rows_train(tmp_path: Path, drop: bool) -> None:
     driver, _ = _driver(tmp_path, ConsistencyTargets(drop_zero_rows=drop))
-    data = driver(0)
+    data = source_iteration(driver, 0)
     assert data.judge is not None
     zero = int((data.judge.advantages == 0).sum())
     assert (data.judge.num_rows, zero) == ((6, 0) if drop else (12, 6))
@@ -71,7 +72,7 @@ def test_the_judge_targets_decide_whether_zero_target_rows_train(tmp_path: Path,
 
 def test_the_collected_episodes_are_not_judged_in_place(tmp_path: Path) -> None:
     driver, collector = _driver(tmp_path, ConsistencyTargets())
-    data = driver(0)
+    data = source_iteration(driver, 0)
     assert data.judge is not None and data.metrics["judge_votes"] == 12.0  # the rows come from the judged copies
     assert collector.returned and all(not s.judge for e in collector.returned for s in e.steps)
 
@@ -100,7 +101,7 @@ def test_balanced_judge_targets_weigh_won_and_failed_steps_equally(tmp_path: Pat
             to_env_task=lambda spec: spec, adaptation=None, tasks_per_iteration=1, seed=0, pad_id=0,
         )  # fmt: skip
         driver.save_initial_pool()
-        data = driver(0)
+        data = source_iteration(driver, 0)
         assert data.judge is not None
         advantages[flag] = data.judge.advantages
     plain, chosen = advantages[False], advantages[balance]

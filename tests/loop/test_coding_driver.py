@@ -23,6 +23,7 @@ from rlanything_core.generation.types import FinishReason, Generation, SamplingP
 from rlanything_core.lightning.fabric_runtime import FabricRuntime
 from rlanything_core.loop.coding_driver import CodingLoopDriver, coding_spec, coding_task_from_spec
 from rlanything_core.loop.coding_evaluation import CodingEvalSplit, CodingEvaluator
+from rlanything_core.loop.protocol import source_iteration
 from rlanything_core.losses.consistency import ConsistencyRewardLoss
 from rlanything_core.losses.policy import PolicyLoss
 from rlanything_core.models.tiny import tiny_model_and_tokenizer
@@ -88,14 +89,14 @@ def test_driver_on_two_real_problems_with_the_tiny_model(tmp_path: Path, tiny: A
         judge_targets=UnitTestTargets(), sandbox=sandbox,
     )
     driver.save_initial_pool()
-    data = driver(0)
+    data = source_iteration(driver, 0)
     assert data.metrics["rollouts"] == 6.0
     assert data.metrics["unit_tests"] == 4.0
     # garbage programs: nothing passes, so neither the policy (out of band) nor the judge (no correct code) trains
     assert data.metrics["pass_rate"] == 0.0 and data.policy is None and data.judge is None
     assert data.metrics["ut_total"] == 0.0 and 0.0 <= data.metrics["test_format_failure_rate"] <= 1.0
     assert (tmp_path / "pool" / "snapshots" / "iter_000000.json").is_file()
-    again = driver(0)
+    again = source_iteration(driver, 0)
     assert again.metrics == data.metrics  # seeded: the same iteration gives the same data
 
 
@@ -117,7 +118,7 @@ def test_driver_rewards_with_scripted_programs_and_tests(tmp_path: Path, tiny: A
     writer = UnitTestCollector(ScriptedBackend(tok, [TEST_OK, TEST_WEAK, TEST_WRONG, TEST_JUNK]), tests_per_task=4)
     driver = CodingLoopDriver(coder=coder, test_writer=writer, pool=pool, adaptation=None, tasks_per_iteration=1,
                               seed=0, pad_id=0, judge_targets=UnitTestTargets(), sandbox=sandbox)
-    data = driver(0)
+    data = source_iteration(driver, 0)
     assert data.metrics["pass_rate"] == 0.5  # GOOD, BAD, GOOD, BAD
     # policy: GT pass fractions [1, 0, 1, 0] (a - b fails both GT tests) z-scored -> +-1
     assert data.policy is not None
@@ -147,7 +148,7 @@ def test_unit_tests_with_a_zero_reward_train_only_when_asked(tmp_path: Path, tin
     driver = CodingLoopDriver(coder=coder, test_writer=writer, pool=TaskPool.create(tmp_path, [spec]),
                               adaptation=None, tasks_per_iteration=1, seed=0, pad_id=0, sandbox=sandbox,
                               judge_targets=UnitTestTargets(drop_zero_rows=drop))
-    data = driver(0)
+    data = source_iteration(driver, 0)
     assert data.metrics["ut_total"] == 4  # the tests were scored either way
     if drop:
         assert data.judge is None and data.metrics["judge_rows"] == 0
@@ -188,13 +189,13 @@ def test_driver_adapts_the_pool_with_coding_feedback_and_snapshots(tmp_path: Pat
                               tasks_per_iteration=1, seed=0, pad_id=0, judge_targets=UnitTestTargets(),
                               sandbox=sandbox)
     driver.save_initial_pool()
-    first = driver(0)
+    first = source_iteration(driver, 0)
     assert first.metrics["env/requests"] == 1 and first.metrics["env/scheduled"] == 1
     assert "Pass rate per ground-truth test: 0.00, 0.00" in chat.prompts[0]
     pending = driver.pool.pending_tasks()
     assert len(pending) == 1 and pending[0].data["question"] == easier["question"]
     # iteration 1 rolls out the root and the pending rewrite (a - b on one integer crashes: still 0) -> rejected
-    second = driver(1)
+    second = source_iteration(driver, 1)
     assert second.metrics["rollouts"] == 4.0 and second.metrics["env/rejected"] == 1
     assert (tmp_path / "pool" / "snapshots" / "iter_000001.json").is_file()
     driver.restore_pool(1)  # back to the state after iteration 0: the rewrite is pending again
