@@ -2,12 +2,16 @@
 
     python -m benchmarks.batch_path                  # the ALFWorld smoke (full arm, seed 0)
     python -m benchmarks.batch_path --start rows     # from the rows stage (the batch's construction) instead
+    python -m benchmarks.batch_path --start rows --follow-batch   # only where the batch itself is handed on
     python -m benchmarks.batch_path arm=policy ...   # more Hydra overrides for the run
 
 Builds the smoke run as ``experiments/train.py`` does, then runs its loop under ``sys.setprofile``: from the
 source's first ``collect`` call (or ``rows``, with ``--start rows``) to the policy optimizer's first ``step()``,
 every Python function entered is noted by its file; the files of ``rlanything_core`` are printed, sorted, then their
-count. Nothing is timed.
+count. With ``--follow-batch`` a function counts only when it is handed the batch in one of its forms (an argument
+or ``self`` that is a ``RolloutBatch``, ``StepBatch``, ``IterationData``, ``TrainingRows`` or ``TokenRows``): the
+files a reader follows the batch through, without what runs beside it in the same interval (the pool's adaptation,
+the rewriter, logging). Nothing is timed.
 """
 
 from __future__ import annotations
@@ -30,10 +34,11 @@ class _Stop(Exception):
     """Raised from the policy's first optimizer step: the batch has arrived."""
 
 
-def crossed_files(overrides: list[str], start_stage: str = "collect") -> list[str]:
+def crossed_files(overrides: list[str], start_stage: str = "collect", *, follow_batch: bool = False) -> list[str]:
     """The package files (relative to the repository) one batch crosses.
 
-    From the source's first ``start_stage`` call (``collect`` or ``rows``) to the policy's first optimizer step.
+    From the source's first ``start_stage`` call (``collect`` or ``rows``) to the policy's first optimizer step;
+    with ``follow_batch``, only the functions handed the batch itself (see the module docstring).
     """
     if start_stage not in ("collect", "rows"):
         raise ValueError(f"start_stage: expected 'collect' or 'rows', got {start_stage!r}")
@@ -42,6 +47,12 @@ def crossed_files(overrides: list[str], start_stage: str = "collect") -> list[st
     from omegaconf import OmegaConf
 
     from experiments.builders import build, close_shared_env_pools
+    from rlanything_core.collect.batching import TokenRows
+    from rlanything_core.collect.rollout_batch import RolloutBatch, TrainingRows
+    from rlanything_core.loop.iteration import IterationData
+    from rlanything_core.types import StepBatch
+
+    batch_types = (RolloutBatch, StepBatch, IterationData, TrainingRows, TokenRows)
 
     OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
     with tempfile.TemporaryDirectory(prefix="batch-path-") as tmp:
@@ -57,7 +68,8 @@ def crossed_files(overrides: list[str], start_stage: str = "collect") -> list[st
 
         def profile(frame: FrameType, event: str, arg: Any) -> None:
             if recording[0] and event == "call":
-                seen.add(frame.f_code.co_filename)
+                if not follow_batch or any(isinstance(v, batch_types) for v in frame.f_locals.values()):
+                    seen.add(frame.f_code.co_filename)
 
         source, optimizer = loop.source, loop.policy_update.optimizer
         first: Callable[..., Any] = getattr(source, start_stage)
@@ -90,9 +102,10 @@ def main(argv: list[str] | None = None) -> None:
     """Print the files, then ``files=<count>``."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--start", choices=["collect", "rows"], default="collect", help="the stage to count from")
+    parser.add_argument("--follow-batch", action="store_true", help="count only functions handed the batch itself")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides for the smoke run")
     args = parser.parse_args(argv)
-    files = crossed_files(list(args.overrides), args.start)
+    files = crossed_files(list(args.overrides), args.start, follow_batch=args.follow_batch)
     for name in files:
         print(name)
     print(f"files={len(files)}", flush=True)
