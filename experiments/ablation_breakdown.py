@@ -1,10 +1,12 @@
 """Success rates of an ablation's committed ``episodes.csv`` broken down by seed, split and task type.
 
-    python experiments/ablation_breakdown.py experiments/results/alfworld/hard
+    python experiments/ablation_breakdown.py experiments/results/alfworld/hard [--reference policy_judge]
 
 The table (``table.md``) gives each arm's mean over seeds and the paired differences with their intervals; this shows
 what the means hide: whether every seed moved the same way, and which task types moved. An ALFWorld game's type is
-the part of its id before the first ``-`` (``pick_clean_then_place_in_recep-...``).
+the part of its id before the first ``-`` (``pick_clean_then_place_in_recep-...``). ``--reference`` adds every arm's
+paired difference from another arm than outcome-only, pooled over both splits, with the table's seed-level interval
+(``ablation_stats.hierarchical_bootstrap_difference``).
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from pathlib import Path
 if __name__ == "__main__" and not __package__:
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
+from experiments.ablation_stats import hierarchical_bootstrap_difference  # noqa: E402
 from experiments.ablation_table import LABELS, REFERENCE  # noqa: E402
 
-__all__ = ["by_seed_and_split", "by_task_type", "read_episodes", "render"]
+__all__ = ["by_seed_and_split", "by_task_type", "paired_differences", "read_episodes", "render"]
 
 
 
@@ -83,6 +86,25 @@ def by_task_type(rows: Sequence[Mapping[str, str]]) -> list[list[str]]:
     return lines
 
 
+def paired_differences(rows: Sequence[Mapping[str, str]], reference: str, *, seed: int = 0) -> list[list[str]]:
+    """Every other arm minus ``reference`` on the same (seed, split, game, run) episodes, both splits pooled.
+
+    Raises:
+        ValueError: ``reference`` is not an arm of ``rows``.
+    """
+    success: dict[str, dict[tuple[int, str], float]] = defaultdict(dict)
+    for row in rows:
+        unit = (int(row["seed"]), f"{row['split']}/{row['game']}/{row.get('run', '0')}")
+        success[row["arm"]][unit] = float(row["success"])
+    if reference not in success:
+        raise ValueError(f"reference: expected one of the arms {_arms(success)}, got {reference!r}")
+    lines = [["arm", f"minus {reference}, points [95% CI]", "paired episodes"]]
+    for arm in _arms(a for a in success if a != reference):
+        d = hierarchical_bootstrap_difference(success[arm], success[reference], seed=seed)
+        lines.append([arm, f"{100 * d.estimate:+.1f} [{100 * d.low:+.1f}, {100 * d.high:+.1f}]", str(d.units)])
+    return lines
+
+
 def render(lines: Sequence[Sequence[str]]) -> str:
     """A markdown table."""
     head, *body = lines
@@ -95,12 +117,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Print both breakdowns of ``<results dir>/episodes.csv``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path, help="an ablation's results folder (holding episodes.csv)")
+    parser.add_argument("--reference", help="also print every arm's paired difference from this arm")
     args = parser.parse_args(argv)
     rows = read_episodes(args.results / "episodes.csv")
     print(f"Success (%) per seed and split, {args.results}:\n")
     print(render(by_seed_and_split(rows)))
     print("\nSuccess (%) per task type, all seeds and splits:\n")
     print(render(by_task_type(rows)))
+    if args.reference:
+        print(f"\nPaired differences from {args.reference}, both splits pooled (seed-level bootstrap, 10,000):\n")
+        print(render(paired_differences(rows, args.reference)))
 
 
 if __name__ == "__main__":

@@ -46,3 +46,18 @@ def test_runs_as_a_file_on_a_results_folder(tmp_path: Path) -> None:
     script = Path(__file__).resolve().parents[2] / "experiments" / "ablation_breakdown.py"
     out = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, check=True)
     assert "| 0 | in | 0.0 | 100.0 | +100.0 |" in out.stdout
+
+
+def test_paired_differences_from_another_arm_match_a_hand_count(tmp_path: Path) -> None:
+    from experiments.ablation_breakdown import paired_differences
+
+    rows = read_episodes(_write(tmp_path, [
+        "full,0,in,g-a/t,0,7,1,5", "full,0,in,g-b/t,0,7,1,5", "policy_judge,0,in,g-a/t,0,7,0,30",
+        "policy_judge,0,in,g-b/t,0,7,1,9", "outcome_only,0,in,g-a/t,0,7,0,30", "outcome_only,0,in,g-b/t,0,7,0,30",
+    ]))
+    head, outcome_only, full = paired_differences(rows, "policy_judge")
+    assert head[1] == "minus policy_judge, points [95% CI]"
+    assert outcome_only[0] == "outcome_only" and outcome_only[1].startswith("-50.0 [") and outcome_only[2] == "2"
+    assert full[0] == "full" and full[1].startswith("+50.0 [")
+    with pytest.raises(ValueError, match="reference: expected one of the arms"):
+        paired_differences(rows, "step_only")
