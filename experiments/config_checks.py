@@ -153,8 +153,8 @@ def _validate_trainer(cfg: DictConfig) -> None:
     if strategy == "fsdp" or strategy.startswith("fsdp_"):
         raise ConfigError(
             "trainer.strategy",
-            "Lightning's FSDP strategy runs training_step inside its forward redirection, where the manual updates "
-            "of the policy and the judge cannot call backward",
+            "the loop shards its models only with FSDP2 (lightning/fabric_runtime.parallelize_models); Fabric's FSDP "
+            "(v1) strategy would leave the models it updates unsharded",
             "use trainer.strategy=fsdp2 (FSDP2 per decoder layer through ModelParallelStrategy)",
         )
     if accelerator == "cpu" and "deepspeed" in strategy:
