@@ -197,7 +197,7 @@ def test_the_ablation_default_keeps_its_values() -> None:
 @pytest.mark.parametrize(
     ("overrides", "key"),
     [
-        (["trainer.strategy=fsdp"], "trainer.strategy"),  # manual optimization inside FSDP's forward redirection
+        (["trainer.strategy=fsdp"], "trainer.strategy"),  # the loop shards with FSDP2 only
         (["trainer.strategy=fsdp2", "trainer.precision=bf16-true"], "trainer.precision"),  # bf16 master weights
     ],
 )
