@@ -49,7 +49,7 @@ def main(rank: int, port: int, run_dir: str, out: str) -> None:
         cfg = compose("train", overrides=[*FAST, f"run_dir={run_dir}", *OVERRIDES])
     from rlanything_core.loop.sharded_evaluation import sharded_evaluator
 
-    evaluator = sharded_evaluator(build(cfg).module.evaluator)  # idempotent once the builders wrap it themselves
+    evaluator = sharded_evaluator(build(cfg).loop.evaluator)  # idempotent once the builders wrap it themselves
     counting = Counting(evaluator.collector.collector)
     evaluator.collector.collector = counting
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))

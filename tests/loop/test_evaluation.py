@@ -28,7 +28,7 @@ def evaluated(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unty
                  "setting.env_workers=1", "progress=false", f"++eval.probe_file={run_dir / 'probe.json'}"]  # fmt: skip
     with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base=None):
         cfg = compose("train", overrides=overrides)
-    evaluator = build(cfg).module.evaluator
+    evaluator = build(cfg).loop.evaluator
     metrics = evaluator()
     yield evaluator, metrics, list(evaluator.last_outcomes)
     close_shared_env_pools()
