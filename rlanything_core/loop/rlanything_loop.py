@@ -111,7 +111,6 @@ class RLAnythingLoop:
         if not isinstance(source, IterationSource):
             raise ValueError(f"source: expected an IterationSource, got {type(source).__name__}")
         self.source = source
-        self.driver: Any = source  # what callers read (its pool, collector, judge collector)
         self.runtime = runtime
         self.policy_update = policy
         self.judge_update = judge_update
@@ -134,6 +133,11 @@ class RLAnythingLoop:
         self.checkpoint_seconds: dict[int, float] = {}  # completed iterations -> seconds its checkpoint took
         self.saved: list[int] = []  # the completed-iteration counts a last.ckpt was written after
         self._set_up = False
+
+    @property
+    def driver(self) -> Any:
+        """The source, typed loosely for what callers read beyond the protocol (its pool, collectors)."""
+        return self.source
 
     @property
     def policy(self) -> nn.Module:
