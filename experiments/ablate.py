@@ -53,7 +53,7 @@ OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=Tru
 from experiments.ablation_budget import estimate_seconds, plan_from_config  # noqa: E402
 from experiments.ablation_plots import write_plots  # noqa: E402
 from experiments.ablation_results import ArmRun, read_arm_run, read_before_run, render_episodes_csv  # noqa: E402
-from experiments.ablation_runs import REPO, log, run_seed, run_seeds_in_parallel, warm_start_policy  # noqa: E402
+from experiments.ablation_runs import REPO, log, run_in_parallel, run_seed, warm_start_policy  # noqa: E402
 from experiments.ablation_stats import sample_efficiency  # noqa: E402
 from experiments.ablation_table import (  # noqa: E402
     Table,
@@ -98,10 +98,10 @@ def _check_arms(arms: list[str]) -> None:
 
 def _collect(cfg: DictConfig, out: Path, arms: list[str]) -> tuple[dict[str, list[ArmRun]], dict[str, str]]:
     """Run (or find complete) every seed's runs, and read them back: arm -> runs, and run name -> folder."""
-    if int(cfg.jobs) > 1 and len(cfg.seeds) > 1:
+    if int(cfg.jobs) > 1:
         if not cfg.warm_start.per_seed:
             warm_start_policy(cfg, int(cfg.seeds[0]), out)  # shared by every seed: made once, before the workers
-        run_seeds_in_parallel(cfg, out)
+        run_in_parallel(cfg, out)
     results: dict[str, list[ArmRun]] = {a: [] for a in ["before", *arms]}
     runs: dict[str, str] = {}
     for seed in (int(s) for s in cfg.seeds):
@@ -165,7 +165,7 @@ def main(cfg: DictConfig) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for name in ("lightning.pytorch", "lightning.pytorch.utilities.rank_zero", "lightning.fabric"):
         logging.getLogger(name).setLevel(logging.WARNING)  # one Fabric per run: no repeated banners
-    if bool(cfg.get("seed_worker", False)):  # one seed's runs for a parent ablate.py, which writes the table
+    if bool(cfg.get("seed_worker", False)):  # one run (cfg.arms: [] for "before") for a parent ablate.py
         run_seed(cfg, int(cfg.seeds[0]), out, arms)
         return
     atomic_write_text(out / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))

@@ -3,12 +3,12 @@
 A step of an episode costs the policy's scoring of the admissible commands plus the engine's step, and, where the judge
 votes, one judge pass; a trained-on step costs its share of the update (old log-probs, forward and backward). The
 judge's process accuracy is measured on a fixed probe set of planner-labelled steps
-(``rlanything_core/loop/judge_probe.py``): the planner labels them once per seed worker, in the "before" evaluation, and
+(``rlanything_core/loop/judge_probe.py``): the planner labels them once, in the first "before" evaluation, and
 every later evaluation or judge-only probe costs one judge pass per probe step. An episode of ``limit`` steps is won
-after ``won_steps`` steps on average with probability ``success``, else runs to the limit. Seeds run in ``jobs``
-parallel workers, one core each; the warm start runs once before them. The defaults of :class:`StepCosts` are this
-project's figures for the encoder policy on one core of the 2-core CPU machine (the ``budget`` section of
-``conf/ablate.yaml`` overrides them); the result is an estimate to plan with, not a measurement.
+after ``won_steps`` steps on average with probability ``success``, else runs to the limit. Runs (a seed's "before" or
+one arm) go to ``jobs`` parallel workers, one core each; the warm start runs once before them. The defaults of
+:class:`StepCosts` are this project's figures for the encoder policy on one core of the 2-core CPU machine (the
+``budget`` section of ``conf/ablate.yaml`` overrides them); the result is an estimate to plan with, not a measurement.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class AblationPlan:
 
     Attributes:
         seeds: how many seeds.
-        jobs: seeds run at once (one core each).
+        jobs: runs at once (one core each).
         arms: the trained arms (without "before").
         iterations: iterations per arm.
         episodes_per_iteration: training episodes per iteration (tasks x group size).
@@ -134,7 +134,8 @@ def estimate_seconds(plan: AblationPlan, costs: StepCosts | None = None) -> dict
         ``warm_start``, ``evaluation`` (per seed: "before" and every arm's final evaluation), ``training`` (per
         seed), ``judge_probes`` (per seed), ``overhead`` (per seed) and ``total`` (the warm start plus the seeds'
         work spread over ``min(jobs, cores, seeds)`` parallel workers; the first ``reused_seeds`` seeds skip their
-        ``reused_arms``). The per-seed parts are those of a seed that runs everything.
+        ``reused_arms``; the runs, "before" and each arm of each seed, are what the workers share out, so the work is
+        divided evenly up to the last run). The per-seed parts are those of a seed that runs everything.
 
     Raises:
         ValueError: a non-positive count.
@@ -158,7 +159,8 @@ def estimate_seconds(plan: AblationPlan, costs: StepCosts | None = None) -> dict
     partial = _seed_parts(plan, c, left, before="before" not in plan.reused_arms)
     warm = c.warm_start_s if plan.warm_start else 0.0
     work = (plan.seeds - reused) * sum(fresh.values()) + reused * sum(partial.values())
-    return {"warm_start": warm, **fresh, "total": warm + work / min(plan.jobs, plan.cores, plan.seeds)}
+    runs = plan.seeds * (len(plan.arms) + 1)  # the unit of work a worker takes (ablation_runs.RunJob)
+    return {"warm_start": warm, **fresh, "total": warm + work / min(plan.jobs, plan.cores, runs)}
 
 
 def _seed_parts(plan: AblationPlan, c: StepCosts, arms: tuple[str, ...], *, before: bool) -> dict[str, float]:

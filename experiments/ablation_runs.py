@@ -2,8 +2,8 @@
 
 Every run lives in its own folder under ``<results>/runs/`` and is resumable: a finished run is skipped, an
 unfinished one continues from its checkpoint, and a run of another results folder with the same resolved config is
-copied (``reuse_from``, :mod:`reuse`). Seeds run in ``jobs`` worker processes (this script's parent, ``ablate.py``,
-started again with one seed each); the parent only aggregates.
+copied (``reuse_from``, :mod:`reuse`). Runs go to ``jobs`` worker processes (this script's parent, ``ablate.py``,
+started again with one seed and one arm each: :class:`RunJob`); the parent only aggregates.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
 from hydra import compose
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
@@ -26,11 +26,24 @@ from experiments import warm_start, warm_start_encoder
 from experiments.ablation_results import final_eval, read_metrics
 from experiments.ablation_table import LABELS
 from experiments.builders import close_shared_env_pools
+from experiments.eval_record import OUTCOMES_FILE
 from experiments.reuse import reuse_file, reuse_run
 from experiments.train import run_training
 from rlanything_core.environment._io import atomic_write_text
 
-__all__ = ["FORWARDED", "REPO", "log", "run_seed", "run_seeds_in_parallel", "seed_worker_command", "warm_start_policy"]
+__all__ = [
+    "FORWARDED",
+    "REPO",
+    "RunJob",
+    "log",
+    "next_ready",
+    "prerequisites",
+    "run_in_parallel",
+    "run_jobs",
+    "run_seed",
+    "warm_start_policy",
+    "worker_command",
+]
 
 REPO = Path(__file__).resolve().parents[1]
 ABLATE = REPO / "experiments" / "ablate.py"
@@ -85,22 +98,22 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
-def _completed(run_dir: Path) -> int:
-    """Iterations a run's last checkpoint has completed (the loop's state in the checkpoint; ``RolloutDataModule``
-    in checkpoints written before ``RLAnythingLoop``)."""
-    ckpt = torch.load(run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)
-    return int(ckpt.get("loop", ckpt.get("RolloutDataModule", {})).get("completed", 0))
-
-
 def _finished(run_dir: Path, iterations: int) -> bool:
-    """Whether a training run has a checkpoint that completed ``iterations`` and its final evaluation was logged.
+    """Whether a training run completed ``iterations`` and its final evaluation was recorded.
 
-    A run killed during its final evaluation (after the last checkpoint) is not finished: rerunning it resumes at the
-    last iteration, trains nothing and evaluates (``train.run_training``).
+    The loop logs the final evaluation (``logs/metrics.csv``) after its last checkpoint, then ``train.run_training``
+    writes that evaluation's episodes (``eval_outcomes.json``, agent settings); a run killed before both are written is
+    not finished: rerunning it resumes at the last iteration, trains nothing and evaluates. A finished run needs no
+    checkpoint (except as the judge of a ``step_only`` run): a results folder committed without its checkpoints,
+    which are large, keeps its finished runs, and a later session aggregates them or adds the runs still missing.
     """
-    if not (run_dir / "checkpoints" / "last.ckpt").is_file() or _completed(run_dir) < iterations:
+    final = final_eval(read_metrics(run_dir))
+    if final.get("eval/iteration", -1.0) < iterations:
         return False
-    return final_eval(read_metrics(run_dir)).get("eval/iteration", -1.0) >= iterations
+    if not any(k.endswith("/success_rate") for k in final):
+        return True  # coding: pass rates only, no episode record
+    outcomes = run_dir / OUTCOMES_FILE
+    return outcomes.is_file() and int(json.loads(outcomes.read_text()).get("iteration", -1)) >= iterations
 
 
 def _warm_start_recipe(cfg: DictConfig, seed: int) -> tuple[str, list[str]] | None:
@@ -163,8 +176,27 @@ def warm_start_policy(cfg: DictConfig, seed: int, out: Path) -> Path | None:
     log(f"warm start (seed {seed}): experiments/{script}.py {' '.join(argv)}")
     fit = warm_start_encoder.main if script == "warm_start_encoder" else warm_start.main
     fit([*argv, "--save", str(target)])
+    _check_same_weights(target)
     atomic_write_text(record, json.dumps(argv))
     return target
+
+
+def _check_same_weights(policy: Path) -> None:
+    """Record the warm start's digest beside it, or, where a record is already there, check the new file matches it.
+
+    The weights are not committed (large) but the runs made from them may be: a later session that adds runs to a
+    committed results folder remakes the warm start, and its runs are comparable only if the weights are the same.
+    """
+    digest = _digest(policy)
+    record = policy.with_suffix(".sha256")
+    if record.is_file() and record.read_text().strip() != digest:
+        policy.unlink()
+        raise RuntimeError(
+            f"{policy}: the warm start made here (sha256 {digest[:16]}) differs from the one this results folder's "
+            f"runs started from ({record.read_text().strip()[:16]}, {record.name}): its runs cannot be combined with "
+            "new ones; use another run_id, or delete the folder's runs/ and init/ to start it over"
+        )
+    atomic_write_text(record, digest)
 
 
 def judge_probe_file(cfg: DictConfig, out: Path, init: Path | None) -> Path:
@@ -261,6 +293,12 @@ def run_seed(cfg: DictConfig, seed: int, out: Path, arms: list[str]) -> dict[str
             extra = ["++eval.at_start=false", *probe]
             if arm == "step_only":  # the step-wise rewards of the judge that the full arm optimized
                 judge = out / "runs" / f"full_seed{seed}" / "checkpoints" / "last.ckpt"
+                if not judge.is_file() and not _finished(out / "runs" / f"step_only_seed{seed}", int(cfg.iterations)):
+                    raise FileNotFoundError(
+                        f"step_only (seed {seed}) trains on the full arm's optimized judge, {judge}, which is not "
+                        "there (a results folder committed without checkpoints keeps none): delete "
+                        f"{judge.parent.parent} to retrain the full arm of seed {seed}, or run step_only where it ran"
+                    )
                 extra.append(f"++arm.judge_checkpoint={judge}")
             dirs[arm] = _train(cfg, arm, seed, out, init, extra=extra)
         return dirs
@@ -268,46 +306,85 @@ def run_seed(cfg: DictConfig, seed: int, out: Path, arms: list[str]) -> dict[str
         close_shared_env_pools()
 
 
-def seed_worker_command(cfg: DictConfig, seed: int) -> list[str]:
-    """This script's command line for one seed, as a worker that only runs (or resumes) that seed's runs."""
-    replaced = ("seeds=", "jobs=", "setting.env_workers=", "seed_worker=", "warm_start_seed=")
+@dataclass(frozen=True)
+class RunJob:
+    """One worker's share of an ablation: a seed's "before" evaluation (``arm="before"``) or one arm's training run."""
+
+    seed: int
+    arm: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.arm}_seed{self.seed}"
+
+
+def run_jobs(seeds: list[int], arms: list[str]) -> list[RunJob]:
+    """Every run of the ablation in start order: seed by seed, "before" first (so whole seeds finish early)."""
+    return [RunJob(seed, arm) for seed in seeds for arm in ["before", *arms]]
+
+
+def prerequisites(job: RunJob, arms: list[str]) -> set[RunJob]:
+    """The runs that must be finished before ``job`` starts.
+
+    An arm starts from its seed's evaluated start (the "before" run labels the judge's probe steps and owns the seed's
+    first evaluation); ``step_only`` trains on the ``full`` arm's optimized judge (its last checkpoint).
+    """
+    if job.arm == "before":
+        return set()
+    needed = {RunJob(job.seed, "before")}
+    if job.arm == "step_only" and "full" in arms:
+        needed.add(RunJob(job.seed, "full"))
+    return needed
+
+
+def next_ready(waiting: list[RunJob], done: set[RunJob], arms: list[str]) -> RunJob | None:
+    """The first waiting job whose prerequisites are all done, or None while every one still waits on a running one."""
+    return next((job for job in waiting if prerequisites(job, arms) <= done), None)
+
+
+def worker_command(cfg: DictConfig, job: RunJob) -> list[str]:
+    """This script's command line for one run, as a worker that only runs (or resumes, or finds finished) that run."""
+    replaced = ("seeds=", "arms=", "jobs=", "setting.env_workers=", "seed_worker=", "warm_start_seed=")
     kept = [a for a in sys.argv[1:] if not a.lstrip("+").startswith(replaced)]
-    # Each worker steps its games in its own process: the workers already fill the cores, and the games a worker
-    # has loaded stay cached for all its arms.
-    return [sys.executable, str(ABLATE), *kept, f"seeds=[{seed}]", "setting.env_workers=1",
+    arms = "[]" if job.arm == "before" else f"[{job.arm}]"  # a worker with no arm makes the "before" run only
+    # Each worker steps its games in its own process: the workers already fill the cores.
+    return [sys.executable, str(ABLATE), *kept, f"seeds=[{job.seed}]", f"arms={arms}", "setting.env_workers=1",
             "++seed_worker=true", f"++warm_start_seed={int(cfg.seeds[0])}"]  # fmt: skip
 
 
-def run_seeds_in_parallel(cfg: DictConfig, out: Path) -> None:
-    """Run the seeds in ``cfg.jobs`` worker processes at a time, echoing their progress lines; raise if one fails.
+def run_in_parallel(cfg: DictConfig, out: Path) -> None:
+    """Run every (seed, arm) in ``cfg.jobs`` worker processes at a time, echoing their progress; raise if one fails.
 
-    The parent then finds every run complete and only aggregates. On 2 cores, two single-threaded seed workers keep
-    both cores busy, where one process alternates between the model (one core) and the environment workers.
+    The parent then finds every run complete and only aggregates. Runs, not seeds, are the unit of work: with 5 seeds
+    on 2 workers a seed-per-worker schedule leaves a core idle for the last seed's whole duration, and a session cut
+    short loses at most the runs in flight. On 2 cores, two single-threaded workers keep both cores busy.
     """
-    seeds = [int(s) for s in cfg.seeds]
-    waiting = list(seeds)
-    running: dict[int, tuple[subprocess.Popen[bytes], Path, int]] = {}
+    arms = [str(a) for a in cfg.arms]
+    waiting = run_jobs([int(s) for s in cfg.seeds], arms)
+    done: set[RunJob] = set()
+    running: dict[RunJob, tuple[subprocess.Popen[bytes], Path, int]] = {}
     (out / "logs").mkdir(parents=True, exist_ok=True)
     while waiting or running:
-        while waiting and len(running) < int(cfg.jobs):
-            seed = waiting.pop(0)
-            log = out / "logs" / f"seed{seed}.log"
+        while len(running) < int(cfg.jobs) and (job := next_ready(waiting, done, arms)) is not None:
+            waiting.remove(job)
+            log = out / "logs" / f"{job.name}.log"
             with open(log, "ab") as fh:
-                proc = subprocess.Popen(seed_worker_command(cfg, seed), cwd=REPO, stdout=fh, stderr=subprocess.STDOUT,
+                proc = subprocess.Popen(worker_command(cfg, job), cwd=REPO, stdout=fh, stderr=subprocess.STDOUT,
                                         env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
-            running[seed] = (proc, log, log.stat().st_size)
+            running[job] = (proc, log, log.stat().st_size)
         time.sleep(2.0)
-        for seed, (proc, log, offset) in list(running.items()):
+        for job, (proc, log, offset) in list(running.items()):
             with open(log, "rb") as fh:
                 fh.seek(offset)
                 new = fh.read()
-            running[seed] = (proc, log, offset + len(new))
+            running[job] = (proc, log, offset + len(new))
             for line in new.decode(errors="replace").splitlines():
                 if line.startswith("[") and "] " in line[:12]:  # the workers' progress lines (see log)
-                    print(f"seed {seed} {line}", flush=True)
+                    print(f"seed {job.seed} {line}", flush=True)
             if proc.poll() is not None:
-                del running[seed]
+                del running[job]
                 if proc.returncode != 0:
                     for other, _, _ in running.values():
                         other.terminate()
-                    raise RuntimeError(f"the worker of seed {seed} failed (exit {proc.returncode}); see {log}")
+                    raise RuntimeError(f"the worker of {job.name} failed (exit {proc.returncode}); see {log}")
+                done.add(job)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -30,7 +31,7 @@ def test_a_textworld_ablation_writes_the_table_and_resumes(tmp_path: Path) -> No
         "iterations=2",
         "arms=[outcome_only,full,step_only]",
         "seeds=[0,1]",
-        "jobs=2",  # one worker process per seed
+        "jobs=2",  # two worker processes, one run each at a time
         f"results_root={tmp_path}",
         "run_id=test",
     ]
@@ -82,9 +83,14 @@ def test_a_textworld_ablation_writes_the_table_and_resumes(tmp_path: Path) -> No
     for seed in (0, 1):
         step_only = (out / "runs" / f"step_only_seed{seed}" / "config.yaml").read_text()
         assert f"full_seed{seed}/checkpoints/last.ckpt" in step_only  # the optimized judge of the same seed's full arm
-        assert (out / "logs" / f"seed{seed}.log").is_file()
+        assert {p.name for p in (out / "logs").glob(f"*_seed{seed}.log")} == {
+            f"{arm}_seed{seed}.log" for arm in ("before", "outcome_only", "full", "step_only")
+        }  # one worker per run
     assert not (out / "init").exists()  # TextWorld has no warm start
 
+    # a results folder committed without its checkpoints (.gitignore) keeps its finished runs
+    for checkpoints in list(out.rglob("checkpoints")):
+        shutil.rmtree(checkpoints)
     again = run_reaped(cmd, cwd=REPO, env=env(), text=True, timeout=900)
     assert again.returncode == 0, again.stderr[-4000:]
     assert "training in" not in again.stdout  # every run was complete: nothing retrained
@@ -98,6 +104,11 @@ def test_a_textworld_ablation_writes_the_table_and_resumes(tmp_path: Path) -> No
     copy = tmp_path / "textworld" / "copy"
     assert (copy / "table.csv").read_text() == (out / "table.csv").read_text()
     assert str(out) not in (copy / "runs" / "full_seed0" / "config.yaml").read_text()
+    # but step_only cannot be redone there: the judge it trains on was in the full arm's checkpoint
+    shutil.rmtree(out / "runs" / "step_only_seed0")
+    one_seed = [a for a in cmd if not a.startswith(("seeds=", "jobs="))] + ["seeds=[0]", "jobs=1"]
+    missing = run_reaped(one_seed, cwd=REPO, env=env(), text=True, timeout=900)
+    assert missing.returncode != 0 and "full_seed0" in missing.stderr and "training in" not in missing.stdout
 
 
 def test_a_bad_arm_order_is_refused_before_any_work(tmp_path: Path) -> None:
@@ -107,13 +118,44 @@ def test_a_bad_arm_order_is_refused_before_any_work(tmp_path: Path) -> None:
     assert not any(tmp_path.rglob("*.ckpt"))
 
 
-def test_seed_workers_get_their_seed_and_the_shared_warm_start_seed(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_worker_gets_its_seed_its_arm_and_the_shared_warm_start_seed(monkeypatch: pytest.MonkeyPatch) -> None:
     from omegaconf import OmegaConf
 
-    monkeypatch.setattr(sys, "argv", ["ablate.py", "+setting=alfworld", "seeds=[3,5]", "jobs=2", "iterations=2"])
-    cmd = ablation_runs.seed_worker_command(OmegaConf.create({"seeds": [3, 5]}), 5)
-    assert "seeds=[5]" in cmd and "++warm_start_seed=3" in cmd and "++seed_worker=true" in cmd
-    assert "seeds=[3,5]" not in cmd and "jobs=2" not in cmd and "iterations=2" in cmd and "+setting=alfworld" in cmd
+    argv = ["ablate.py", "+setting=alfworld", "seeds=[3,5]", "jobs=2", "iterations=2", "arms=[outcome_only,full]"]
+    monkeypatch.setattr(sys, "argv", argv)
+    cmd = ablation_runs.worker_command(OmegaConf.create({"seeds": [3, 5]}), ablation_runs.RunJob(5, "full"))
+    assert "seeds=[5]" in cmd and "arms=[full]" in cmd and "++warm_start_seed=3" in cmd and "++seed_worker=true" in cmd
+    assert "seeds=[3,5]" not in cmd and "jobs=2" not in cmd and "arms=[outcome_only,full]" not in cmd
+    assert "iterations=2" in cmd and "+setting=alfworld" in cmd
+    before = ablation_runs.worker_command(OmegaConf.create({"seeds": [3, 5]}), ablation_runs.RunJob(3, "before"))
+    assert "arms=[]" in before  # a worker with no arm makes the seed's "before" run only
+
+
+def test_runs_are_shared_out_run_by_run_in_seed_order_once_their_prerequisites_are_done() -> None:
+    Job = ablation_runs.RunJob
+    arms = ["outcome_only", "full", "step_only"]
+    waiting = ablation_runs.run_jobs([0, 1], arms)
+    assert waiting[:4] == [Job(0, "before"), Job(0, "outcome_only"), Job(0, "full"), Job(0, "step_only")]
+    done: set = set()
+    started = []
+    # two workers: each finishes its run before the next pick (the order a 2-worker schedule can take)
+    for _ in range(2):
+        job = ablation_runs.next_ready(waiting, done, arms)
+        waiting.remove(job)
+        started.append(job)
+    # seed 0's arms wait for its "before"; seed 1's "before" does not: no core idles
+    assert started == [Job(0, "before"), Job(1, "before")]
+    assert ablation_runs.next_ready(waiting, done, arms) is None
+    done.add(Job(0, "before"))
+    assert ablation_runs.next_ready(waiting, done, arms) == Job(0, "outcome_only")
+    waiting.remove(Job(0, "outcome_only"))
+    # step_only waits for its seed's full arm (its judge), not for the other seed's
+    assert ablation_runs.next_ready(waiting, done, arms) == Job(0, "full")
+    waiting.remove(Job(0, "full"))
+    assert ablation_runs.next_ready(waiting, done, arms) is None  # seed 1 still evaluating its start
+    done.add(Job(1, "before"))
+    assert ablation_runs.next_ready(waiting, done, arms) == Job(1, "outcome_only")
+    assert ablation_runs.prerequisites(Job(2, "step_only"), ["step_only"]) == {Job(2, "before")}
 
 
 def test_coding_tables_report_pass_at_1_and_the_unit_test_rewards() -> None:
