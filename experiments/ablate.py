@@ -120,7 +120,8 @@ def _print_estimate(cfg: DictConfig) -> dict[str, float]:
     shown = ", ".join(f"{k} {v / 60:.1f}" for k, v in parts.items() if k != "total")
     budget = float(cfg.budget.minutes)
     verdict = "within" if parts["total"] <= 60 * budget else "OVER"
-    log(f"estimated {parts['total'] / 60:.1f} min cold ({verdict} the budget of {budget:g}); per seed: {shown}")
+    reused = f"reusing runs of {cfg.reuse_from}" if cfg.get("reuse_from") else "cold"  # as the budget section plans
+    log(f"estimated {parts['total'] / 60:.1f} min {reused} ({verdict} the budget of {budget:g}); per seed: {shown}")
     return parts
 
 

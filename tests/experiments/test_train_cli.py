@@ -154,3 +154,22 @@ def test_a_run_killed_in_its_final_evaluation_evaluates_on_rerun(reference: tupl
     assert all(torch.equal(before[k], after[k]) for k in before)  # nothing trained again
     assert _finished(run_dir, 3)
     assert (run_dir / "eval_outcomes.json").is_file()
+
+
+def test_a_finished_run_is_its_records_not_its_checkpoint(reference: tuple[Path, float], tmp_path: Path) -> None:
+    """A results folder committed without checkpoints (.gitignore) keeps its finished runs; a kill after the final
+    evaluation's metrics row and before its episodes were written leaves the run unfinished (the table needs them)."""
+    import shutil
+
+    from experiments.ablation_runs import _finished
+
+    ref_dir, _ = reference
+    records = tmp_path / "records"
+    shutil.copytree(ref_dir, records, ignore=shutil.ignore_patterns("checkpoints"))
+    assert _finished(records, 3) and not _finished(records, 4)
+    outcomes = records / "eval_outcomes.json"
+    earlier = {**json.loads(outcomes.read_text()), "iteration": 2}  # an earlier evaluation's episodes
+    outcomes.write_text(json.dumps(earlier))
+    assert not _finished(records, 3)
+    outcomes.unlink()
+    assert not _finished(records, 3)
