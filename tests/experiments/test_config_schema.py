@@ -15,8 +15,9 @@ REPO = Path(__file__).resolve().parents[2]
 EXPERIMENTS = REPO / "experiments"
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
-from experiments.config_checks import ConfigError, validate  # noqa: E402
-from experiments.config_schema import SETTING_SCHEMAS, SettingSchema, register_setting  # noqa: E402
+from experiments.config_checks import validate  # noqa: E402
+from experiments.config_schema import SETTING_SCHEMAS, SettingSchema, register_schema  # noqa: E402
+from rlanything_core.config import ConfigError  # noqa: E402
 
 
 def _cfg(*overrides: str):  # type: ignore[no-untyped-def]
@@ -141,7 +142,7 @@ def test_an_unknown_setting_gets_its_shared_keys_checked_and_can_register_a_sche
         something_new: int = 1
 
     try:
-        register_setting("newsetting", NewSetting)
+        register_schema("setting", "newsetting", NewSetting)
         cfg.setting.max_steps = 5
         with pytest.raises(ConfigError) as err:
             check_schema(cfg)  # now strict: the textworld keys are unknown to NewSetting
