@@ -8,9 +8,10 @@ one definition of their types, defaults and ranges); the rest have no dataclass 
 
 The top level is closed: a key that neither :class:`TopLevelSchema` nor any file of ``experiments/conf`` defines, nor
 :data:`RUNTIME_KEYS`, is refused (Hydra's ``+`` adds a key even in struct mode). ``optim`` and ``eval`` are checked key
-by key; a ``setting`` or ``model`` whose ``name`` is in :data:`SETTING_SCHEMAS` / :data:`MODEL_SCHEMAS` strictly (every
-key known), any other by the shared keys of :class:`SettingSchema` / :class:`ModelSchema` only (a new one registers
-its dataclass with :func:`register_schema`). Every ``_target_`` node is checked against its target's signature.
+by key, and so is ``model`` (every model has the keys of :class:`ModelSchema`); a ``setting`` whose ``name`` is in
+:data:`SETTING_SCHEMAS` strictly (every key known), any other by the shared keys of :class:`SettingSchema` only (a new
+setting registers its dataclass with :func:`register_setting`). Every ``_target_`` node is checked against its
+target's signature.
 
 Why not the schema as the first entry of ``train.yaml``'s defaults list: the whole config would become a structured
 one, closed to keys no dataclass names, so every ``+profile`` would need its dataclass before it could compose, and
@@ -36,8 +37,8 @@ from rlanything_core.config.targets import check_targets
 from rlanything_core.settings.alfworld import AlfworldTasks
 from rlanything_core.settings.textworld import TextWorldTasks
 
-__all__ = ["MODEL_SCHEMAS", "RUNTIME_KEYS", "SETTING_SCHEMAS", "ModelSchema", "SettingSchema", "check_schema",
-           "register_schema", "top_level_keys"]  # fmt: skip
+__all__ = ["RUNTIME_KEYS", "SETTING_SCHEMAS", "ModelSchema", "SettingSchema", "check_schema", "register_setting",
+           "top_level_keys"]  # fmt: skip
 
 CONF_DIR = Path(__file__).resolve().parent / "conf"
 RUNTIME_KEYS = {"hydra", "seed_worker", "warm_start_seed"}
@@ -190,24 +191,20 @@ SETTING_SCHEMAS: dict[str, type] = {
     "livebench": CodingSetting,
 }
 """Settings checked strictly (every key known); other setting names get the shared keys checked."""
-MODEL_SCHEMAS: dict[str, type] = dict.fromkeys(
-    ("tiny", "minilm-scorer", "smollm2-135m", "qwen2.5-7b", "qwen2.5-vl-7b", "qwen3-vl-8b"), ModelSchema
-)
-"""Models checked strictly; other model names get the shared keys of :class:`ModelSchema` checked."""
-_GROUPS = {"setting": SETTING_SCHEMAS, "model": MODEL_SCHEMAS}
+_PARTS = {"optim": OptimSchema, "eval": EvalSchema, "model": ModelSchema}
+"""Parts checked strictly whatever their choice (every model's keys are read by the one builder)."""
 
 
-def register_schema(group: str, name: str, schema: type) -> None:
-    """Check ``<group>.name == name`` configs (``group``: setting or model) strictly against ``schema``."""
-    _GROUPS[group][name] = schema
-    ConfigStore.instance().store(group=f"schema/{group}", name=name, node=schema)
+def register_setting(name: str, schema: type) -> None:
+    """Check ``setting.name == name`` configs strictly against the dataclass ``schema`` (a :class:`SettingSchema`)."""
+    SETTING_SCHEMAS[name] = schema
+    ConfigStore.instance().store(group="schema/setting", name=name, node=schema)
 
 
-for _name, _node in {"top_level": TopLevelSchema, "optim": OptimSchema, "eval": EvalSchema}.items():
+for _name, _node in {"top_level": TopLevelSchema, **_PARTS}.items():
     ConfigStore.instance().store(group="schema", name=_name, node=_node)
-for _group, _schemas in _GROUPS.items():
-    for _name, _node in _schemas.items():
-        ConfigStore.instance().store(group=f"schema/{_group}", name=_name, node=_node)
+for _name, _node in SETTING_SCHEMAS.items():
+    register_setting(_name, _node)
 
 
 @functools.lru_cache(maxsize=4)
@@ -225,15 +222,14 @@ def check_schema(cfg: DictConfig) -> None:
     """Check ``cfg`` against the schema (see the module docstring); raises :class:`ConfigError` on the first fault."""
     check_closed(cfg, top_level_keys(), problem="unknown top-level key (no config file or schema defines it)")
     check_node("", cfg, TopLevelSchema, strict=False)
-    for key, schema in (("optim", OptimSchema), ("eval", EvalSchema)):
+    for key, schema in _PARTS.items():
         if OmegaConf.select(cfg, key) is not None:
             check_node(f"{key}.", cfg[key], schema, strict=True)
-    if OmegaConf.select(cfg, "setting") is not None and "name" not in cfg.setting:
-        raise ConfigError("setting", "no setting chosen (a profile only adjusts one)",
-                          "add +setting=alfworld (or textworld, coding, livebench)")  # fmt: skip
-    for group, shared in (("setting", SettingSchema), ("model", ModelSchema)):
-        node = OmegaConf.select(cfg, group)
-        if node is not None:
-            own = _GROUPS[group].get(str(node.get("name", "")))
-            check_node(f"{group}.", node, own or shared, strict=own is not None)
+    setting = OmegaConf.select(cfg, "setting")
+    if setting is not None:
+        if "name" not in setting:
+            raise ConfigError("setting", "no setting chosen (a profile only adjusts one)",
+                              "add +setting=alfworld (or textworld, coding, livebench)")  # fmt: skip
+        own = SETTING_SCHEMAS.get(str(setting.name))
+        check_node("setting.", setting, own or SettingSchema, strict=own is not None)
     check_targets(cfg)

@@ -7,8 +7,8 @@ node's dotted key, where Hydra's instantiate error at build time names none.
 
 from __future__ import annotations
 
-import importlib
 import inspect
+import pydoc
 from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -16,30 +16,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from rlanything_core.config.error import ConfigError
 from rlanything_core.config.schema import suggest
 
-__all__ = ["check_targets", "locate", "target_nodes"]
-
-
-def locate(path: str) -> Any:
-    """The object at the dotted ``path`` (``package.module.Class.method``): its longest module prefix, then attributes.
-
-    Raises:
-        ImportError: no prefix of ``path`` is a module, or an attribute is missing.
-    """
-    parts = path.split(".")
-    for split in range(len(parts), 0, -1):
-        module_name = ".".join(parts[:split])
-        try:
-            found: Any = importlib.import_module(module_name)
-        except ModuleNotFoundError as err:
-            if err.name is not None and module_name.startswith(err.name):
-                continue  # this prefix is no module: try a shorter one
-            raise
-        for attribute in parts[split:]:
-            if not hasattr(found, attribute):
-                raise ImportError(f"{found.__name__ if hasattr(found, '__name__') else found} has no {attribute!r}")
-            found = getattr(found, attribute)
-        return found
-    raise ImportError(f"no module named {parts[0]!r}")
+__all__ = ["check_targets", "target_nodes"]
 
 
 def _check_target_kwargs(key: str, node: DictConfig) -> None:
@@ -47,11 +24,14 @@ def _check_target_kwargs(key: str, node: DictConfig) -> None:
     if OmegaConf.is_interpolation(node, "_target_"):
         return  # checked where it points
     try:
-        target = locate(str(node["_target_"]))
+        target = pydoc.locate(str(node["_target_"]))  # the standard library's dotted-path lookup: None if not found
     except Exception as err:  # noqa: BLE001 - importing a module may raise anything
-        problem = " ".join(str(err).split())[:300] or type(err).__name__
+        target, problem = None, " ".join(str(err).split())[:300] or type(err).__name__
+    else:
+        problem = "no such module or attribute"
+    if target is None:
         raise ConfigError(f"{key}._target_", f"cannot import {node['_target_']!r} ({problem})",
-                          "give an importable dotted path (module.Class or module.function)") from None  # fmt: skip
+                          "give an importable dotted path (module.Class or module.function)")  # fmt: skip
     try:
         params = inspect.signature(target).parameters
     except (TypeError, ValueError):

@@ -16,7 +16,7 @@ EXPERIMENTS = REPO / "experiments"
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
 from experiments.config_checks import validate  # noqa: E402
-from experiments.config_schema import SETTING_SCHEMAS, SettingSchema, register_schema  # noqa: E402
+from experiments.config_schema import SETTING_SCHEMAS, SettingSchema, register_setting  # noqa: E402
 from rlanything_core.config import ConfigError  # noqa: E402
 
 
@@ -142,7 +142,7 @@ def test_an_unknown_setting_gets_its_shared_keys_checked_and_can_register_a_sche
         something_new: int = 1
 
     try:
-        register_schema("setting", "newsetting", NewSetting)
+        register_setting("newsetting", NewSetting)
         cfg.setting.max_steps = 5
         with pytest.raises(ConfigError) as err:
             check_schema(cfg)  # now strict: the textworld keys are unknown to NewSetting
