@@ -25,12 +25,11 @@ def _check_target_kwargs(key: str, node: DictConfig) -> None:
         return  # checked where it points
     try:
         target = pydoc.locate(str(node["_target_"]))  # the standard library's dotted-path lookup: None if not found
+        problem = "no such module or attribute" if target is None else "not callable"
     except Exception as err:  # noqa: BLE001 - importing a module may raise anything
         target, problem = None, " ".join(str(err).split())[:300] or type(err).__name__
-    else:
-        problem = "no such module or attribute"
-    if target is None:
-        raise ConfigError(f"{key}._target_", f"cannot import {node['_target_']!r} ({problem})",
+    if not callable(target):
+        raise ConfigError(f"{key}._target_", f"{node['_target_']!r} is no importable callable ({problem})",
                           "give an importable dotted path (module.Class or module.function)")  # fmt: skip
     try:
         params = inspect.signature(target).parameters

@@ -24,6 +24,7 @@ def test_nested_and_listed_nodes_are_found_with_their_dotted_keys_and_interpolat
         ({"_target_": "no.such.Thing"}, "opt._target_", "importable dotted path"),
         ({"_target_": "collections.Counter.nope"}, "opt._target_", "importable dotted path"),
         ({"_target_": "rlanything_core.nothing_here"}, "opt._target_", "importable dotted path"),
+        ({"_target_": "collections.abc"}, "opt._target_", "importable dotted path"),  # a module: not callable
         ({"_target_": "fractions.Fraction", "numeratr": 1}, "opt.numeratr", "did you mean numerator?"),
         ({"_target_": "collections.OrderedDict", "inner": {"_target_": "fractions.Fraction", "x": 1}}, "opt.inner.x",
          "use one of ['_normalize', 'denominator', 'numerator']".replace("'_normalize', ", "")),
