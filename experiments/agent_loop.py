@@ -23,12 +23,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from experiments import components
 from experiments.config_checks import band
-from experiments.config_error import ConfigError
 from experiments.env_pools import shared_env_pool
 from experiments.setting import BACKENDS, LoopParts, Setting, Tasks
 from rlanything_core.collect.agent import AgentCollector, SequentialRunner
 from rlanything_core.collect.judge import JudgeCollector
 from rlanything_core.collect.prompts import agent_messages, judge_messages
+from rlanything_core.config import ConfigError
 from rlanything_core.environment.llm import BackendChatModel
 from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.loop.driver import AgentLoopDriver

@@ -12,8 +12,8 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from transformers import AutoTokenizer
 
-from experiments.config_checks import ConfigError
 from experiments.memory_plan import preflight
+from rlanything_core.config import ConfigError
 from rlanything_core.environment import _io
 from rlanything_core.generation.transformers_backend import TransformersBackend
 from rlanything_core.generation.types import SamplingParams

@@ -15,7 +15,8 @@ from typing import Any
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from experiments.config_checks import ConfigError, band
+from experiments.config_checks import band
+from rlanything_core.config import ConfigError
 from rlanything_core.environment.pool import TaskPool
 from rlanything_core.rewards.targets import UnitTestTargets
 

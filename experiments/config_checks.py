@@ -4,8 +4,8 @@ Types, closed sets, unknown keys and ranges are the typed schema's (``config_sch
 Hydra's ConfigStore); what stays here needs more than one key or the filesystem (bands, the judge arm, data folders,
 model folders, the strategy and the accelerator); each setting's own checks (its data folders, its keys, the backends
 it runs on) are its ``Setting.validate`` and ``Setting.backends`` (``experiments/setting.py``). A key that a setting
-does not read is declared by the setting as data (a tuple of :class:`FixedKey`, e.g. ``settings/coding.py``) and
-refused by :func:`refuse_changed` when set to anything else: nothing is silently ignored.
+does not read is declared by the setting as data (a tuple of :class:`~rlanything_core.config.fixed.FixedKey`, e.g.
+``settings/coding.py``) and refused when set to anything else: nothing is silently ignored.
 
 ``validate`` runs first in ``builders.build`` (and in ``ablate.py`` before any arm starts), so that a bad config
 fails in seconds rather than after a warm start.
@@ -14,20 +14,17 @@ fails in seconds rather than after a warm start.
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 from hydra.utils import get_class
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
-from experiments.config_error import ConfigError
 from experiments.config_schema import check_schema
 from experiments.setting import Setting, check_setting
+from rlanything_core.config import ConfigError
 
-__all__ = ["ConfigError", "FixedKey", "band", "refuse_changed", "validate"]
+__all__ = ["band", "validate"]
 
 
 def band(cfg: DictConfig, key: str, *, strict: bool = False) -> tuple[float, float]:
@@ -42,38 +39,6 @@ def band(cfg: DictConfig, key: str, *, strict: bool = False) -> tuple[float, flo
         rel = "<" if strict else "<="
         raise ConfigError(key, f"expected 0 <= low {rel} high <= 1, got [{low}, {high}]", f"set {key}=[0.2,0.8]")
     return low, high
-
-
-@dataclass(frozen=True)
-class FixedKey:
-    """A key that a setting does not read, or reads at one value only: any other value is refused.
-
-    Attributes:
-        key: the dotted key (``lam``, ``arm.integrator._target_``, ...).
-        value: the one value the setting accepts (the shared default, or the only one that works), resolved.
-        why: what the setting does instead, for the error.
-    """
-
-    key: str
-    value: Any
-    why: str
-
-
-def refuse_changed(cfg: DictConfig, keys: Sequence[FixedKey], setting: str) -> None:
-    """Refuse the first of ``keys`` whose resolved value is not its fixed value, naming the key and why.
-
-    Raises:
-        ConfigError: a key is set to another value than the one ``setting`` accepts.
-    """
-    for fixed in keys:
-        node = OmegaConf.select(cfg, fixed.key)
-        value = OmegaConf.to_container(node, resolve=True) if isinstance(node, (DictConfig, ListConfig)) else node
-        if value != fixed.value:
-            raise ConfigError(
-                fixed.key,
-                f"{value!r} would do nothing in the {setting} setting, which {fixed.why}",
-                f"leave {fixed.key} at {fixed.value!r} (drop the override)",
-            )
 
 
 def _positive(cfg: DictConfig, key: str) -> int:

@@ -44,7 +44,7 @@ from transformers import AutoConfig, AutoModelForCausalLM
 if __name__ == "__main__" and not __package__:
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from experiments.config_error import ConfigError  # noqa: E402
+from rlanything_core.config import ConfigError  # noqa: E402
 from rlanything_core.lightning.sharding import require_fsdp2  # noqa: E402
 from rlanything_core.training.packing import DEFAULT_CHUNK_TOKENS  # noqa: E402
 

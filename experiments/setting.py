@@ -29,8 +29,8 @@ from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from experiments.config_error import ConfigError
 from rlanything_core.collect.prompts import agent_messages, judge_messages
+from rlanything_core.config import ConfigError
 from rlanything_core.environment.rewriters.protocol import TaskSpec
 
 __all__ = ["BACKENDS", "LoopParts", "Setting", "Tasks", "backend_name", "check_setting", "load_setting"]

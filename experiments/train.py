@@ -21,9 +21,9 @@ if __name__ == "__main__" and not __package__:
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
 from experiments.builders import build  # noqa: E402
-from experiments.config_checks import ConfigError  # noqa: E402
 from experiments.eval_record import write_eval_outcomes  # noqa: E402
 from experiments.trainer_setup import Run  # noqa: E402
+from rlanything_core.config import ConfigError  # noqa: E402
 from rlanything_core.environment._io import CorruptFileError, atomic_write_json  # noqa: E402
 
 

@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1] / PACKAGE
 # (without a circle between parts) and of the layers below it.
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("data model", frozenset({"_validation", "constants", "types", "records", "seeding", "masking"})),
+    ("config checks: a composed config against dataclasses", frozenset({"config"})),
     ("maths", frozenset({"advantages", "rewards", "losses", "theory"})),
     ("engines: sandbox, models, generation backends", frozenset({"sandbox", "models", "generation"})),
     ("environments", frozenset({"envs"})),

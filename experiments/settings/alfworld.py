@@ -9,8 +9,8 @@ from __future__ import annotations
 from omegaconf import DictConfig
 
 from experiments.agent_loop import check_environment
-from experiments.config_error import ConfigError
 from experiments.setting import load_setting
+from rlanything_core.config import ConfigError
 from rlanything_core.envs.alfworld.data import AlfworldGame
 from rlanything_core.settings.alfworld import AlfworldTasks, training_pool_summary
 

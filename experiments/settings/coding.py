@@ -16,10 +16,11 @@ from omegaconf import DictConfig
 
 from experiments import components
 from experiments.backends import sampling
-from experiments.config_checks import FixedKey, band, refuse_changed
-from experiments.config_error import ConfigError
+from experiments.config_checks import band
 from experiments.setting import LoopParts, Tasks
 from rlanything_core.collect.coding import CodeCollector, UnitTestCollector
+from rlanything_core.config import ConfigError
+from rlanything_core.config.fixed import FixedKey, refuse_changed
 from rlanything_core.environment.llm import BackendChatModel
 from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.envs.coding.livecodebench import load_livebench

@@ -15,6 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rlanything_core.config.fields import bounded
 from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.envs.alfworld.data import AlfworldGame, list_games, resolve_data_root
 from rlanything_core.envs.alfworld.env import AlfworldEnvFactory
@@ -49,7 +50,7 @@ class AlfworldTasks:
     eval_splits: Mapping[str, str] = field(default_factory=dict)
     task_types: Sequence[int] = (1, 2, 3, 4, 5, 6)
     train_games: int | None = None
-    train_sample_seed: int = 0
+    train_sample_seed: int = bounded(0, ge=0)
     eval_games: int | None = None
     eval_sample_seed: int = 0
 

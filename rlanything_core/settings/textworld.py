@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from rlanything_core.config.fields import bounded
 from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.envs.textworld_games import TextWorldChallenge, TextWorldEnvFactory, TextWorldSpec
 from rlanything_core.loop.evaluation import EvalSplit
@@ -40,12 +41,12 @@ class TextWorldTasks:
 
     runner: ClassVar[Runner] = Runner.WORKERS
 
-    nb_objects: int = 4
+    nb_objects: int = bounded(4, ge=1)
     train_rooms: Sequence[int] = (1, 2)
     train_quest_lengths: Sequence[int] = (1, 2, 3)
-    seeds_per_cell: int = 1
+    seeds_per_cell: int = bounded(1, ge=1)
     eval_quest_lengths: Sequence[int] = (1, 3, 5)
-    eval_rooms: int = 3
+    eval_rooms: int = bounded(3, ge=1)
     eval_games: int | None = 8
     cache_dir: str | None = None
 

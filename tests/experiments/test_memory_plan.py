@@ -108,8 +108,8 @@ def test_the_packed_head_plans_one_chunk_not_every_token() -> None:
 
 
 def test_preflight_refuses_before_anything_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
-    from experiments.config_checks import ConfigError
     from experiments.memory_plan import preflight
+    from rlanything_core.config import ConfigError
     from rlanything_core.lightning import sharding
 
     with pytest.raises(ConfigError, match=r"'memory.gpu_gib': the memory plan needs .* GiB per GPU.*lora.enabled=true"):
@@ -127,7 +127,8 @@ def test_preflight_refuses_before_anything_is_built(monkeypatch: pytest.MonkeyPa
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="the refusal is for machines without CUDA")
 def test_a_gpu_scale_without_cuda_is_refused_naming_the_key() -> None:
-    from experiments.config_checks import ConfigError, validate
+    from experiments.config_checks import validate
+    from rlanything_core.config import ConfigError
 
     with pytest.raises(ConfigError, match=r"'trainer.accelerator': a GPU scale was chosen but this machine has no"):
         validate(_cfg("+setting=textworld", "scale=1gpu", "model=qwen2.5-0.5b"))

@@ -202,7 +202,8 @@ def test_the_ablation_default_keeps_its_values() -> None:
     ],
 )
 def test_sharded_configs_that_cannot_learn_are_refused(overrides: list[str], key: str) -> None:
-    from experiments.config_checks import ConfigError, validate
+    from experiments.config_checks import validate
+    from rlanything_core.config import ConfigError
 
     with pytest.raises(ConfigError) as err:
         validate(_cfg("+setting=textworld", *overrides))

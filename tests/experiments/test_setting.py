@@ -13,8 +13,9 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
-from experiments.config_checks import ConfigError, validate  # noqa: E402
+from experiments.config_checks import validate  # noqa: E402
 from experiments.setting import BACKENDS, Setting, check_setting, load_setting  # noqa: E402
+from rlanything_core.config import ConfigError  # noqa: E402
 
 SETTINGS = sorted(p.stem for p in (EXPERIMENTS / "conf" / "setting").glob("*.yaml"))
 

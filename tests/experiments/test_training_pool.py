@@ -42,8 +42,8 @@ def test_the_default_pool_covers_the_six_task_types_in_proportion_and_no_evaluat
 
 
 def test_a_pool_never_holds_an_evaluation_game_and_a_too_large_one_is_refused() -> None:
-    from experiments.config_checks import ConfigError
     from experiments.settings.alfworld import alfworld_games
+    from rlanything_core.config import ConfigError
     from rlanything_core.settings.alfworld import game_id
 
     # training on valid_seen itself: the evaluated games are left out of the pool

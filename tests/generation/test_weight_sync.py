@@ -17,7 +17,7 @@ EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
 from experiments.builders import rollout_backends, rollout_context  # noqa: E402
-from experiments.config_checks import ConfigError  # noqa: E402
+from rlanything_core.config import ConfigError  # noqa: E402
 
 
 def _cfg(*overrides: str) -> Any:
