@@ -12,20 +12,19 @@ sharded over the ranks (a pass-through in one process).
 from __future__ import annotations
 
 import inspect
-import re
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from experiments import components
 from experiments.config_checks import band
 from experiments.config_error import ConfigError
 from experiments.env_pools import shared_env_pool
-from experiments.setting import BACKENDS, LoopParts, Setting, Tasks
+from experiments.setting import BACKENDS, ENVIRONMENT, LoopParts, Setting, Tasks, check_parts
 from rlanything_core.collect.agent import AgentCollector, SequentialRunner
 from rlanything_core.collect.judge import JudgeCollector
 from rlanything_core.collect.prompts import agent_messages, judge_messages
@@ -35,7 +34,7 @@ from rlanything_core.loop.driver import AgentLoopDriver
 from rlanything_core.loop.evaluation import AgentEvaluator
 from rlanything_core.loop.sharded_evaluation import sharded_evaluator
 from rlanything_core.seeding import derive_seed
-from rlanything_core.settings import AgentTasks, Runner, SettingError
+from rlanything_core.settings import AgentTasks, Runner
 
 __all__ = [
     "agent_loop",
@@ -46,9 +45,6 @@ __all__ = [
     "evaluation_episode_seed",
     "loop_driver",
 ]
-
-ENVIRONMENT = "setting.parts.environment"
-"""Where an agent setting's yaml puts its ``AgentTasks`` node (its values interpolate the setting's keys)."""
 
 
 def agent_setting(
@@ -151,10 +147,7 @@ def check_environment(
 ) -> None:
     """Check an agent setting before any work: its own checks (a :class:`SettingError` becomes a ``ConfigError``
     naming the config key), its rewriter (known; with the judge's LM where it needs one), its runner's workers."""
-    try:
-        environment.check()
-    except SettingError as err:
-        raise ConfigError(config_key(cfg, err.param), err.problem, err.fix) from err
+    check_parts(cfg, environment)
     node = components.variant(cfg, group, rewriter, "setting.rewriter")
     adapts_without_judge = bool(cfg.arm.adapt_environment) and not bool(cfg.arm.use_judge)
     if adapts_without_judge and "chat_model" in _rewriter_parameters(node):
@@ -162,21 +155,6 @@ def check_environment(
     if environment.runner is Runner.IN_PROCESS and int(cfg.setting.env_workers) != 1:
         raise ConfigError("setting.env_workers", f"{cfg.setting.name} episodes share what runs in this process",
                           "set it to 1")  # fmt: skip
-
-
-def config_key(cfg: DictConfig, param: str) -> str:
-    """The config key behind ``param`` of the environment node: ``data_root`` -> ``setting.data_root`` where the yaml
-    says ``data_root: ${setting.data_root}``; ``eval_splits.x`` -> ``setting.eval_splits.x``; anything that is no
-    parameter there (``ALFWORLD_DATA``, an environment variable) stays as it is."""
-    head, _, rest = param.partition(".")
-    node = OmegaConf.select(cfg, ENVIRONMENT)
-    if not isinstance(node, DictConfig) or head not in node:
-        return param
-    values = OmegaConf.to_container(node, resolve=False)  # the yaml's text: "${setting.data_root}"
-    raw = str(values[head]) if isinstance(values, dict) else ""
-    found = re.fullmatch(r"\$\{(?:oc\.select:)?([\w.]+)(?:,[^}]*)?\}", raw)
-    key = found.group(1) if found else f"{ENVIRONMENT}.{head}"
-    return f"{key}.{rest}" if rest else key
 
 
 def _workers(cfg: DictConfig, factory: Any) -> Any:
@@ -250,7 +228,7 @@ def loop_driver(
     return AgentLoopDriver(
         collector=collector,
         judge=judge_collector,
-        integrator=components.integrator(cfg),
+        integrator=instantiate(cfg.arm.integrator),
         judge_targets=components.judge_targets(cfg),
         pool=pool,
         to_env_task=to_env_task,
@@ -258,7 +236,7 @@ def loop_driver(
         tasks_per_iteration=int(cfg.tasks_per_iteration),
         seed=int(cfg.seed),
         pad_id=pad_id,
-        step_reward=components.step_reward(cfg),
+        step_reward=instantiate(cfg.step_reward),  # one R for the integrator and the judge
         policy_band=band(cfg, "policy_band"),
         judge_band=band(cfg, "judge_band"),
     )

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from hydra.utils import instantiate
 from lightning.fabric import Fabric
 from lightning.fabric.strategies import DDPStrategy
 from lightning.pytorch.loggers import TensorBoardLogger
 from omegaconf import DictConfig, OmegaConf
 
-from experiments import components
 from experiments.memory_plan import checkpoint_every
 from rlanything_core.lightning import fabric_runtime
 from rlanything_core.lightning.csv_logger import ResumableCSVLogger
@@ -51,10 +51,11 @@ def make_loop(
     """The loop over ``source`` with both models' updates (``optim.*``), its checkpoints and its evaluations."""
     runtime = FabricRuntime(make_fabric(cfg, run_dir), rollout_context=rollout_context)
     o = cfg.optim
-    policy_optimizer, judge_optimizer = components.optimizers(cfg)
+    # optim.*_optimizer: partials awaiting the parameters
+    policy_optimizer, judge_optimizer = instantiate(o.policy_optimizer), instantiate(o.judge_optimizer)
     tokens, max_norm = int(o.micro_batch_tokens), float(o.max_grad_norm)
     policy_update = ModelUpdate(
-        "policy", policy, components.policy_loss(cfg), runtime, optimizer=policy_optimizer,
+        "policy", policy, instantiate(o.policy_loss), runtime, optimizer=policy_optimizer,
         updates=int(o.policy_updates), epochs=int(o.get("policy_epochs", 1)), micro_batch_tokens=tokens,
         max_grad_norm=max_norm,
     )  # fmt: skip
