@@ -43,7 +43,6 @@ __all__ = [
     "agent_tasks",
     "check_environment",
     "evaluation_episode_seed",
-    "loop_driver",
 ]
 
 
@@ -99,15 +98,16 @@ def agent_tasks(cfg: DictConfig, environment: AgentTasks) -> Tasks:
 
 
 def _runners(cfg: DictConfig, environment: AgentTasks) -> tuple[Any, Any]:
-    """``(training runner, evaluation runner)`` of ``environment`` (:class:`~rlanything_core.settings.Runner`)."""
+    """``(training runner, evaluation runner)`` of ``environment`` (:class:`~rlanything_core.settings.Runner`):
+    ``setting.env_workers`` worker processes (shared by the runs of one process), or in this process."""
     steps, eval_steps = int(cfg.setting.max_steps), int(cfg.setting.eval_max_steps)
+    workers = int(cfg.setting.env_workers)
     if environment.runner is Runner.BROWSERS:  # one pool, its browsers shared: each collector stops at its own limit
-        factory = environment.env_factory(max(steps, eval_steps))
-        pool = shared_env_pool(factory, max(1, int(cfg.setting.env_workers)), kind="browser")
+        pool = shared_env_pool(environment.env_factory(max(steps, eval_steps)), max(1, workers), kind="browser")
         return pool, pool
-    if environment.runner is Runner.IN_PROCESS:
-        return SequentialRunner(environment.env_factory(steps)), SequentialRunner(environment.env_factory(eval_steps))
-    return _workers(cfg, environment.env_factory(steps)), _workers(cfg, environment.env_factory(eval_steps))
+    in_process = environment.runner is Runner.IN_PROCESS or workers <= 1
+    run: Callable[[Any], Any] = SequentialRunner if in_process else partial(shared_env_pool, workers=workers)
+    return run(environment.env_factory(steps)), run(environment.env_factory(eval_steps))
 
 
 def agent_rewriter(
@@ -157,19 +157,27 @@ def check_environment(
                           "set it to 1")  # fmt: skip
 
 
-def _workers(cfg: DictConfig, factory: Any) -> Any:
-    """``setting.env_workers`` worker processes over ``factory`` (shared by the runs of one process), or in-process."""
-    workers = int(cfg.setting.env_workers)
-    return shared_env_pool(factory, workers) if workers > 1 else SequentialRunner(factory)
-
-
 def agent_loop(parts: LoopParts) -> tuple[Any, Any]:
     """``(AgentLoopDriver, evaluator)`` of an agent setting (see the module docstring)."""
     cfg, tasks = parts.cfg, parts.tasks
     judge_collector = _judge_collector(parts)
     collector = _collector(parts, tasks.runner, float(cfg.model.temperature), int(cfg.group_size),
                            int(cfg.setting.max_steps), progress=bool(cfg.progress))  # fmt: skip
-    driver = loop_driver(cfg, collector, judge_collector, parts.pool, tasks.to_env_task, parts.adaptation, parts.pad_id)
+    driver = AgentLoopDriver(
+        collector=collector,
+        judge=judge_collector,
+        integrator=instantiate(cfg.arm.integrator),
+        judge_targets=components.judge_targets(cfg),
+        pool=parts.pool,
+        to_env_task=tasks.to_env_task,
+        adaptation=parts.adaptation,
+        tasks_per_iteration=int(cfg.tasks_per_iteration),
+        seed=int(cfg.seed),
+        pad_id=parts.pad_id,
+        step_reward=instantiate(cfg.step_reward),  # one R for the integrator and the judge
+        policy_band=band(cfg, "policy_band"),
+        judge_band=band(cfg, "judge_band"),
+    )
     eval_collector = _collector(parts, tasks.eval_runner, float(cfg.eval.temperature), int(cfg.eval.runs),
                                 int(cfg.setting.eval_max_steps), progress=False)  # fmt: skip
     evaluator = AgentEvaluator(
@@ -212,33 +220,6 @@ def _judge_collector(parts: LoopParts) -> JudgeCollector | None:
         num_votes=int(cfg.num_votes),
         votes=components.vote_sampler(cfg),
         prompt_builder=parts.setting.judge_prompts,
-    )
-
-
-def loop_driver(
-    cfg: DictConfig,
-    collector: Any,
-    judge_collector: Any,
-    pool: Any,
-    to_env_task: Any,
-    adaptation: Any,
-    pad_id: int,
-) -> Any:
-    """The ``AgentLoopDriver`` of every agent setting (text, GUI, desktop): the parts, plus the config's scalars."""
-    return AgentLoopDriver(
-        collector=collector,
-        judge=judge_collector,
-        integrator=instantiate(cfg.arm.integrator),
-        judge_targets=components.judge_targets(cfg),
-        pool=pool,
-        to_env_task=to_env_task,
-        adaptation=adaptation,
-        tasks_per_iteration=int(cfg.tasks_per_iteration),
-        seed=int(cfg.seed),
-        pad_id=pad_id,
-        step_reward=instantiate(cfg.step_reward),  # one R for the integrator and the judge
-        policy_band=band(cfg, "policy_band"),
-        judge_band=band(cfg, "judge_band"),
     )
 
 

@@ -51,21 +51,16 @@ def make_loop(
     """The loop over ``source`` with both models' updates (``optim.*``), its checkpoints and its evaluations."""
     runtime = FabricRuntime(make_fabric(cfg, run_dir), rollout_context=rollout_context)
     o = cfg.optim
-    # optim.*_optimizer: partials awaiting the parameters
-    policy_optimizer, judge_optimizer = instantiate(o.policy_optimizer), instantiate(o.judge_optimizer)
-    tokens, max_norm = int(o.micro_batch_tokens), float(o.max_grad_norm)
-    policy_update = ModelUpdate(
-        "policy", policy, instantiate(o.policy_loss), runtime, optimizer=policy_optimizer,
-        updates=int(o.policy_updates), epochs=int(o.get("policy_epochs", 1)), micro_batch_tokens=tokens,
-        max_grad_norm=max_norm,
-    )  # fmt: skip
-    judge_update = None
-    if judge is not None and judge_loss is not None:
-        judge_update = ModelUpdate(
-            "judge", judge, judge_loss, runtime, optimizer=judge_optimizer,
-            updates=int(o.judge_updates), epochs=int(o.get("judge_epochs", 1)), micro_batch_tokens=tokens,
-            max_grad_norm=max_norm,
+
+    def update(role: str, model: Any, loss: Any) -> ModelUpdate:  # optim.<role>_optimizer, _updates, _epochs
+        return ModelUpdate(
+            role, model, loss, runtime, optimizer=instantiate(o[f"{role}_optimizer"]),
+            updates=int(o[f"{role}_updates"]), epochs=int(o.get(f"{role}_epochs", 1)),
+            micro_batch_tokens=int(o.micro_batch_tokens), max_grad_norm=float(o.max_grad_norm),
         )  # fmt: skip
+
+    policy_update = update("policy", policy, instantiate(o.policy_loss))
+    judge_update = update("judge", judge, judge_loss) if judge is not None and judge_loss is not None else None
     loop = RLAnythingLoop(
         source,
         runtime,
