@@ -46,7 +46,8 @@ def crossed_files(overrides: list[str], start_stage: str = "collect", *, follow_
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from experiments.builders import build, close_shared_env_pools
+    from experiments.builders import build
+    from experiments.env_pools import close_shared_env_pools
     from rlanything_core.collect.batching import TokenRows
     from rlanything_core.collect.rollout_batch import RolloutBatch, TrainingRows
     from rlanything_core.loop.iteration import IterationData

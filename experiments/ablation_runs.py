@@ -25,7 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 from experiments import warm_start, warm_start_encoder
 from experiments.ablation_results import final_eval, read_metrics
 from experiments.ablation_table import LABELS
-from experiments.builders import close_shared_env_pools
+from experiments.env_pools import close_shared_env_pools
 from experiments.eval_record import OUTCOMES_FILE
 from experiments.reuse import reuse_file, reuse_run
 from experiments.train import run_training

@@ -12,19 +12,18 @@ sharded over the ranks (a pass-through in one process).
 from __future__ import annotations
 
 import inspect
-import re
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from experiments import components
 from experiments.config_checks import band
 from experiments.env_pools import shared_env_pool
-from experiments.setting import BACKENDS, LoopParts, Setting, Tasks
+from experiments.setting import BACKENDS, ENVIRONMENT, LoopParts, Setting, Tasks, check_parts
 from rlanything_core.collect.agent import AgentCollector, SequentialRunner
 from rlanything_core.collect.judge import JudgeCollector
 from rlanything_core.collect.prompts import agent_messages, judge_messages
@@ -35,7 +34,7 @@ from rlanything_core.loop.driver import AgentLoopDriver
 from rlanything_core.loop.evaluation import AgentEvaluator
 from rlanything_core.loop.sharded_evaluation import sharded_evaluator
 from rlanything_core.seeding import derive_seed
-from rlanything_core.settings import AgentTasks, Runner, SettingError
+from rlanything_core.settings import AgentTasks, Runner
 
 __all__ = [
     "agent_loop",
@@ -44,11 +43,7 @@ __all__ = [
     "agent_tasks",
     "check_environment",
     "evaluation_episode_seed",
-    "loop_driver",
 ]
-
-ENVIRONMENT = "setting.parts.environment"
-"""Where an agent setting's yaml puts its ``AgentTasks`` node (its values interpolate the setting's keys)."""
 
 
 def agent_setting(
@@ -103,15 +98,16 @@ def agent_tasks(cfg: DictConfig, environment: AgentTasks) -> Tasks:
 
 
 def _runners(cfg: DictConfig, environment: AgentTasks) -> tuple[Any, Any]:
-    """``(training runner, evaluation runner)`` of ``environment`` (:class:`~rlanything_core.settings.Runner`)."""
+    """``(training runner, evaluation runner)`` of ``environment`` (:class:`~rlanything_core.settings.Runner`):
+    ``setting.env_workers`` worker processes (shared by the runs of one process), or in this process."""
     steps, eval_steps = int(cfg.setting.max_steps), int(cfg.setting.eval_max_steps)
+    workers = int(cfg.setting.env_workers)
     if environment.runner is Runner.BROWSERS:  # one pool, its browsers shared: each collector stops at its own limit
-        factory = environment.env_factory(max(steps, eval_steps))
-        pool = shared_env_pool(factory, max(1, int(cfg.setting.env_workers)), kind="browser")
+        pool = shared_env_pool(environment.env_factory(max(steps, eval_steps)), max(1, workers), kind="browser")
         return pool, pool
-    if environment.runner is Runner.IN_PROCESS:
-        return SequentialRunner(environment.env_factory(steps)), SequentialRunner(environment.env_factory(eval_steps))
-    return _workers(cfg, environment.env_factory(steps)), _workers(cfg, environment.env_factory(eval_steps))
+    in_process = environment.runner is Runner.IN_PROCESS or workers <= 1
+    run: Callable[[Any], Any] = SequentialRunner if in_process else partial(shared_env_pool, workers=workers)
+    return run(environment.env_factory(steps)), run(environment.env_factory(eval_steps))
 
 
 def agent_rewriter(
@@ -151,10 +147,7 @@ def check_environment(
 ) -> None:
     """Check an agent setting before any work: its own checks (a :class:`SettingError` becomes a ``ConfigError``
     naming the config key), its rewriter (known; with the judge's LM where it needs one), its runner's workers."""
-    try:
-        environment.check()
-    except SettingError as err:
-        raise ConfigError(config_key(cfg, err.param), err.problem, err.fix) from err
+    check_parts(cfg, environment)
     node = components.variant(cfg, group, rewriter, "setting.rewriter")
     adapts_without_judge = bool(cfg.arm.adapt_environment) and not bool(cfg.arm.use_judge)
     if adapts_without_judge and "chat_model" in _rewriter_parameters(node):
@@ -164,34 +157,27 @@ def check_environment(
                           "set it to 1")  # fmt: skip
 
 
-def config_key(cfg: DictConfig, param: str) -> str:
-    """The config key behind ``param`` of the environment node: ``data_root`` -> ``setting.data_root`` where the yaml
-    says ``data_root: ${setting.data_root}``; ``eval_splits.x`` -> ``setting.eval_splits.x``; anything that is no
-    parameter there (``ALFWORLD_DATA``, an environment variable) stays as it is."""
-    head, _, rest = param.partition(".")
-    node = OmegaConf.select(cfg, ENVIRONMENT)
-    if not isinstance(node, DictConfig) or head not in node:
-        return param
-    values = OmegaConf.to_container(node, resolve=False)  # the yaml's text: "${setting.data_root}"
-    raw = str(values[head]) if isinstance(values, dict) else ""
-    found = re.fullmatch(r"\$\{(?:oc\.select:)?([\w.]+)(?:,[^}]*)?\}", raw)
-    key = found.group(1) if found else f"{ENVIRONMENT}.{head}"
-    return f"{key}.{rest}" if rest else key
-
-
-def _workers(cfg: DictConfig, factory: Any) -> Any:
-    """``setting.env_workers`` worker processes over ``factory`` (shared by the runs of one process), or in-process."""
-    workers = int(cfg.setting.env_workers)
-    return shared_env_pool(factory, workers) if workers > 1 else SequentialRunner(factory)
-
-
 def agent_loop(parts: LoopParts) -> tuple[Any, Any]:
     """``(AgentLoopDriver, evaluator)`` of an agent setting (see the module docstring)."""
     cfg, tasks = parts.cfg, parts.tasks
     judge_collector = _judge_collector(parts)
     collector = _collector(parts, tasks.runner, float(cfg.model.temperature), int(cfg.group_size),
                            int(cfg.setting.max_steps), progress=bool(cfg.progress))  # fmt: skip
-    driver = loop_driver(cfg, collector, judge_collector, parts.pool, tasks.to_env_task, parts.adaptation, parts.pad_id)
+    driver = AgentLoopDriver(
+        collector=collector,
+        judge=judge_collector,
+        integrator=instantiate(cfg.arm.integrator),
+        judge_targets=components.judge_targets(cfg),
+        pool=parts.pool,
+        to_env_task=tasks.to_env_task,
+        adaptation=parts.adaptation,
+        tasks_per_iteration=int(cfg.tasks_per_iteration),
+        seed=int(cfg.seed),
+        pad_id=parts.pad_id,
+        step_reward=instantiate(cfg.step_reward),  # one R for the integrator and the judge
+        policy_band=band(cfg, "policy_band"),
+        judge_band=band(cfg, "judge_band"),
+    )
     eval_collector = _collector(parts, tasks.eval_runner, float(cfg.eval.temperature), int(cfg.eval.runs),
                                 int(cfg.setting.eval_max_steps), progress=False)  # fmt: skip
     evaluator = AgentEvaluator(
@@ -234,33 +220,6 @@ def _judge_collector(parts: LoopParts) -> JudgeCollector | None:
         num_votes=int(cfg.num_votes),
         votes=components.vote_sampler(cfg),
         prompt_builder=parts.setting.judge_prompts,
-    )
-
-
-def loop_driver(
-    cfg: DictConfig,
-    collector: Any,
-    judge_collector: Any,
-    pool: Any,
-    to_env_task: Any,
-    adaptation: Any,
-    pad_id: int,
-) -> Any:
-    """The ``AgentLoopDriver`` of every agent setting (text, GUI, desktop): the parts, plus the config's scalars."""
-    return AgentLoopDriver(
-        collector=collector,
-        judge=judge_collector,
-        integrator=components.integrator(cfg),
-        judge_targets=components.judge_targets(cfg),
-        pool=pool,
-        to_env_task=to_env_task,
-        adaptation=adaptation,
-        tasks_per_iteration=int(cfg.tasks_per_iteration),
-        seed=int(cfg.seed),
-        pad_id=pad_id,
-        step_reward=components.step_reward(cfg),
-        policy_band=band(cfg, "policy_band"),
-        judge_band=band(cfg, "judge_band"),
     )
 
 

@@ -10,9 +10,11 @@ from typing import Any
 import torch
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
+from peft import LoraConfig, get_peft_model
 from transformers import AutoTokenizer
 
 from experiments.memory_plan import preflight
+from experiments.setting import backend_name
 from rlanything_core.config import ConfigError
 from rlanything_core.environment import _io
 from rlanything_core.generation.transformers_backend import TransformersBackend
@@ -51,8 +53,6 @@ def apply_lora(model: Any, lora: DictConfig) -> Any:
     frozen embeddings need no gradient hook). The trainer then optimizes only the adapters (the only parameters that
     require a gradient), and the module's packed update drives the wrapped model like any causal LM.
     """
-    from peft import LoraConfig, get_peft_model
-
     config = LoraConfig(
         r=int(lora.r),
         lora_alpha=int(lora.alpha),
@@ -128,7 +128,7 @@ def agent_backend(cfg: DictConfig, model: Any, tokenizer: Any) -> Any:
 def rollout_backends(cfg: DictConfig, policy: Any, judge: Any, tokenizer: Any) -> tuple[Any, Any]:
     """``(policy backend, judge backend or None)`` as ``backend.name`` says: the trained modules themselves
     (transformers, the default) or vLLM engines built from the models' folders (``backend=vllm``)."""
-    name = str(OmegaConf.select(cfg, "backend.name", default="transformers"))
+    name = backend_name(cfg)
     if name == "transformers":
         return (
             agent_backend(cfg, policy, tokenizer),
@@ -155,7 +155,7 @@ def rollout_context(cfg: DictConfig, models: list[tuple[Any, Any]]) -> Any:
     """With vLLM, the module's rollout context: wake the engines, push the trained weights of each ``(model, engine)``
     pair (full tensors, in buckets of ``backend.weight_bucket_mb``), sleep after; with transformers ``None`` (the
     module gathers its sharded weights itself)."""
-    if str(OmegaConf.select(cfg, "backend.name", default="transformers")) != "vllm":
+    if backend_name(cfg) != "vllm":
         return None
     bucket = int(float(cfg.backend.weight_bucket_mb) * 2**20)
     dtype = getattr(torch, str(cfg.backend.engine.dtype))

@@ -5,11 +5,11 @@ instantiates the ``_target_`` nodes) and handed to the library, which never read
 builder of every setting; what differs between settings is data, the :class:`~experiments.setting.Setting` that
 ``setting.parts`` names (its tasks, evaluation splits, runners, rewriter, prompts and loop).
 
-- ``setting``: the ``Setting`` and what its parts return; the agent settings' own parts live in the package
-  (``rlanything_core/settings/<name>.py``), coding's in ``settings/coding.py``;
+- ``setting``: the ``Setting`` and what its parts return; every setting's own parts live in the package
+  (``rlanything_core/settings/<name>.py``);
 - ``agent_loop``: an agent setting's ``Setting``, driver and evaluator (``settings/coding.py``: the coding loop's);
 - ``backends``: models, rollout backends (transformers or vLLM), the run folder;
-- ``components``: losses, optimizers, integrators, selectors, vote samplers, rewriters, the task pool (Hydra-built);
+- ``components``: the judge's loss and targets, selectors, vote samplers, rewriters, the task pool (Hydra-built);
 - ``trainer_setup``: Fabric (strategy, precision, loggers), both models' updates, the loop;
 - ``env_pools``: shared environment workers.
 """
@@ -22,40 +22,14 @@ from typing import Any
 from omegaconf import DictConfig
 
 from experiments import components
-from experiments.agent_loop import evaluation_episode_seed
-from experiments.backends import (
-    RANK_VARIABLES,
-    is_writer_rank,
-    judge_max_new_tokens,
-    load_models,
-    prepare,
-    rollout_backends,
-    rollout_context,
-    sampling,
-)
+from experiments.backends import prepare, rollout_backends, rollout_context
 from experiments.config_checks import validate
-from experiments.env_pools import close_shared_env_pools, shared_env_pool
 from experiments.setting import LoopParts, Setting
-from experiments.settings.coding import first
 from experiments.trainer_setup import Run, make_loop
 from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.loop.adaptation import EnvironmentAdaptation
 
-__all__ = [
-    "RANK_VARIABLES",
-    "Run",
-    "build",
-    "close_shared_env_pools",
-    "evaluation_episode_seed",
-    "first",
-    "is_writer_rank",
-    "judge_max_new_tokens",
-    "load_models",
-    "rollout_backends",
-    "rollout_context",
-    "sampling",
-    "shared_env_pool",
-]
+__all__ = ["build"]
 
 
 def build(cfg: DictConfig) -> Run:

@@ -1,10 +1,9 @@
-"""The parts Hydra builds from ``_target_`` nodes: losses, optimizers, selectors, vote samplers, rewriters, the pool.
+"""The parts Hydra builds from ``_target_`` nodes that need more than ``instantiate(node)``: the judge's loss and
+targets (only where the arm trains the judge), selectors, vote samplers, rewriters, the task pool.
 
-Every public hyperparameter of these parts is a key of ``conf/train.yaml`` (``optim.policy_loss``, ``optim.judge_loss``,
-``optim.*_optimizer``, ``step_reward``, ``judge_targets``, ``selectors``, ``votes``, ``rewriters``; the integrator is
-``arm.integrator``). A variant is a
-node chosen by name (``model.action_selection``, ``model.judge_votes``, ``setting.rewriter``), never a branch here;
-the functions below only add what exists at run time (a sampling temperature, the judge's chat model, a folder).
+Every public hyperparameter of these parts is a key of ``conf/train.yaml``. A variant is a node chosen by name
+(``model.action_selection``, ``model.judge_votes``, ``setting.rewriter``), never a branch here; the functions below
+only add what exists at run time (a sampling temperature, the judge's chat model, a folder).
 """
 
 from __future__ import annotations
@@ -21,14 +20,10 @@ from rlanything_core.environment.pool import TaskPool
 from rlanything_core.rewards.targets import UnitTestTargets
 
 __all__ = [
-    "integrator",
     "judge_loss",
     "judge_targets",
-    "optimizers",
-    "policy_loss",
     "rewriter",
     "selector",
-    "step_reward",
     "task_pool",
     "unit_test_targets",
     "variant",
@@ -58,16 +53,6 @@ def vote_sampler(cfg: DictConfig) -> Any:
     return instantiate(variant(cfg, "votes", str(cfg.model.judge_votes), "model.judge_votes"))
 
 
-def integrator(cfg: DictConfig) -> Any:
-    """``arm.integrator``: the advantages of the arm (outcome only, step only, integrated)."""
-    return instantiate(cfg.arm.integrator)
-
-
-def step_reward(cfg: DictConfig) -> Any:
-    """``step_reward`` (a ``StepReward`` with the top-level ``lam``): one ``R`` for the integrator and the judge."""
-    return instantiate(cfg.step_reward)
-
-
 def judge_targets(cfg: DictConfig) -> Any:
     """``judge_targets`` (a ``ConsistencyTargets``) where the arm trains the judge, else ``None``."""
     return instantiate(cfg.judge_targets) if cfg.arm.train_judge else None
@@ -91,19 +76,9 @@ def unit_test_targets(cfg: DictConfig) -> UnitTestTargets | None:
     )
 
 
-def policy_loss(cfg: DictConfig) -> Any:
-    """``optim.policy_loss`` (a ``PolicyLoss``)."""
-    return instantiate(cfg.optim.policy_loss)
-
-
 def judge_loss(cfg: DictConfig) -> Any:
     """``optim.judge_loss`` (a ``PolicyLoss``) where the arm trains the judge, else ``None``."""
     return instantiate(cfg.optim.judge_loss) if cfg.arm.train_judge else None
-
-
-def optimizers(cfg: DictConfig) -> tuple[Any, Any]:
-    """``(policy, judge)`` optimizer factories (``optim.*_optimizer``, partials awaiting the parameters)."""
-    return instantiate(cfg.optim.policy_optimizer), instantiate(cfg.optim.judge_optimizer)
 
 
 def rewriter(cfg: DictConfig, name: str, *, group: str = "rewriters", **runtime: Any) -> Any:

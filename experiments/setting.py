@@ -13,13 +13,15 @@ Every setting (ALFWorld, TextWorld, coding, LiveBench, MiniWoB++, desktop) runs 
 - ``backends``: the rollout backends it runs on; another ``backend.name`` is refused by name, never ignored;
 - ``environment``: an agent setting's own parts (an ``AgentTasks`` of ``rlanything_core.settings``), ``None`` else.
 
-An agent setting's yaml names ``experiments.agent_loop.agent_setting`` with its ``AgentTasks`` (built from plain
-values: paths, sizes, seeds), which makes every part above (docs/settings/adding.md); coding names its parts one by one
-(``experiments/settings/coding.py``).
+A setting's yaml names a function that makes every part above from the setting's own parts (a dataclass of
+``rlanything_core.settings`` built from plain values: paths, sizes, seeds, under ``setting.parts.environment``):
+``experiments.agent_loop.agent_setting`` for an agent setting (docs/settings/adding.md),
+``experiments.settings.coding.coding_setting`` for coding.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,11 +34,27 @@ from omegaconf import DictConfig, OmegaConf
 from rlanything_core.collect.prompts import agent_messages, judge_messages
 from rlanything_core.config import ConfigError
 from rlanything_core.environment.rewriters.protocol import TaskSpec
+from rlanything_core.settings import SettingError
 
-__all__ = ["BACKENDS", "LoopParts", "Setting", "Tasks", "backend_name", "check_setting", "load_setting"]
+__all__ = [
+    "BACKENDS",
+    "ENVIRONMENT",
+    "LoopParts",
+    "Setting",
+    "Tasks",
+    "backend_name",
+    "check_parts",
+    "check_setting",
+    "config_key",
+    "load_setting",
+]
 
 BACKENDS = ("transformers", "vllm")
 """Every rollout backend (``backend.name``; no ``backend`` group: transformers)."""
+
+ENVIRONMENT = "setting.parts.environment"
+"""Where a setting's yaml puts its own parts (a dataclass of ``rlanything_core.settings``; its values interpolate the
+setting's keys)."""
 
 
 @dataclass(frozen=True)
@@ -138,3 +156,27 @@ def check_setting(cfg: DictConfig) -> Setting:
     if setting.validate is not None:
         setting.validate(cfg)
     return setting
+
+
+def check_parts(cfg: DictConfig, environment: Any) -> None:
+    """``environment.check()`` (the setting's own parts), a :class:`SettingError` re-raised as a ``ConfigError``
+    naming the config key behind its parameter (:func:`config_key`)."""
+    try:
+        environment.check()
+    except SettingError as err:
+        raise ConfigError(config_key(cfg, err.param), err.problem, err.fix) from err
+
+
+def config_key(cfg: DictConfig, param: str) -> str:
+    """The config key behind ``param`` of the environment node: ``data_root`` -> ``setting.data_root`` where the yaml
+    says ``data_root: ${setting.data_root}``; ``eval_splits.x`` -> ``setting.eval_splits.x``; anything that is no
+    parameter there (``ALFWORLD_DATA``, an environment variable) stays as it is."""
+    head, _, rest = param.partition(".")
+    node = OmegaConf.select(cfg, ENVIRONMENT)
+    if not isinstance(node, DictConfig) or head not in node:
+        return param
+    values = OmegaConf.to_container(node, resolve=False)  # the yaml's text: "${setting.data_root}"
+    raw = str(values[head]) if isinstance(values, dict) else ""
+    found = re.fullmatch(r"\$\{(?:oc\.select:)?([\w.]+)(?:,[^}]*)?\}", raw)
+    key = found.group(1) if found else f"{ENVIRONMENT}.{head}"
+    return f"{key}.{rest}" if rest else key

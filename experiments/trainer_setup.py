@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from hydra.utils import instantiate
 from lightning.fabric import Fabric
 from lightning.fabric.strategies import DDPStrategy
 from lightning.pytorch.loggers import TensorBoardLogger
 from omegaconf import DictConfig, OmegaConf
 
-from experiments import components
 from experiments.memory_plan import checkpoint_every
 from rlanything_core.lightning import fabric_runtime
 from rlanything_core.lightning.csv_logger import ResumableCSVLogger
@@ -51,20 +51,16 @@ def make_loop(
     """The loop over ``source`` with both models' updates (``optim.*``), its checkpoints and its evaluations."""
     runtime = FabricRuntime(make_fabric(cfg, run_dir), rollout_context=rollout_context)
     o = cfg.optim
-    policy_optimizer, judge_optimizer = components.optimizers(cfg)
-    tokens, max_norm = int(o.micro_batch_tokens), float(o.max_grad_norm)
-    policy_update = ModelUpdate(
-        "policy", policy, components.policy_loss(cfg), runtime, optimizer=policy_optimizer,
-        updates=int(o.policy_updates), epochs=int(o.get("policy_epochs", 1)), micro_batch_tokens=tokens,
-        max_grad_norm=max_norm,
-    )  # fmt: skip
-    judge_update = None
-    if judge is not None and judge_loss is not None:
-        judge_update = ModelUpdate(
-            "judge", judge, judge_loss, runtime, optimizer=judge_optimizer,
-            updates=int(o.judge_updates), epochs=int(o.get("judge_epochs", 1)), micro_batch_tokens=tokens,
-            max_grad_norm=max_norm,
+
+    def update(role: str, model: Any, loss: Any) -> ModelUpdate:  # optim.<role>_optimizer, _updates, _epochs
+        return ModelUpdate(
+            role, model, loss, runtime, optimizer=instantiate(o[f"{role}_optimizer"]),
+            updates=int(o[f"{role}_updates"]), epochs=int(o.get(f"{role}_epochs", 1)),
+            micro_batch_tokens=int(o.micro_batch_tokens), max_grad_norm=float(o.max_grad_norm),
         )  # fmt: skip
+
+    policy_update = update("policy", policy, instantiate(o.policy_loss))
+    judge_update = update("judge", judge, judge_loss) if judge is not None and judge_loss is not None else None
     loop = RLAnythingLoop(
         source,
         runtime,

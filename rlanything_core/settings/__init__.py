@@ -7,7 +7,8 @@ and the one builder (``experiments/builders.py``) plays it through the agent loo
 - :mod:`~rlanything_core.settings.alfworld`: ALFWorld's games, the planner as step oracle;
 - :mod:`~rlanything_core.settings.textworld`: TextWorld games generated on a grid of (rooms, quest length) cells;
 - :mod:`~rlanything_core.settings.miniwob`: MiniWoB++ pages in Chromium, by family and by name;
-- :mod:`~rlanything_core.settings.desktop`: OSWorld-format LibreOffice Calc tasks through the text view.
+- :mod:`~rlanything_core.settings.desktop`: OSWorld-format LibreOffice Calc tasks through the text view;
+- :mod:`~rlanything_core.settings.coding`: coding problems and their evaluation split (single-step, in the sandbox).
 """
 
 from __future__ import annotations

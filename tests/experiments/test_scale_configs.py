@@ -18,8 +18,9 @@ from omegaconf import OmegaConf
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
-from experiments.builders import first, judge_max_new_tokens, sampling  # noqa: E402
+from experiments.backends import judge_max_new_tokens, sampling  # noqa: E402
 from experiments.components import judge_loss as make_judge_loss  # noqa: E402
+from rlanything_core.settings.coding import first  # noqa: E402
 
 # key -> the paper's value, per setting (None: the whole split)
 SHARED = {
@@ -241,7 +242,7 @@ def test_fsdp2_builds_model_parallel_strategy_as_pure_data_parallelism() -> None
 def test_the_writer_rank_comes_from_any_launchers_variables(
     monkeypatch: pytest.MonkeyPatch, env: dict[str, str], writer: bool
 ) -> None:
-    from experiments.builders import RANK_VARIABLES, is_writer_rank
+    from experiments.backends import RANK_VARIABLES, is_writer_rank
 
     for var in RANK_VARIABLES:
         monkeypatch.delenv(var, raising=False)
@@ -259,7 +260,7 @@ def test_only_the_writer_rank_writes_config_yaml_atomically(
 
     import experiments.backends as backends
     import rlanything_core.environment._io as io
-    from experiments.builders import RANK_VARIABLES
+    from experiments.backends import RANK_VARIABLES
 
     for var in RANK_VARIABLES:
         monkeypatch.delenv(var, raising=False)

@@ -42,7 +42,8 @@ def main(rank: int, port: int, run_dir: str, out: str) -> None:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from experiments.builders import build, close_shared_env_pools
+    from experiments.builders import build
+    from experiments.env_pools import close_shared_env_pools
 
     OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
     with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base=None):

@@ -19,7 +19,8 @@ def evaluated(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unty
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from experiments.builders import build, close_shared_env_pools
+    from experiments.builders import build
+    from experiments.env_pools import close_shared_env_pools
 
     OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
     run_dir = tmp_path_factory.mktemp("eval")
