@@ -47,10 +47,8 @@ def crossed_files(overrides: list[str], start_stage: str = "collect", *, follow_
     from omegaconf import OmegaConf
 
     from experiments.builders import build, close_shared_env_pools
-    from rlanything_core.collect.batching import TokenRows
-    from rlanything_core.collect.rollout_batch import RolloutBatch, TrainingRows
     from rlanything_core.loop.iteration import IterationData
-    from rlanything_core.types import StepBatch
+    from rlanything_core.types import RolloutBatch, StepBatch, TokenRows, TrainingRows
 
     batch_types = (RolloutBatch, StepBatch, IterationData, TrainingRows, TokenRows)
 

@@ -8,7 +8,7 @@ Either collector can prefill its model's response (:mod:`rlanything_core.collect
 and ``text`` is ``prefill + continuation``, the response as parsed.
 
 On the loop's side (``loop/coding_driver.py``) every program is a one-step ``Episode`` (:func:`program_episodes`):
-the rows of both models then come from the agent settings' batch object (``collect.rollout_batch.RolloutBatch``).
+the rows of both models then come from the agent settings' batch object (``types.RolloutBatch``).
 """
 
 from __future__ import annotations
@@ -297,7 +297,7 @@ def program_episodes(
 
     Episode ``n`` holds program ``n`` as its only step (its prompt and response tokens); it is won when the program
     passes every GT test (outcome ``+1``, else ``-1``). A unit test judges the task, not one program, so the task's
-    tests sit once, on the first episode's step, in order: ``collect.batching.judge_rows`` then makes one judge row
+    tests sit once, on the first episode's step, in order: ``types.judge_rows`` then makes one judge row
     per test, each in the task's group. A test is no vote: its ``vote`` is 0, and the grid's vote cells serve only to
     place the judge rows (the coding targets are ``rewards.UnitTestTargets``, never the votes).
 

@@ -20,7 +20,6 @@ from torch import Tensor
 
 from rlanything_core.advantages.integrators import Integrator
 from rlanything_core.collect.coding import CodeSample, GeneratedTest, generated_test_pass_matrix, program_episodes
-from rlanything_core.collect.rollout_batch import RolloutBatch
 from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.envs.coding.task import CodingTask
 from rlanything_core.loop.iteration import IterationData, JudgeTargets, build_rows
@@ -32,6 +31,7 @@ from rlanything_core.rewards.unit_tests import (
     standardize_unit_test_rewards,
     unit_test_counts,
 )
+from rlanything_core.types import RolloutBatch
 
 __all__ = ["TaskResult", "TaskRollouts", "coding_rows", "score_task", "task_result"]
 

@@ -23,7 +23,8 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from torch import Tensor, nn
 
-from rlanything_core.loop.iteration import IterationData, TrainingRows
+from rlanything_core.loop.iteration import IterationData
+from rlanything_core.types import TrainingRows
 
 __all__ = [
     "Evaluator",

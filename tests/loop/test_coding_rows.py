@@ -14,7 +14,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlanything_core.advantages.integrators import IntegratedIntegrator
-from rlanything_core.collect.batching import rows_from_records
 from rlanything_core.collect.coding import CodeSample, GeneratedTest
 from rlanything_core.environment.pool import TaskPool
 from rlanything_core.environment.rewriters.protocol import TaskSpec
@@ -22,11 +21,11 @@ from rlanything_core.envs.coding.problem import CodingProblem, IOTest, TestType
 from rlanything_core.envs.coding.task import CodingTask
 from rlanything_core.loop.coding_driver import CodingLoopDriver, Rollouts
 from rlanything_core.loop.coding_rows import TaskRollouts, coding_rows, score_task
-from rlanything_core.loop.iteration import TrainingRows
 from rlanything_core.records import GeneratedSequence
 from rlanything_core.rewards.pass_fraction import PassFractionIntegrator
 from rlanything_core.rewards.targets import UnitTestTargets
 from rlanything_core.sandbox import Sandbox
+from rlanything_core.types import TrainingRows, rows_from_records
 
 SANDBOX = Sandbox()  # never runs here: every pass matrix is given
 
