@@ -4,6 +4,7 @@ pass matrices and tokens; the stages' contract; the integrator that needs votes 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,7 @@ from rlanything_core.loop.coding_rows import TaskRollouts, coding_rows, score_ta
 from rlanything_core.records import GeneratedSequence
 from rlanything_core.rewards.pass_fraction import PassFractionIntegrator
 from rlanything_core.rewards.targets import UnitTestTargets
+from rlanything_core.rewards.unit_tests import code_pass_fraction, standardize_unit_test_rewards
 from rlanything_core.sandbox import Sandbox
 from rlanything_core.types import TrainingRows, rows_from_records
 
@@ -58,11 +60,10 @@ def _former_rows(
     policy: list[_Row] = []
     judge: list[_Row] = []
     for t in tasks:
-        res = score_task(t.task, t.programs, t.tests, targets=targets, gen_pass=t.gen_pass)
+        res = score_task(t.task, t.programs, t.tests, targets=targets, gen_pass=t.scored.gen_pass)
         if band[0] <= res.pass_all_rate <= band[1]:
-            policy.extend(
-                _Row(s, (cells[id(s)], 0, -1), a, t.group) for s, a in zip(t.programs, res.policy_advantages.tolist())
-            )
+            advantages = standardize_unit_test_rewards(code_pass_fraction(res.gt_pass))
+            policy.extend(_Row(s, (cells[id(s)], 0, -1), a, t.group) for s, a in zip(t.programs, advantages.tolist()))
         if targets is not None and res.test_advantages is not None:
             adv = res.test_advantages.tolist()
             judge.extend(_Row(x, (t.group, 0, j), a, t.group) for j, (x, a) in enumerate(zip(t.tests, adv)))
@@ -103,8 +104,14 @@ def task_rollouts(draw: Any, group: int) -> TaskRollouts:
     runnable = torch.tensor([p.program is not None for p in programs]).unsqueeze(1)
     parsed = torch.tensor([t.test is not None for t in tests], dtype=torch.bool).unsqueeze(0)
     # as generated_test_pass_matrix gives it: an unextracted program or an unparsed test passes nothing
-    return TaskRollouts(TaskSpec(problem.id, "coding", problem.id, {}), group, task, tuple(programs), tests,
-                        gen & runnable & parsed)  # fmt: skip
+    return _scored(TaskRollouts(TaskSpec(problem.id, "coding", problem.id, {}), group, task, tuple(programs), tests),
+                   gen & runnable & parsed)  # fmt: skip
+
+
+def _scored(task: TaskRollouts, gen_pass: torch.Tensor, targets: UnitTestTargets | None = None) -> TaskRollouts:
+    """``task`` as the driver's judge stage leaves it: scored once, on the given pass matrix of its unit tests."""
+    result = score_task(task.task, task.programs, task.tests, targets=targets, gen_pass=gen_pass)
+    return dataclasses.replace(task, result=result)
 
 
 @st.composite
@@ -139,6 +146,7 @@ def _assert_same(new: TrainingRows | None, old: TrainingRows | None, *, index: b
 def test_the_rows_equal_the_former_rows_on_random_iterations(
     tasks: list[TaskRollouts], targets: UnitTestTargets | None, band: tuple[float, float], pad_id: int
 ) -> None:
+    tasks = [_scored(t, t.scored.gen_pass, targets) for t in tasks]  # scored with this run's targets
     data = coding_rows(
         tasks, iteration=0, pad_id=pad_id, integrator=PassFractionIntegrator(), judge_targets=targets,
         policy_band=band,
@@ -157,8 +165,8 @@ def _task(passed: list[list[bool]], tests: int = 0) -> TaskRollouts:
                             tests=tuple(IOTest("1", "1") for _ in passed[0]))  # fmt: skip
     programs = tuple(CodeSample("p", 0, [1], [2, 3], [], "t", "x", row) for row in passed)
     unit = tuple(GeneratedTest("p", 0, [4], [5], [], "u", ("1", "1")) for _ in range(tests))
-    return TaskRollouts(TaskSpec("p", "coding", "p", {}), 0, CodingTask(problem, SANDBOX), programs, unit,
-                        torch.ones(len(passed), tests, dtype=torch.bool))  # fmt: skip
+    return _scored(TaskRollouts(TaskSpec("p", "coding", "p", {}), 0, CodingTask(problem, SANDBOX), programs, unit),
+                   torch.ones(len(passed), tests, dtype=torch.bool))  # fmt: skip
 
 
 def test_the_policy_advantage_is_the_pass_fraction_z_scored_per_task() -> None:
@@ -182,6 +190,14 @@ def test_without_unit_tests_there_is_no_judge_row_even_with_targets() -> None:
 def test_no_task_is_refused() -> None:
     with pytest.raises(ValueError, match="tasks: expected at least one task"):
         coding_rows([], iteration=0, pad_id=0, integrator=PassFractionIntegrator(), judge_targets=None,
+                    policy_band=(0.2, 0.8))  # fmt: skip
+
+
+def test_an_unscored_task_is_refused() -> None:
+    """The rows read the judge stage's score: a task that skipped it is an error, not a second scoring."""
+    task = dataclasses.replace(_task([[True], [False]]), result=None)
+    with pytest.raises(ValueError, match="task 'p': expected a scored task"):
+        coding_rows([task], iteration=0, pad_id=0, integrator=PassFractionIntegrator(), judge_targets=None,
                     policy_band=(0.2, 0.8))  # fmt: skip
 
 
