@@ -41,6 +41,7 @@ __all__ = [
     "CodeCollector",
     "CodeSample",
     "GeneratedTest",
+    "TaskGeneration",
     "UnitTestCollector",
     "generated_test_pass_matrix",
     "program_episodes",
@@ -49,8 +50,15 @@ __all__ = [
 
 
 @dataclass
-class CodeSample:
-    """One program sampled for a task, with its ground-truth test results (``text``: prefill + continuation)."""
+class TaskGeneration:
+    """One response sampled for a task (a program or a unit test): what every coding record shares.
+
+    Attributes:
+        task_id: the task it answers.
+        group_id: the task's group in the collector's call (the index of its task unless ``group_ids`` were given).
+        prompt_token_ids / token_ids / logprobs: the generated sequence (``records.GeneratedSequence``).
+        text: prefill + continuation, the response as parsed.
+    """
 
     task_id: str
     group_id: int
@@ -58,6 +66,12 @@ class CodeSample:
     token_ids: list[int]
     logprobs: list[float]
     text: str
+
+
+@dataclass
+class CodeSample(TaskGeneration):
+    """One program sampled for a task, with its ground-truth test results."""
+
     program: str | None
     gt_passed: list[bool] = field(default_factory=list)
 
@@ -73,15 +87,9 @@ class CodeSample:
 
 
 @dataclass
-class GeneratedTest:
+class GeneratedTest(TaskGeneration):
     """One unit test written by the reward model (``test`` is ``None`` when ``text`` did not parse)."""
 
-    task_id: str
-    group_id: int
-    prompt_token_ids: list[int]
-    token_ids: list[int]
-    logprobs: list[float]
-    text: str
     test: tuple[str, str] | None
 
 
