@@ -35,7 +35,7 @@ from rlanything_core.envs.coding.problem import CodingProblem, IOTest, TestType
 from rlanything_core.envs.coding.task import CodingTask
 from rlanything_core.loop.adaptation import EnvironmentAdaptation
 from rlanything_core.loop.coding_rows import TaskRollouts, coding_rows, score_task
-from rlanything_core.loop.iteration import IterationData, empty_iteration
+from rlanything_core.loop.iteration import IterationData
 from rlanything_core.loop.pool_sync import PoolSnapshots
 from rlanything_core.loop.protocol import Rollouts
 from rlanything_core.rewards.pass_fraction import PassFractionIntegrator
@@ -198,10 +198,8 @@ class CodingLoopDriver(PoolSnapshots):
         return Rollouts(rollouts.iteration, scored, dict(rollouts.metrics))
 
     def rows(self, rollouts: Rollouts, /) -> IterationData:
-        """Score the judged rollouts and build both models' rows (``coding_rows``); no row on a rank without tasks."""
-        if not rollouts.episodes:
-            return empty_iteration(rollouts.iteration)
-        data = coding_rows(
+        """Both models' rows of the scored tasks (``coding_rows``)."""
+        return coding_rows(
             rollouts.episodes,
             iteration=rollouts.iteration,
             pad_id=self.pad_id,
@@ -209,8 +207,6 @@ class CodingLoopDriver(PoolSnapshots):
             judge_targets=self.judge_targets,
             policy_band=self.policy_band,
         )
-        data.metrics.update(rollouts.metrics)
-        return data
 
     def adapt(self, rollouts: Rollouts, /) -> dict[str, float]:
         """Pass-all rates and critic feedback to the pool (every rank: collective), adaptation on the writer rank."""

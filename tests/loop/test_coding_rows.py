@@ -22,6 +22,7 @@ from rlanything_core.envs.coding.problem import CodingProblem, IOTest, TestType
 from rlanything_core.envs.coding.task import CodingTask
 from rlanything_core.loop.coding_driver import CodingLoopDriver, Rollouts
 from rlanything_core.loop.coding_rows import TaskRollouts, coding_rows, score_task
+from rlanything_core.loop.protocol import source_iteration
 from rlanything_core.records import GeneratedSequence
 from rlanything_core.rewards.pass_fraction import PassFractionIntegrator
 from rlanything_core.rewards.targets import UnitTestTargets
@@ -218,8 +219,9 @@ def test_the_stages_on_a_rank_without_tasks(tmp_path: Any) -> None:
     """No task group: the judge leaves the rollouts as they are, no row, and adapt still syncs the pool."""
     driver = _driver(tmp_path)
     driver.save_initial_pool()
+    driver.collect = lambda iteration: Rollouts(iteration, [])  # type: ignore[method-assign]  # as on a rank without
     empty = Rollouts(2, [])
     assert driver.judge(empty) is empty
-    data = driver.rows(empty)
+    data = source_iteration(driver, 2)  # the rows stage is not asked: the caller gives the empty iteration
     assert data.iteration == 2 and data.policy is None and data.judge is None and data.metrics["rollouts"] == 0.0
     assert isinstance(driver.adapt(empty), dict)
