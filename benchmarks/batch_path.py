@@ -48,10 +48,8 @@ def crossed_files(overrides: list[str], start_stage: str = "collect", *, follow_
 
     from experiments.builders import build
     from experiments.env_pools import close_shared_env_pools
-    from rlanything_core.collect.batching import TokenRows
-    from rlanything_core.collect.rollout_batch import RolloutBatch, TrainingRows
     from rlanything_core.loop.iteration import IterationData
-    from rlanything_core.types import StepBatch
+    from rlanything_core.types import RolloutBatch, StepBatch, TokenRows, TrainingRows
 
     batch_types = (RolloutBatch, StepBatch, IterationData, TrainingRows, TokenRows)
 

@@ -79,7 +79,7 @@ def _step(model: torch.nn.Module, rows: object, batches: list[list[int]], adv: t
 
 def _padded(rows: object, batch: list[int]) -> object:
     """Rows at their full, dataset-wide padded length (no trimming): the baseline's dense (N, L) tensor."""
-    from rlanything_core.collect.batching import TokenRows
+    from rlanything_core.types import TokenRows
 
     idx = torch.tensor(batch)
     r = rows  # type: ignore[assignment]
@@ -95,9 +95,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    from rlanything_core.collect.batching import rows_from_sequences
     from rlanything_core.models.tiny import tiny_causal_lm
     from rlanything_core.training.microbatch import pack_by_length, padded_token_count
+    from rlanything_core.types import rows_from_sequences
 
     prompts, responses, tokenizer = _samples(args.samples, args.seed)
     pad = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id)  # type: ignore[attr-defined]

@@ -76,8 +76,7 @@ def build_model(shape: str, *, device: torch.device, dtype: torch.dtype = torch.
 
 def make_rows(n: int, lo: int, hi: int, *, response_frac: float, vocab: int, seed: int = 0) -> Any:
     """``n`` right-padded ``TrainingRows`` of random lengths in ``[lo, hi]``, the last ``response_frac`` scored."""
-    from rlanything_core.collect.batching import TokenRows
-    from rlanything_core.loop.iteration import TrainingRows
+    from rlanything_core.types import TokenRows, TrainingRows
 
     if not 1 <= lo <= hi or not 0 < response_frac < 1:
         raise ValueError(

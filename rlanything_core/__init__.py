@@ -18,6 +18,7 @@ _EXPORTS: dict[str, str] = {
     "FORMAT_PENALTY": "rlanything_core.constants",
     "StepBatch": "rlanything_core.types",
     "LossOutput": "rlanything_core.types",
+    "collate": "rlanything_core.types",
     "Episode": "rlanything_core.records",
     "AgentStep": "rlanything_core.records",
     "JudgeSample": "rlanything_core.records",
@@ -47,8 +48,6 @@ _EXPORTS: dict[str, str] = {
     # theory
     "step_precision": "rlanything_core.theory",
     "step_precision_bound": "rlanything_core.theory",
-    # collection
-    "collate": "rlanything_core.collect.batching",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -72,7 +71,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from rlanything_core.advantages.functional import SingletonRule
     from rlanything_core.advantages.integrators import IntegratedIntegrator, OutcomeOnlyIntegrator, StepOnlyIntegrator
     from rlanything_core.advantages.step_reward import StepReward
-    from rlanything_core.collect.batching import collate
     from rlanything_core.constants import EPS, FORMAT_PENALTY
     from rlanything_core.environment.difficulty import DifficultyCritic, Direction, accept_rewrite
     from rlanything_core.losses.aggregation import Aggregation
@@ -84,4 +82,4 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from rlanything_core.rewards.targets import ConsistencyTargets
     from rlanything_core.rewards.unit_tests import UnitTestCounts, unit_test_rewards
     from rlanything_core.theory import step_precision, step_precision_bound
-    from rlanything_core.types import LossOutput, StepBatch
+    from rlanything_core.types import LossOutput, StepBatch, collate

@@ -1,6 +1,6 @@
 """Plain-Python records of what a rollout produced, before collation into tensors (``StepBatch``).
 
-Collectors fill these; the environment layer (critic feedback, rewriters) reads them; ``collect.batching.collate``
+Collectors fill these; the environment layer (critic feedback, rewriters) reads them; ``types.collate``
 turns a list of them into the tensor data model. No torch here.
 """
 
@@ -16,7 +16,7 @@ class GeneratedSequence(Protocol):
     """The generated sequence every record carries, and all a training row is built from.
 
     ``AgentStep``, ``JudgeSample``, ``collect.coding.CodeSample`` and ``GeneratedTest`` have these three fields;
-    ``collect.batching.rows_from_records`` packs any of them into rows.
+    ``types.rows_from_records`` packs any of them into rows.
 
     Attributes:
         prompt_token_ids: the rendered prompt (conditioned on, not trained).

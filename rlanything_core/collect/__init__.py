@@ -1,15 +1,10 @@
-"""Collectors: agent rollouts, judge votes, code samples and unit tests, plus collation into tensors."""
+"""Collectors: agent rollouts, judge votes, code samples and unit tests, as records (``rlanything_core.records``).
+
+Their collation into tensors is the data model's (``rlanything_core.types``).
+"""
 
 from rlanything_core.collect.action_selection import ActionSelector, BoxedIndexSelector, LikelihoodSelector, Selection
 from rlanything_core.collect.agent import AgentCollector, EpisodeRunner, RolloutStats, SequentialRunner
-from rlanything_core.collect.batching import (
-    TokenRows,
-    collate,
-    judge_rows,
-    policy_rows,
-    rows_from_records,
-    rows_from_sequences,
-)
 from rlanything_core.collect.judge import JudgeCollector, JudgeStats
 
 __all__ = [
@@ -23,10 +18,4 @@ __all__ = [
     "RolloutStats",
     "Selection",
     "SequentialRunner",
-    "TokenRows",
-    "collate",
-    "judge_rows",
-    "policy_rows",
-    "rows_from_records",
-    "rows_from_sequences",
 ]

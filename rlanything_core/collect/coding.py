@@ -8,7 +8,7 @@ Either collector can prefill its model's response (:mod:`rlanything_core.collect
 and ``text`` is ``prefill + continuation``, the response as parsed.
 
 On the loop's side (``loop/coding_driver.py``) every program is a one-step ``Episode`` (:func:`program_episodes`):
-the rows of both models then come from the agent settings' batch object (``collect.rollout_batch.RolloutBatch``).
+the rows of both models then come from the agent settings' batch object (``types.RolloutBatch``).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ __all__ = [
     "CodeCollector",
     "CodeSample",
     "GeneratedTest",
+    "TaskGeneration",
     "UnitTestCollector",
     "generated_test_pass_matrix",
     "program_episodes",
@@ -49,8 +50,15 @@ __all__ = [
 
 
 @dataclass
-class CodeSample:
-    """One program sampled for a task, with its ground-truth test results (``text``: prefill + continuation)."""
+class TaskGeneration:
+    """One response sampled for a task (a program or a unit test): what every coding record shares.
+
+    Attributes:
+        task_id: the task it answers.
+        group_id: the task's group in the collector's call (the index of its task unless ``group_ids`` were given).
+        prompt_token_ids / token_ids / logprobs: the generated sequence (``records.GeneratedSequence``).
+        text: prefill + continuation, the response as parsed.
+    """
 
     task_id: str
     group_id: int
@@ -58,6 +66,12 @@ class CodeSample:
     token_ids: list[int]
     logprobs: list[float]
     text: str
+
+
+@dataclass
+class CodeSample(TaskGeneration):
+    """One program sampled for a task, with its ground-truth test results."""
+
     program: str | None
     gt_passed: list[bool] = field(default_factory=list)
 
@@ -73,15 +87,9 @@ class CodeSample:
 
 
 @dataclass
-class GeneratedTest:
+class GeneratedTest(TaskGeneration):
     """One unit test written by the reward model (``test`` is ``None`` when ``text`` did not parse)."""
 
-    task_id: str
-    group_id: int
-    prompt_token_ids: list[int]
-    token_ids: list[int]
-    logprobs: list[float]
-    text: str
     test: tuple[str, str] | None
 
 
@@ -297,7 +305,7 @@ def program_episodes(
 
     Episode ``n`` holds program ``n`` as its only step (its prompt and response tokens); it is won when the program
     passes every GT test (outcome ``+1``, else ``-1``). A unit test judges the task, not one program, so the task's
-    tests sit once, on the first episode's step, in order: ``collect.batching.judge_rows`` then makes one judge row
+    tests sit once, on the first episode's step, in order: ``types.judge_rows`` then makes one judge row
     per test, each in the task's group. A test is no vote: its ``vote`` is 0, and the grid's vote cells serve only to
     place the judge rows (the coding targets are ``rewards.UnitTestTargets``, never the votes).
 

@@ -1,6 +1,6 @@
 """The RLAnything loop: ``RLAnythingLoop`` (the iteration top to bottom), the contracts it calls, the row building."""
 
-from rlanything_core.loop.iteration import IterationData, TrainingRows, build_iteration
+from rlanything_core.loop.iteration import IterationData, build_iteration
 from rlanything_core.loop.protocol import IterationSource, Rollouts, Runtime, Update
 from rlanything_core.loop.rlanything_loop import RLAnythingLoop
 
@@ -10,7 +10,6 @@ __all__ = [
     "RLAnythingLoop",
     "Rollouts",
     "Runtime",
-    "TrainingRows",
     "Update",
     "build_iteration",
 ]

@@ -4,6 +4,7 @@ The driver runs the stages the loop calls (``collect``, ``judge``, ``rows``, ``a
 
     collect: pool.sample(k) + pending rewrites -> this rank's tasks -> G programs each (CodeCollector, GT tests run)
     judge:   K unit tests per task from the judge (UnitTestCollector) -> pass matrix of programs x tests (sandbox)
+             -> each task scored once (loop.coding_rows.score_task: its TaskResult, read by rows and adapt)
     rows:    every program a one-step Episode (collect.coding.program_episodes) -> RolloutBatch
              -> step reward R = GT pass fraction (B, 1) -> PassFractionIntegrator (z-scored per task)
              -> unit-test targets (rewards.UnitTestTargets) of tasks with >= 1 correct program (optionally every
@@ -26,19 +27,15 @@ import dataclasses
 from typing import Any
 
 from rlanything_core.advantages.integrators import Integrator
-from rlanything_core.collect.coding import (
-    CodeCollector,
-    UnitTestCollector,
-    generated_test_pass_matrix,
-)
+from rlanything_core.collect.coding import CodeCollector, UnitTestCollector
 from rlanything_core.environment.feedback import TaskFeedback, coding_feedback
 from rlanything_core.environment.pool import TaskPool
 from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.envs.coding.problem import CodingProblem, IOTest, TestType
 from rlanything_core.envs.coding.task import CodingTask
 from rlanything_core.loop.adaptation import EnvironmentAdaptation
-from rlanything_core.loop.coding_rows import TaskRollouts, coding_rows, task_result
-from rlanything_core.loop.iteration import IterationData, empty_iteration
+from rlanything_core.loop.coding_rows import TaskRollouts, coding_rows, score_task
+from rlanything_core.loop.iteration import IterationData
 from rlanything_core.loop.pool_sync import PoolSnapshots
 from rlanything_core.loop.protocol import Rollouts
 from rlanything_core.rewards.pass_fraction import PassFractionIntegrator
@@ -181,26 +178,28 @@ class CodingLoopDriver(PoolSnapshots):
         )
 
     def judge(self, rollouts: Rollouts, /) -> Rollouts:
-        """The judge's ``K`` unit tests per task, run on the task's programs in the sandbox; unchanged without one."""
-        if self.test_writer is None or not rollouts.episodes:
+        """The judge's unit tests, run in the sandbox, then every task scored once (its ``TaskResult``).
+
+        ``K`` tests per task (none without a judge) run on the task's programs; ``score_task`` gives the result that
+        ``rows`` and ``adapt`` both read, so no task is scored twice in an iteration.
+        """
+        if not rollouts.episodes:
             return rollouts
         tasks: list[TaskRollouts] = rollouts.episodes
-        tests = self.test_writer.collect(
-            [t.task for t in tasks], seed=derive_seed(self.seed, rollouts.iteration, "judge")
-        )
-        judged = []
+        tests = []
+        if self.test_writer is not None:
+            seed = derive_seed(self.seed, rollouts.iteration, "judge")
+            tests = self.test_writer.collect([t.task for t in tasks], seed=seed)
+        scored = []
         for k, t in enumerate(tasks):
             unit = tuple(x for x in tests if x.group_id == k)
-            programs = [s.program for s in t.programs]
-            gen_pass = generated_test_pass_matrix(t.task, programs, unit, max_workers=self.max_workers)
-            judged.append(dataclasses.replace(t, tests=unit, gen_pass=gen_pass))
-        return Rollouts(rollouts.iteration, judged, dict(rollouts.metrics))
+            result = score_task(t.task, t.programs, unit, max_workers=self.max_workers, targets=self.judge_targets)
+            scored.append(dataclasses.replace(t, tests=unit, result=result))
+        return Rollouts(rollouts.iteration, scored, dict(rollouts.metrics))
 
     def rows(self, rollouts: Rollouts, /) -> IterationData:
-        """Score the judged rollouts and build both models' rows (``coding_rows``); no row on a rank without tasks."""
-        if not rollouts.episodes:
-            return empty_iteration(rollouts.iteration)
-        data = coding_rows(
+        """Both models' rows of the scored tasks (``coding_rows``)."""
+        return coding_rows(
             rollouts.episodes,
             iteration=rollouts.iteration,
             pad_id=self.pad_id,
@@ -208,15 +207,13 @@ class CodingLoopDriver(PoolSnapshots):
             judge_targets=self.judge_targets,
             policy_band=self.policy_band,
         )
-        data.metrics.update(rollouts.metrics)
-        return data
 
     def adapt(self, rollouts: Rollouts, /) -> dict[str, float]:
         """Pass-all rates and critic feedback to the pool (every rank: collective), adaptation on the writer rank."""
         rates: dict[str, float] = {}
         feedback: list[TaskFeedback] = []
         for t in rollouts.episodes:
-            res = task_result(t, self.judge_targets)
+            res = t.scored
             rates[t.spec.task_id] = res.pass_all_rate
             valid_cols = res.parsed.nonzero().squeeze(1)
             gen = res.gen_pass[:, valid_cols].tolist()

@@ -1,13 +1,14 @@
 """The coding setting's scorer on the step-reward seam: pass matrices -> step reward, judge targets, both models' rows.
 
-    TaskRollouts (programs with GT results, unit tests, their pass matrix) --score_task--> TaskResult per task
+    TaskRollouts (programs with GT results, unit tests, their TaskResult: scored once, in the driver's judge stage)
       --collect.coding.program_episodes--> one-step Episodes --RolloutBatch--> batch
       --step reward (B, 1) = GT pass fraction, judge targets (B, 1, K) = UnitTestTargets (tasks with a reference)-->
       --loop.iteration.build_rows (integrator: rewards.PassFractionIntegrator)--> IterationData
 
 The seam is ``loop.iteration.build_rows``, the agent settings' row builder: coding brings its step reward (where they
 have ``advantages.StepReward``) and its judge targets (where they have ``rewards.ConsistencyTargets``). Nothing here
-runs a program: the driver's ``judge`` stage (``loop/coding_driver.py``) ran the tests in the sandbox.
+runs a program or scores a task: the driver's ``judge`` stage (``loop/coding_driver.py``) ran the tests in the sandbox
+and scored each task once (``score_task``); the rows and the environment adaptation both read that ``TaskResult``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from torch import Tensor
 
 from rlanything_core.advantages.integrators import Integrator
 from rlanything_core.collect.coding import CodeSample, GeneratedTest, generated_test_pass_matrix, program_episodes
-from rlanything_core.collect.rollout_batch import RolloutBatch
 from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.envs.coding.task import CodingTask
 from rlanything_core.loop.iteration import IterationData, JudgeTargets, build_rows
@@ -29,11 +29,11 @@ from rlanything_core.rewards.unit_tests import (
     UnitTestCounts,
     code_pass_fraction,
     correct_codes,
-    standardize_unit_test_rewards,
     unit_test_counts,
 )
+from rlanything_core.types import RolloutBatch
 
-__all__ = ["TaskResult", "TaskRollouts", "coding_rows", "score_task", "task_result"]
+__all__ = ["TaskResult", "TaskRollouts", "coding_rows", "score_task"]
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,6 @@ class TaskResult:
         gen_pass: ``(G, K)`` bool, programs x generated tests.
         parsed: ``(K,)`` bool, the generated test parsed.
         pass_all_rate: fraction of programs passing every GT test (the task's success rate).
-        policy_advantages: ``(G,)`` z-scored GT pass fractions.
         test_advantages: ``(K,)`` standardized unit-test rewards, or ``None`` when no program is correct.
         counts: UT / Detect counts.
     """
@@ -54,7 +53,6 @@ class TaskResult:
     gen_pass: Tensor
     parsed: Tensor
     pass_all_rate: float
-    policy_advantages: Tensor
     test_advantages: Tensor | None
     counts: UnitTestCounts
 
@@ -80,7 +78,6 @@ def score_task(
     if gen_pass is None:
         gen_pass = generated_test_pass_matrix(task, [s.program for s in programs], tests, max_workers=max_workers)
     parsed = torch.tensor([t.test is not None for t in tests], dtype=torch.bool)
-    fraction = code_pass_fraction(gt_pass)
     test_targets = (targets if targets is not None else UnitTestTargets())(gt_pass, gen_pass, parsed) if tests else None
     return TaskResult(
         gt_pass=gt_pass,
@@ -88,7 +85,6 @@ def score_task(
         parsed=parsed,
         # from counts, in float64: a float32 mean turns 4/5 into 0.80000001, outside an inclusive 0.8 band edge
         pass_all_rate=int(correct_codes(gt_pass).sum()) / max(1, int(gt_pass.shape[0])),
-        policy_advantages=standardize_unit_test_rewards(fraction),
         test_advantages=test_targets,
         counts=unit_test_counts(gt_pass, gen_pass, parsed) if tests else UnitTestCounts(),
     )
@@ -104,7 +100,8 @@ class TaskRollouts:
         task: the runnable task (its problem and the sandbox).
         programs: the ``G`` programs of the policy, GT tests run (``collect``).
         tests: the ``K`` unit tests of the judge (``judge``; empty without a judge).
-        gen_pass: ``(G, K)`` bool, programs x unit tests, run in the sandbox (``judge``), or ``None`` before it.
+        result: the task's pass matrices and rewards (``score_task``, in the ``judge`` stage, with or without a
+            judge), or ``None`` before it: the rows and the adaptation read it, so a task is scored once.
     """
 
     spec: TaskSpec
@@ -112,7 +109,19 @@ class TaskRollouts:
     task: CodingTask
     programs: tuple[CodeSample, ...]
     tests: tuple[GeneratedTest, ...] = ()
-    gen_pass: Tensor | None = None
+    result: TaskResult | None = None
+
+    @property
+    def scored(self) -> TaskResult:
+        """``result``, once the ``judge`` stage has set it.
+
+        Raises:
+            ValueError: the task was not scored (the driver's ``judge`` stage scores every task).
+        """
+        if self.result is None:
+            raise ValueError(f"task {self.spec.task_id!r}: expected a scored task (the judge stage's TaskResult), "
+                             "got result=None")
+        return self.result
 
 
 def coding_rows(
@@ -124,22 +133,23 @@ def coding_rows(
     judge_targets: UnitTestTargets | None,
     policy_band: tuple[float, float],
 ) -> IterationData:
-    """Score the tasks (no sandbox: their pass matrices are in) and build both models' rows through ``build_rows``.
+    """Both models' rows of the scored tasks, through ``build_rows`` (nothing runs and nothing is scored here).
 
     Args:
-        tasks: this rank's tasks, judged (``gen_pass`` set wherever there are tests); at least one.
+        tasks: this rank's tasks, scored (``result`` set by the ``judge`` stage); at least one.
         iteration: iteration number.
         pad_id: padding token of the rows.
         integrator: the policy's advantages from the step reward (coding: ``PassFractionIntegrator``).
-        judge_targets: the unit tests' targets, or ``None``: no judge rows.
+        judge_targets: the unit tests' targets (those the tasks were scored with: their ``drop_zero_rows``), or
+            ``None``: no judge rows.
         policy_band: inclusive pass-all-rate band of tasks whose programs train the policy.
 
     Raises:
-        ValueError: no task.
+        ValueError: no task, or a task not scored.
     """
     if not tasks:
         raise ValueError("tasks: expected at least one task, got none")
-    results = [task_result(t, judge_targets) for t in tasks]
+    results = [t.scored for t in tasks]
     episodes = [e for t in tasks for e in program_episodes(t.programs, t.tests, group=t.group, goal=t.task.prompt)]
     batch = RolloutBatch.from_episodes(episodes, pad_id=pad_id)
     reward = torch.cat([code_pass_fraction(r.gt_pass) for r in results]).unsqueeze(1)
@@ -160,11 +170,6 @@ def coding_rows(
                       judge=judge)  # fmt: skip
     data.metrics.update(_metrics(tasks, results, data, judged=judged, policy_band=policy_band))
     return data
-
-
-def task_result(task: TaskRollouts, targets: UnitTestTargets | None) -> TaskResult:
-    """``score_task`` on a judged task (its pass matrix is in: nothing runs without tests)."""
-    return score_task(task.task, task.programs, task.tests, targets=targets, gen_pass=task.gen_pass)
 
 
 def _metrics(

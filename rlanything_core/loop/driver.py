@@ -22,7 +22,7 @@ from rlanything_core.environment.feedback import success_rate
 from rlanything_core.environment.pool import TaskPool
 from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.loop.adaptation import EnvironmentAdaptation
-from rlanything_core.loop.iteration import IterationData, build_iteration, empty_iteration
+from rlanything_core.loop.iteration import IterationData, build_iteration
 from rlanything_core.loop.pool_sync import PoolSnapshots
 from rlanything_core.loop.protocol import Rollouts
 from rlanything_core.rewards.targets import ConsistencyTargets
@@ -120,9 +120,7 @@ class AgentLoopDriver(PoolSnapshots):
 
     def rows(self, rollouts: Rollouts, /) -> IterationData:
         """Step reward, advantages, bands and judge targets of the judged episodes: the training rows."""
-        if not rollouts.episodes:
-            return empty_iteration(rollouts.iteration)
-        data = build_iteration(
+        return build_iteration(
             rollouts.episodes,
             iteration=rollouts.iteration,
             integrator=self.integrator,
@@ -133,8 +131,6 @@ class AgentLoopDriver(PoolSnapshots):
             policy_band=self.policy_band,
             judge_band=self.judge_band,
         )
-        data.metrics.update(rollouts.metrics)
-        return data
 
     def adapt(self, rollouts: Rollouts, /) -> dict[str, float]:
         """Success rates of every rank to the pool (collective), adaptation on the writer; ``env/*`` metrics."""

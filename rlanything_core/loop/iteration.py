@@ -25,15 +25,15 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from rlanything_core.advantages.filters import JUDGE_BAND, POLICY_BAND, TaskBandFilter
+from rlanything_core.advantages.filters import JUDGE_BAND, POLICY_BAND, in_band
 from rlanything_core.advantages.functional import group_success_rate
 from rlanything_core.advantages.integrators import Integrator
 from rlanything_core.advantages.step_reward import StepReward
-from rlanything_core.collect.rollout_batch import RolloutBatch, TrainingRows
 from rlanything_core.records import Episode
 from rlanything_core.rewards.targets import ConsistencyTargets
+from rlanything_core.types import RolloutBatch, StepBatch, TrainingRows
 
-__all__ = ["IterationData", "JudgeTargets", "TrainingRows", "build_iteration", "build_rows", "empty_iteration"]
+__all__ = ["IterationData", "JudgeTargets", "build_iteration", "build_rows", "empty_iteration"]
 
 
 @dataclass
@@ -145,13 +145,13 @@ def build_rows(
             f"integrator: {type(integrator).__name__} needs judge votes (needs_votes), got episodes without votes"
         )
     batch = batch.with_columns(step_reward=step_reward, advantages=integrator(steps, step_reward))
-    success = group_success_rate(steps.outcome, steps.group_index)
+    success = _task_success_rate(steps)
     metrics: dict[str, float] = {
         "rollouts": float(steps.num_rollouts),
         "steps": float(steps.step_mask.sum()),
         "success_rate": float((steps.outcome > 0).float().mean()),
     }
-    policy_keep = TaskBandFilter(band=policy_band)(steps)
+    policy_keep = in_band(success, policy_band)
     policy = batch.policy_training_rows(policy_keep)  # the authors drop zero-advantage samples: no signal, all cost
     metrics["policy_rows"] = float(0 if policy is None else policy.num_rows)
     metrics["policy_tasks_in_band"] = float(torch.unique(steps.group_index[policy_keep]).numel())
@@ -161,13 +161,21 @@ def build_rows(
             judge.keep, drop_zero=judge.drop_zero
         )
         metrics["judge_rows"] = float(0 if judge_rows is None else judge_rows.num_rows)
-    metrics["mean_task_success"] = float(success.mean()) if success.numel() else 0.0
+    metrics["mean_task_success"] = float(success.to(steps.outcome.dtype).mean()) if success.numel() else 0.0
     return IterationData(iteration=iteration, policy=policy, judge=judge_rows, metrics=metrics)
 
 
 def empty_iteration(iteration: int) -> IterationData:
     """The iteration of a rank that rolled out nothing (more ranks than task groups): no rollout, no row."""
     return IterationData(iteration=iteration, policy=None, judge=None, metrics={"rollouts": 0.0, "steps": 0.0})
+
+
+def _task_success_rate(steps: StepBatch) -> Tensor:
+    """``(B,)`` float64 success rate of each rollout's task group: what the task bands (``in_band``) are met with.
+
+    float64 from the counts: rounded to float32, ``4/5`` becomes ``0.80000001`` and falls off an inclusive band edge.
+    """
+    return group_success_rate(steps.outcome, steps.group_index, dtype=torch.float64)
 
 
 def _consistency(
@@ -187,4 +195,4 @@ def _consistency(
     batch_metrics = targets.metrics(steps, raw)
     metrics["judge_target_mean"] = float(batch_metrics["target_mean"])
     metrics["judge_vote_agreement"] = float(batch_metrics["vote_agreement"])
-    return JudgeTargets(standardized, TaskBandFilter(band=band)(steps), drop_zero=targets.drop_zero_rows)
+    return JudgeTargets(standardized, in_band(_task_success_rate(steps), band), drop_zero=targets.drop_zero_rows)

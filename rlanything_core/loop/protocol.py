@@ -23,7 +23,8 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from torch import Tensor, nn
 
-from rlanything_core.loop.iteration import IterationData, TrainingRows
+from rlanything_core.loop.iteration import IterationData, empty_iteration
+from rlanything_core.types import TrainingRows
 
 __all__ = [
     "Evaluator",
@@ -57,8 +58,9 @@ class IterationSource(Protocol):
     """The data side of an iteration, in stages; keeps its task pool resumable.
 
     Implemented by ``AgentLoopDriver`` (ALFWorld, TextWorld and the GUI settings) and ``CodingLoopDriver``. A rank
-    with no task group returns ``Rollouts(i, [])`` from ``collect`` and ``empty_iteration(i)`` from ``rows``, and
-    still calls ``adapt`` (the pool sync is collective).
+    with no task group returns ``Rollouts(i, [])`` from ``collect``; the caller (``RLAnythingLoop.run``,
+    :func:`source_iteration`) then asks for no rows (``empty_iteration(i)``) and still calls ``adapt`` (the pool sync
+    is collective). The caller adds the rollouts' metrics to the rows' metrics.
     """
 
     def collect(self, iteration: int, /) -> Rollouts:
@@ -70,7 +72,10 @@ class IterationSource(Protocol):
         ...
 
     def rows(self, rollouts: Rollouts, /) -> IterationData:
-        """Score the rollouts (step reward, advantages, judge targets, bands) and build the training rows."""
+        """Score the rollouts (step reward, advantages, judge targets, bands) and build the training rows.
+
+        Called only with rollouts (a rank without any gets ``empty_iteration``); its metrics are the rows' own.
+        """
         ...
 
     def adapt(self, rollouts: Rollouts, /) -> dict[str, float]:
@@ -96,8 +101,8 @@ def source_iteration(source: IterationSource, iteration: int) -> IterationData:
     ranks.
     """
     rollouts = source.judge(source.collect(iteration))
-    data = source.rows(rollouts)
-    data.metrics.update(source.adapt(rollouts))
+    data = source.rows(rollouts) if rollouts.episodes else empty_iteration(iteration)  # a rank without tasks
+    data.metrics.update({**rollouts.metrics, **source.adapt(rollouts)})
     return data
 
 

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from rlanything_core.loop.iteration import IterationData
+from rlanything_core.loop.iteration import IterationData, empty_iteration
 from rlanything_core.loop.protocol import (
     Evaluator,
     IterationSource,
@@ -164,8 +164,9 @@ class RLAnythingLoop:
         for iteration in range(self.completed, self.iterations):
             with self.rollout_mode():  # every rank: ranks run different numbers of forwards, with no collective
                 rollouts = self.source.judge(self.source.collect(iteration))
-                data = self.source.rows(rollouts)
-                data.metrics.update(self.source.adapt(rollouts))
+                # a rank without tasks trains on no row, yet takes part in the adaptation's and the update's collectives
+                data = self.source.rows(rollouts) if rollouts.episodes else empty_iteration(iteration)
+                data.metrics.update({**rollouts.metrics, **self.source.adapt(rollouts)})
             if self.balance_rows:
                 data = balance_iteration(data)
             metrics = self.update(data)

@@ -23,8 +23,8 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from rlanything_core.collect.batching import TokenRows
-from rlanything_core.loop.iteration import IterationData, TrainingRows
+from rlanything_core.loop.iteration import IterationData
+from rlanything_core.types import TokenRows, TrainingRows
 
 __all__ = ["balance_iteration", "balance_rows", "concat_rows", "deal_rows"]
 

@@ -1,4 +1,4 @@
-"""How a scorer's decision travels through the loop's token rows (``collect.batching.TokenRows``).
+"""How a scorer's decision travels through the loop's token rows (``types.TokenRows``).
 
 The loop stores every policy step and every judge vote as a token row: a prompt, then response tokens whose log-probs
 the trainer recomputes. A scorer (an encoder that scores candidates, not a language model) fits that contract with

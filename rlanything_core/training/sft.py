@@ -25,11 +25,11 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from rlanything_core.collect.batching import rows_from_sequences
 from rlanything_core.generation.prompts import render_prompt
 from rlanything_core.generation.types import ChatMessages
 from rlanything_core.training.logprobs import sequence_token_logprobs
 from rlanything_core.training.microbatch import pack_by_length
+from rlanything_core.types import rows_from_sequences
 
 __all__ = ["SftLoss", "candidate_scores", "supervised_warm_start"]
 

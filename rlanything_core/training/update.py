@@ -29,16 +29,14 @@ from collections.abc import Callable, Iterator
 import torch
 from torch import Tensor, nn
 
-from rlanything_core.collect.batching import TokenRows
 from rlanything_core.lightning.sharding import clip_grad_norm, is_sharded
-from rlanything_core.loop.iteration import TrainingRows
 from rlanything_core.loop.protocol import Runtime
 from rlanything_core.losses.aggregation import Aggregation
 from rlanything_core.losses.policy import PolicyLoss
 from rlanything_core.training.logprobs import sequence_token_logprobs
 from rlanything_core.training.microbatch import pack_by_length, pack_by_tokens
 from rlanything_core.training.packing import packable, packed_token_logprobs
-from rlanything_core.types import LossOutput
+from rlanything_core.types import LossOutput, TokenRows, TrainingRows
 
 __all__ = ["ModelUpdate", "OptimizerFactory", "default_optimizer"]
 

@@ -5,7 +5,6 @@ import torch
 
 from rlanything_core.collect.action_selection import BoxedIndexSelector, LikelihoodSelector
 from rlanything_core.collect.agent import AgentCollector, SequentialRunner
-from rlanything_core.collect.batching import collate
 from rlanything_core.collect.coding import CodeCollector, GeneratedTest, generated_test_pass_matrix
 from rlanything_core.collect.judge import GenerativeVotes, JudgeCollector, ScoredVotes
 from rlanything_core.envs.alfworld.data import list_games
@@ -13,6 +12,7 @@ from rlanything_core.envs.alfworld.env import AlfworldEnvFactory
 from rlanything_core.generation.transformers_backend import TransformersBackend
 from rlanything_core.generation.types import SamplingParams
 from rlanything_core.models.tiny import tiny_model_and_tokenizer
+from rlanything_core.types import collate
 
 pytestmark = [pytest.mark.alfworld, pytest.mark.slow]
 

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 import torch
 
-from rlanything_core.collect.batching import rows_from_sequences
 from rlanything_core.collect.coding import CodeCollector, UnitTestCollector
 from rlanything_core.collect.prefill import (
     CODE_FENCE,
@@ -35,6 +34,7 @@ from rlanything_core.loop.protocol import source_iteration
 from rlanything_core.models.tiny import tiny_model_and_tokenizer
 from rlanything_core.rewards.targets import UnitTestTargets
 from rlanything_core.training.logprobs import sequence_token_logprobs
+from rlanything_core.types import rows_from_sequences
 
 S = UNIT_TEST_SCAFFOLD
 ADD = "Read two integers a and b on one line and print a + b."

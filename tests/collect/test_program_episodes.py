@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rlanything_core.collect.batching import collate, judge_rows, policy_rows
 from rlanything_core.collect.coding import CodeSample, GeneratedTest, program_episodes
+from rlanything_core.types import collate, judge_rows, policy_rows
 
 
 def _program(passed: list[bool], program: str | None = "print(1)") -> CodeSample:

@@ -14,8 +14,8 @@ from omegaconf import OmegaConf
 
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 from experiments.builders import build  # noqa: E402
-from rlanything_core.collect.rollout_batch import RolloutBatch, TrainingRows  # noqa: E402
 from rlanything_core.loop.protocol import source_iteration  # noqa: E402
+from rlanything_core.types import RolloutBatch, TrainingRows  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

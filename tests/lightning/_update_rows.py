@@ -11,13 +11,13 @@ import torch
 from lightning.fabric import Fabric
 from torch import nn
 
-from rlanything_core.collect.batching import TokenRows
 from rlanything_core.lightning.fabric_runtime import FabricRuntime
-from rlanything_core.loop.iteration import IterationData, TrainingRows
+from rlanything_core.loop.iteration import IterationData
 from rlanything_core.loop.protocol import Rollouts
 from rlanything_core.loop.rlanything_loop import RLAnythingLoop
 from rlanything_core.losses.policy import PolicyLoss
 from rlanything_core.training.update import ModelUpdate
+from rlanything_core.types import TokenRows, TrainingRows
 
 
 def ragged_rows(n: int, length: int, *, seed: int = 0, shortest: int | None = None) -> TrainingRows:
@@ -43,7 +43,7 @@ class FixedRows:
         self.data = data
 
     def collect(self, iteration: int, /) -> Rollouts:
-        return Rollouts(iteration, [])
+        return Rollouts(iteration, [self.data])  # one placeholder rollout: the loop asks for rows only where there are
 
     def judge(self, rollouts: Rollouts, /) -> Rollouts:
         return rollouts

@@ -131,8 +131,7 @@ def test_the_model_is_in_training_mode_during_the_updates_forwards(monkeypatch: 
 
     ``ModelUpdate`` must run its micro-batch forwards in train mode and leave the model in eval mode afterwards.
     """
-    from rlanything_core.collect.batching import TokenRows
-    from rlanything_core.loop.iteration import TrainingRows
+    from rlanything_core.types import TokenRows, TrainingRows
 
     policy = tiny_causal_lm(64, hidden=16, layers=1, seed=0)
     from _update_rows import updates

@@ -17,10 +17,9 @@ import torch.distributed as dist
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from rlanything_core.collect.batching import rows_from_sequences  # noqa: E402
-from rlanything_core.loop.iteration import TrainingRows  # noqa: E402
 from rlanything_core.loop.row_sharding import balance_rows  # noqa: E402
 from rlanything_core.testing.processes import die_with_parent  # noqa: E402
+from rlanything_core.types import TrainingRows, rows_from_sequences  # noqa: E402
 
 
 def global_rows(groups: int = 3, per_group: int = 5) -> TrainingRows:

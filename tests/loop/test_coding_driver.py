@@ -135,6 +135,38 @@ def test_driver_rewards_with_scripted_programs_and_tests(tmp_path: Path, tiny: A
     assert data.metrics["test_format_failure_rate"] == 0.25
 
 
+class CountingTargets(UnitTestTargets):
+    """``UnitTestTargets`` that count their calls: one call is one task's unit tests scored."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def __call__(self, *args: Any, **kwargs: Any) -> torch.Tensor:
+        self.calls += 1
+        return super().__call__(*args, **kwargs)
+
+
+def test_each_task_is_scored_once_per_iteration(tmp_path: Path, tiny: Any, sandbox: Sandbox) -> None:
+    """The judge stage scores each task; the rows and the environment adaptation read that score, not their own."""
+    _, tok = tiny
+    specs = [
+        TaskSpec(name, "coding", name, data={"question": ADD, "test_input": ["1 2\n"], "test_output": ["3"]})
+        for name in ("add", "add_again")
+    ]
+    targets = CountingTargets()
+    driver = CodingLoopDriver(
+        coder=CodeCollector(ScriptedBackend(tok, [GOOD, BAD]), samples_per_task=2),
+        test_writer=UnitTestCollector(ScriptedBackend(tok, [TEST_OK, TEST_WRONG]), tests_per_task=2),
+        pool=TaskPool.create(tmp_path, specs), adaptation=None, tasks_per_iteration=2, seed=0, pad_id=0,
+        judge_targets=targets, sandbox=sandbox,
+    )  # fmt: skip
+    driver.save_initial_pool()
+    data = source_iteration(driver, 0)
+    assert data.metrics["unit_tests"] == 4.0 and data.judge is not None  # both tasks were judged and train the judge
+    assert targets.calls == 2  # once per task: twice would be a second scoring (e.g. again for the adaptation)
+
+
 @pytest.mark.parametrize("drop", [True, False])
 def test_unit_tests_with_a_zero_reward_train_only_when_asked(tmp_path: Path, tiny: Any, sandbox: Sandbox,
                                                              drop: bool) -> None:

@@ -4,6 +4,7 @@ pass matrices and tokens; the stages' contract; the integrator that needs votes 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlanything_core.advantages.integrators import IntegratedIntegrator
-from rlanything_core.collect.batching import rows_from_records
 from rlanything_core.collect.coding import CodeSample, GeneratedTest
 from rlanything_core.environment.pool import TaskPool
 from rlanything_core.environment.rewriters.protocol import TaskSpec
@@ -22,11 +22,13 @@ from rlanything_core.envs.coding.problem import CodingProblem, IOTest, TestType
 from rlanything_core.envs.coding.task import CodingTask
 from rlanything_core.loop.coding_driver import CodingLoopDriver, Rollouts
 from rlanything_core.loop.coding_rows import TaskRollouts, coding_rows, score_task
-from rlanything_core.loop.iteration import TrainingRows
+from rlanything_core.loop.protocol import source_iteration
 from rlanything_core.records import GeneratedSequence
 from rlanything_core.rewards.pass_fraction import PassFractionIntegrator
 from rlanything_core.rewards.targets import UnitTestTargets
+from rlanything_core.rewards.unit_tests import code_pass_fraction, standardize_unit_test_rewards
 from rlanything_core.sandbox import Sandbox
+from rlanything_core.types import TrainingRows, rows_from_records
 
 SANDBOX = Sandbox()  # never runs here: every pass matrix is given
 
@@ -59,11 +61,10 @@ def _former_rows(
     policy: list[_Row] = []
     judge: list[_Row] = []
     for t in tasks:
-        res = score_task(t.task, t.programs, t.tests, targets=targets, gen_pass=t.gen_pass)
+        res = score_task(t.task, t.programs, t.tests, targets=targets, gen_pass=t.scored.gen_pass)
         if band[0] <= res.pass_all_rate <= band[1]:
-            policy.extend(
-                _Row(s, (cells[id(s)], 0, -1), a, t.group) for s, a in zip(t.programs, res.policy_advantages.tolist())
-            )
+            advantages = standardize_unit_test_rewards(code_pass_fraction(res.gt_pass))
+            policy.extend(_Row(s, (cells[id(s)], 0, -1), a, t.group) for s, a in zip(t.programs, advantages.tolist()))
         if targets is not None and res.test_advantages is not None:
             adv = res.test_advantages.tolist()
             judge.extend(_Row(x, (t.group, 0, j), a, t.group) for j, (x, a) in enumerate(zip(t.tests, adv)))
@@ -104,8 +105,14 @@ def task_rollouts(draw: Any, group: int) -> TaskRollouts:
     runnable = torch.tensor([p.program is not None for p in programs]).unsqueeze(1)
     parsed = torch.tensor([t.test is not None for t in tests], dtype=torch.bool).unsqueeze(0)
     # as generated_test_pass_matrix gives it: an unextracted program or an unparsed test passes nothing
-    return TaskRollouts(TaskSpec(problem.id, "coding", problem.id, {}), group, task, tuple(programs), tests,
-                        gen & runnable & parsed)  # fmt: skip
+    return _scored(TaskRollouts(TaskSpec(problem.id, "coding", problem.id, {}), group, task, tuple(programs), tests),
+                   gen & runnable & parsed)  # fmt: skip
+
+
+def _scored(task: TaskRollouts, gen_pass: torch.Tensor, targets: UnitTestTargets | None = None) -> TaskRollouts:
+    """``task`` as the driver's judge stage leaves it: scored once, on the given pass matrix of its unit tests."""
+    result = score_task(task.task, task.programs, task.tests, targets=targets, gen_pass=gen_pass)
+    return dataclasses.replace(task, result=result)
 
 
 @st.composite
@@ -140,6 +147,7 @@ def _assert_same(new: TrainingRows | None, old: TrainingRows | None, *, index: b
 def test_the_rows_equal_the_former_rows_on_random_iterations(
     tasks: list[TaskRollouts], targets: UnitTestTargets | None, band: tuple[float, float], pad_id: int
 ) -> None:
+    tasks = [_scored(t, t.scored.gen_pass, targets) for t in tasks]  # scored with this run's targets
     data = coding_rows(
         tasks, iteration=0, pad_id=pad_id, integrator=PassFractionIntegrator(), judge_targets=targets,
         policy_band=band,
@@ -158,8 +166,8 @@ def _task(passed: list[list[bool]], tests: int = 0) -> TaskRollouts:
                             tests=tuple(IOTest("1", "1") for _ in passed[0]))  # fmt: skip
     programs = tuple(CodeSample("p", 0, [1], [2, 3], [], "t", "x", row) for row in passed)
     unit = tuple(GeneratedTest("p", 0, [4], [5], [], "u", ("1", "1")) for _ in range(tests))
-    return TaskRollouts(TaskSpec("p", "coding", "p", {}), 0, CodingTask(problem, SANDBOX), programs, unit,
-                        torch.ones(len(passed), tests, dtype=torch.bool))  # fmt: skip
+    return _scored(TaskRollouts(TaskSpec("p", "coding", "p", {}), 0, CodingTask(problem, SANDBOX), programs, unit),
+                   torch.ones(len(passed), tests, dtype=torch.bool))  # fmt: skip
 
 
 def test_the_policy_advantage_is_the_pass_fraction_z_scored_per_task() -> None:
@@ -186,6 +194,14 @@ def test_no_task_is_refused() -> None:
                     policy_band=(0.2, 0.8))  # fmt: skip
 
 
+def test_an_unscored_task_is_refused() -> None:
+    """The rows read the judge stage's score: a task that skipped it is an error, not a second scoring."""
+    task = dataclasses.replace(_task([[True], [False]]), result=None)
+    with pytest.raises(ValueError, match="task 'p': expected a scored task"):
+        coding_rows([task], iteration=0, pad_id=0, integrator=PassFractionIntegrator(), judge_targets=None,
+                    policy_band=(0.2, 0.8))  # fmt: skip
+
+
 def _driver(tmp_path: Any, **kwargs: Any) -> CodingLoopDriver:
     spec = TaskSpec("p", "coding", "p", data={"question": "q", "test_input": ["1"], "test_output": ["1"]})
     return CodingLoopDriver(coder=None, test_writer=None, pool=TaskPool.create(tmp_path, [spec]),  # type: ignore[arg-type]
@@ -203,8 +219,9 @@ def test_the_stages_on_a_rank_without_tasks(tmp_path: Any) -> None:
     """No task group: the judge leaves the rollouts as they are, no row, and adapt still syncs the pool."""
     driver = _driver(tmp_path)
     driver.save_initial_pool()
+    driver.collect = lambda iteration: Rollouts(iteration, [])  # type: ignore[method-assign]  # as on a rank without
     empty = Rollouts(2, [])
     assert driver.judge(empty) is empty
-    data = driver.rows(empty)
+    data = source_iteration(driver, 2)  # the rows stage is not asked: the caller gives the empty iteration
     assert data.iteration == 2 and data.policy is None and data.judge is None and data.metrics["rollouts"] == 0.0
     assert isinstance(driver.adapt(empty), dict)

@@ -9,12 +9,11 @@ from rlanything_core.advantages.filters import JUDGE_BAND, TaskBandFilter
 from rlanything_core.advantages.functional import integrated_step_reward
 from rlanything_core.advantages.integrators import IntegratedIntegrator, OutcomeOnlyIntegrator, StepOnlyIntegrator
 from rlanything_core.advantages.step_reward import StepReward
-from rlanything_core.collect.batching import collate
 from rlanything_core.loop.iteration import IterationData, build_iteration, empty_iteration
 from rlanything_core.losses.consistency import ConsistencyRewardLoss
 from rlanything_core.records import AgentStep, Episode, JudgeSample
 from rlanything_core.rewards.targets import ConsistencyTargets
-from rlanything_core.types import StepBatch
+from rlanything_core.types import StepBatch, collate
 
 
 def _step(votes: list[int], prompt_len: int = 3) -> AgentStep:

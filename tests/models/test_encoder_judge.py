@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 import torch
 
-from rlanything_core.collect.batching import judge_rows
 from rlanything_core.collect.judge import JudgeCollector
 from rlanything_core.collect.scorer_selection import EncoderVotes
 from rlanything_core.records import AgentStep, Episode
 from rlanything_core.training.logprobs import sequence_token_logprobs
+from rlanything_core.types import judge_rows
 
 
 def _episode() -> Episode:
@@ -105,7 +105,7 @@ def test_the_m_vote_rows_of_a_step_share_one_forward_with_the_same_values_and_gr
 
 
 def test_a_row_without_a_vote_is_a_clear_error_naming_the_row(minilm_judge_model: Any) -> None:
-    from rlanything_core.collect.batching import rows_from_sequences
+    from rlanything_core.types import rows_from_sequences
 
     judge = minilm_judge_model
     good = judge.layout.encode(judge.text_ids("task: a\naction: look"), [], 1)

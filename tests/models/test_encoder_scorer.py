@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 import torch
 
-from rlanything_core.collect.batching import rows_from_sequences
 from rlanything_core.collect.scorer_selection import ScorerSelector
 from rlanything_core.models.encoder import MINILM_PACKAGE, minilm_path
 from rlanything_core.models.scorer import candidate_log_softmax
 from rlanything_core.training.logprobs import sequence_token_logprobs
+from rlanything_core.types import rows_from_sequences
 
 GOAL = "put a hot apple in fridge."
 HISTORY = [("You are in the middle of a room.", "go to countertop 1"),

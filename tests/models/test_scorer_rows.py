@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from rlanything_core.collect.batching import rows_from_sequences
 from rlanything_core.models.scorer_rows import ScorerRowLayout
+from rlanything_core.types import rows_from_sequences
 
 LAYOUT = ScorerRowLayout(100)
 

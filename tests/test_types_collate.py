@@ -1,8 +1,8 @@
 
 import pytest
 
-from rlanything_core.collect.batching import collate, judge_rows, policy_rows, rows_from_sequences
 from rlanything_core.records import AgentStep, Episode, JudgeSample
+from rlanything_core.types import collate, judge_rows, policy_rows, rows_from_sequences
 
 
 def _step(prompt: list[int], resp: list[int], votes: list[int]) -> AgentStep:

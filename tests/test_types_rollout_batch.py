@@ -8,9 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import Tensor
 
-from rlanything_core.collect.batching import TokenRows, collate, judge_rows, policy_rows
-from rlanything_core.collect.rollout_batch import RolloutBatch, TrainingRows
 from rlanything_core.records import AgentStep, Episode, JudgeSample
+from rlanything_core.types import RolloutBatch, TokenRows, TrainingRows, collate, judge_rows, policy_rows
 
 
 @st.composite
