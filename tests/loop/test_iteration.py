@@ -141,7 +141,12 @@ def test_the_step_reward_is_shared_and_no_integrator_changes_the_judge_targets(l
 
 
 def test_lam_changes_both_models_together() -> None:
-    episodes = _group(0, [True, False, True, False])
+    # the vote means differ within each outcome, so R = O + lam * mean(votes) takes four values per step and lam changes
+    # its standardization (with two values in equal numbers, any lam standardizes to +-1: nothing to tell apart)
+    episodes = [
+        Episode("t0", 0, "g", [_step([vote, vote, -vote]) for _ in range(2)], won=won)
+        for won, vote in ((True, 1), (True, -1), (False, 1), (False, -1))
+    ]
     one, half = (
         build_iteration(episodes, iteration=0, integrator=IntegratedIntegrator(), pad_id=0,
                         step_reward=StepReward(lam=lam), judge_targets=ConsistencyTargets())
