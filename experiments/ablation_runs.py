@@ -271,6 +271,13 @@ def _train(
         if finished and same_init and reuse_run(other, run_dir, OmegaConf.to_yaml(arm_cfg, resolve=True), source, out):
             log(f"{LABELS[name or arm]}, seed {seed}: reused {_shown(other)} (identical resolved config)")
             return run_dir
+    judge = arm_cfg.arm.get("judge_checkpoint") if name is None else None
+    if judge and not Path(judge).is_file():
+        raise FileNotFoundError(
+            f"{run_dir.name} trains on the judge in {judge}, which is not there (a results folder committed without "
+            f"checkpoints keeps none): delete {Path(judge).parent.parent} to train that run again, or run "
+            f"{run_dir.name} where its checkpoint is"
+        )
     started = time.monotonic()
     where = run_dir.relative_to(out) if run_dir.is_relative_to(out) else run_dir  # logs stay relocatable
     log(f"{LABELS[name or arm]}, seed {seed}: {'evaluating' if name else 'training'} in <results>/{where}")
@@ -293,12 +300,6 @@ def run_seed(cfg: DictConfig, seed: int, out: Path, arms: list[str]) -> dict[str
             extra = ["++eval.at_start=false", *probe]
             if arm == "step_only":  # the step-wise rewards of the judge that the full arm optimized
                 judge = out / "runs" / f"full_seed{seed}" / "checkpoints" / "last.ckpt"
-                if not judge.is_file() and not _finished(out / "runs" / f"step_only_seed{seed}", int(cfg.iterations)):
-                    raise FileNotFoundError(
-                        f"step_only (seed {seed}) trains on the full arm's optimized judge, {judge}, which is not "
-                        "there (a results folder committed without checkpoints keeps none): delete "
-                        f"{judge.parent.parent} to retrain the full arm of seed {seed}, or run step_only where it ran"
-                    )
                 extra.append(f"++arm.judge_checkpoint={judge}")
             dirs[arm] = _train(cfg, arm, seed, out, init, extra=extra)
         return dirs

@@ -41,9 +41,9 @@ def test_the_default_answers_the_main_question_within_an_hour_with_a_six_point_m
     assert pooled <= 6.0
 
 
-def test_the_full_profile_runs_every_arm_with_five_seeds_within_three_hours_and_detects_five_points() -> None:
+def test_the_full_profile_runs_the_table_1_arms_with_five_seeds_within_three_hours_and_detects_five_points() -> None:
     default, cfg = _compose(), _compose("+profile=full")
-    assert list(cfg.arms) == ["outcome_only", "policy", "policy_judge", "full", "step_only"]
+    assert list(cfg.arms) == ["outcome_only", "policy", "policy_judge", "full"]  # with "before": the five rows
     assert len(cfg.seeds) >= 5 and cfg.reuse_from == "default"
     assert _minutes(cfg) <= float(cfg.budget.minutes) <= 180
     for size in _split_sizes(cfg):  # per split
@@ -54,6 +54,16 @@ def test_the_full_profile_runs_every_arm_with_five_seeds_within_three_hours_and_
         assert cfg[key] == default[key], key
     cold = _compose("+profile=full", "reuse_from=null")
     assert _minutes(cold) > _minutes(cfg)  # the estimate counts the reuse only when there is one
+
+
+def test_the_step_only_profile_reuses_the_full_profiles_runs_and_trains_step_only_after_full() -> None:
+    full, cfg = _compose("+profile=full"), _compose("+profile=step_only")
+    assert cfg.reuse_from == "full" and list(cfg.seeds) == list(full.seeds)
+    assert list(cfg.arms) == ["outcome_only", "full", "step_only"]  # full first: step_only trains on its judge
+    assert set(cfg.budget.reused_arms) == {"before", "outcome_only", "full"} and cfg.budget.reused_seeds == 5
+    for key in ("iterations", "tasks_per_iteration", "group_size", "optim", "eval", "setting", "warm_start"):
+        assert cfg[key] == full[key], key
+    assert _minutes(cfg) <= float(cfg.budget.minutes)
 
 
 def test_the_hard_profile_trains_and_evaluates_on_the_three_hard_types_only() -> None:
