@@ -26,7 +26,7 @@ from experiments import warm_start, warm_start_encoder
 from experiments.ablation_results import final_eval, read_metrics
 from experiments.ablation_table import LABELS
 from experiments.env_pools import close_shared_env_pools
-from experiments.eval_record import OUTCOMES_FILE
+from experiments.eval_record import read_outcomes_iteration
 from experiments.reuse import reuse_file, reuse_run
 from experiments.train import run_training
 from rlanything_core.environment._io import atomic_write_text
@@ -112,8 +112,8 @@ def _finished(run_dir: Path, iterations: int) -> bool:
         return False
     if not any(k.endswith("/success_rate") for k in final):
         return True  # coding: pass rates only, no episode record
-    outcomes = run_dir / OUTCOMES_FILE
-    return outcomes.is_file() and int(json.loads(outcomes.read_text()).get("iteration", -1)) >= iterations
+    recorded = read_outcomes_iteration(run_dir)
+    return recorded is not None and recorded >= iterations
 
 
 def _warm_start_recipe(cfg: DictConfig, seed: int) -> tuple[str, list[str]] | None:

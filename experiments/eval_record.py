@@ -13,7 +13,14 @@ from typing import Any
 
 from rlanything_core.environment._io import CorruptFileError, atomic_write_json, read_json
 
-__all__ = ["EVAL_FILE", "OUTCOMES_FILE", "read_eval_metrics", "read_eval_outcomes", "write_eval_outcomes"]
+__all__ = [
+    "EVAL_FILE",
+    "OUTCOMES_FILE",
+    "read_eval_metrics",
+    "read_eval_outcomes",
+    "read_outcomes_iteration",
+    "write_eval_outcomes",
+]
 
 EVAL_FILE = "eval.json"
 OUTCOMES_FILE = "eval_outcomes.json"
@@ -60,3 +67,18 @@ def read_eval_outcomes(run_dir: Path) -> list[dict[str, Any]] | None:
     if not isinstance(rows, list) or any(not isinstance(r, dict) or set(_FIELDS) - set(r) for r in rows):
         raise CorruptFileError(f"{path}: expected {{'outcomes': [{{{', '.join(_FIELDS)}}}, ...]}}; {_FIX}")
     return rows
+
+
+def read_outcomes_iteration(run_dir: Path) -> int | None:
+    """The completed iterations after which ``run_dir``'s recorded evaluation ran, or None when there is no record.
+
+    Raises:
+        CorruptFileError: the file exists but is damaged (names the file and what to do).
+    """
+    path = run_dir / OUTCOMES_FILE
+    if not path.is_file():
+        return None
+    iteration = read_json(path, fix=_FIX).get("iteration")
+    if isinstance(iteration, bool) or not isinstance(iteration, int):
+        raise CorruptFileError(f"{path}: 'iteration' is {iteration!r}, not a count of iterations; {_FIX}")
+    return iteration

@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from experiments.eval_record import EVAL_FILE, OUTCOMES_FILE, read_eval_metrics, read_eval_outcomes
+from experiments.eval_record import (
+    EVAL_FILE,
+    OUTCOMES_FILE,
+    read_eval_metrics,
+    read_eval_outcomes,
+    read_outcomes_iteration,
+)
 from rlanything_core.environment._io import CorruptFileError
 
 
@@ -43,3 +49,12 @@ def test_a_damaged_outcomes_file_is_named(tmp_path: Path) -> None:
     (tmp_path / OUTCOMES_FILE).write_text('{"iteration": 3, "outcomes": [{"split": "a"}]}')
     with pytest.raises(CorruptFileError, match="expected .*outcomes"):
         read_eval_outcomes(tmp_path)
+
+
+def test_the_recorded_iteration_is_read_and_a_bad_one_named(tmp_path: Path) -> None:
+    assert read_outcomes_iteration(tmp_path) is None
+    (tmp_path / OUTCOMES_FILE).write_text('{"iteration": 3, "outcomes": []}')
+    assert read_outcomes_iteration(tmp_path) == 3
+    (tmp_path / OUTCOMES_FILE).write_text('{"iteration": "3", "outcomes": []}')
+    with pytest.raises(CorruptFileError, match=f"{OUTCOMES_FILE}: 'iteration' is '3'.*delete it and rerun"):
+        read_outcomes_iteration(tmp_path)
