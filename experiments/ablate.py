@@ -67,7 +67,7 @@ from experiments.agent_loop import evaluation_episode_seed  # noqa: E402
 from experiments.config_checks import validate  # noqa: E402
 from experiments.settings.alfworld import alfworld_games, training_pool_summary  # noqa: E402
 from rlanything_core.config import ConfigError  # noqa: E402
-from rlanything_core.environment._io import atomic_write_json, atomic_write_text  # noqa: E402
+from rlanything_core.files import atomic_write_json, atomic_write_text  # noqa: E402
 from rlanything_core.seeding import derive_seed  # noqa: E402
 
 __all__ = ["main"]

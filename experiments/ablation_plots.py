@@ -13,7 +13,7 @@ from typing import Any
 
 from experiments.ablation_results import ArmRun
 from experiments.ablation_table import LABELS
-from rlanything_core.environment._io import atomic_write_bytes
+from rlanything_core.files import atomic_write_bytes
 
 __all__ = ["band_over_seeds", "judge_trajectory", "write_plots"]
 

@@ -29,7 +29,7 @@ from experiments.env_pools import close_shared_env_pools
 from experiments.eval_record import read_outcomes_iteration
 from experiments.reuse import reuse_file, reuse_run
 from experiments.train import run_training
-from rlanything_core.environment._io import atomic_write_text
+from rlanything_core.files import atomic_write_text
 
 __all__ = [
     "FORWARDED",

@@ -16,7 +16,7 @@ from transformers import AutoTokenizer
 from experiments.memory_plan import preflight
 from experiments.setting import backend_name
 from rlanything_core.config import ConfigError
-from rlanything_core.environment import _io
+from rlanything_core.files import atomic_write_text
 from rlanything_core.generation.transformers_backend import TransformersBackend
 from rlanything_core.generation.types import SamplingParams
 from rlanything_core.generation.weight_sync import EngineCycle, push_weights
@@ -97,7 +97,7 @@ def prepare(cfg: DictConfig) -> tuple[Path, Any, Any, Any, int]:
     run_dir.mkdir(parents=True, exist_ok=True)
     if is_writer_rank():  # one writer, atomically: the other ranks would race on the same file (called through the
         # module, where a test records the write)
-        _io.atomic_write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+        atomic_write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     threads = OmegaConf.select(cfg, "torch_threads")
     if threads is not None:
         torch.set_num_threads(int(threads))

@@ -11,7 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from rlanything_core.environment._io import CorruptFileError, atomic_write_json, read_json
+from rlanything_core.files import CorruptFileError, atomic_write_json, read_json
 
 __all__ = [
     "EVAL_FILE",

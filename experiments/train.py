@@ -24,7 +24,7 @@ from experiments.builders import build  # noqa: E402
 from experiments.eval_record import write_eval_outcomes  # noqa: E402
 from experiments.trainer_setup import Run  # noqa: E402
 from rlanything_core.config import ConfigError  # noqa: E402
-from rlanything_core.environment._io import CorruptFileError, atomic_write_json  # noqa: E402
+from rlanything_core.files import CorruptFileError, atomic_write_json  # noqa: E402
 
 
 def summary_line(run: Run) -> str:

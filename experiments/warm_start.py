@@ -34,11 +34,11 @@ import torch
 from rlanything_core.collect.action_selection import LikelihoodSelector
 from rlanything_core.collect.agent import AgentCollector, EpisodeRunner
 from rlanything_core.collect.prompts import agent_messages
-from rlanything_core.environment._io import atomic_write_bytes
 from rlanything_core.envs.alfworld.data import list_games
 from rlanything_core.envs.alfworld.env import AlfworldEnvFactory
 from rlanything_core.envs.alfworld.expert import ExpertKind, ExpertStep, expert_labels, load_or_build_expert_steps
 from rlanything_core.envs.parallel import EnvPool
+from rlanything_core.files import atomic_write_bytes
 from rlanything_core.generation.transformers_backend import TransformersBackend
 from rlanything_core.models.tiny import tiny_model_and_tokenizer
 from rlanything_core.records import Episode

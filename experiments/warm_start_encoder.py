@@ -38,12 +38,12 @@ import torch
 from rlanything_core.collect.agent import AgentCollector, EpisodeRunner
 from rlanything_core.collect.scorer_selection import ScorerSelector
 from rlanything_core.collect.state_text import alfworld_state_text
-from rlanything_core.environment._io import atomic_write_bytes
 from rlanything_core.envs.alfworld.data import list_games
 from rlanything_core.envs.alfworld.env import AlfworldEnvFactory
 from rlanything_core.envs.alfworld.expert import ExpertKind, ExpertStep, expert_labels, load_or_build_expert_steps
 from rlanything_core.envs.alfworld.stratify import games_per_type, proportional_games
 from rlanything_core.envs.parallel import EnvPool
+from rlanything_core.files import atomic_write_bytes
 from rlanything_core.models.scorer import EncoderScorerPolicy, minilm_scorer
 from rlanything_core.records import Episode
 from rlanything_core.training.scorer_sft import ScorerExample, fit_scorer, top1_agreement

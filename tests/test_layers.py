@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1] / PACKAGE
 # Lowest first. A part (a subpackage, or a module directly under rlanything_core/) may import parts of its own layer
 # (without a circle between parts) and of the layers below it.
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
-    ("data model", frozenset({"_validation", "constants", "types", "records", "seeding", "masking"})),
+    ("data model", frozenset({"_validation", "constants", "types", "records", "seeding", "masking", "files"})),
     ("config checks: a composed config against dataclasses", frozenset({"config"})),
     ("maths", frozenset({"advantages", "rewards", "losses", "theory"})),
     ("engines: sandbox, models, generation backends", frozenset({"sandbox", "models", "generation"})),

@@ -31,15 +31,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlanything_core.environment._io import (
+from rlanything_core.environment.difficulty import DEFAULT_BAND, DifficultyCritic, Direction, accept_rewrite
+from rlanything_core.environment.rewriters.protocol import Candidate, TaskSpec
+from rlanything_core.files import (
     CorruptFileError,
     atomic_write_bytes,
     atomic_write_json,
     parse_json,
     read_json,
 )
-from rlanything_core.environment.difficulty import DEFAULT_BAND, DifficultyCritic, Direction, accept_rewrite
-from rlanything_core.environment.rewriters.protocol import Candidate, TaskSpec
 
 __all__ = ["Decision", "PendingTask", "Slot", "TaskPool"]
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rlanything_core.envs.protocols import AgentObservation, StepResult, check_step
+from rlanything_core.files import cache_dir as rlanything_cache_dir
 
 __all__ = [
     "TextWorldChallenge",
@@ -96,8 +97,7 @@ def _as_challenge(value: object) -> TextWorldChallenge:
 
 def default_textworld_cache() -> Path:
     """``$RLANYTHING_CACHE/textworld`` or ``~/.cache/rlanything/textworld``."""
-    base = os.environ.get("RLANYTHING_CACHE")
-    return (Path(base) if base else Path.home() / ".cache" / "rlanything") / "textworld"
+    return rlanything_cache_dir("textworld")
 
 
 def _make(spec: TextWorldSpec, options: Any) -> Any:

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 from lightning.fabric import Fabric
 
-from rlanything_core.environment._io import CorruptFileError, fsync_dir
+from rlanything_core.files import CorruptFileError, fsync_dir
 
 __all__ = [
     "atomic_save",

@@ -31,7 +31,7 @@ from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 from lightning.pytorch.loggers.logger import rank_zero_experiment
 
-from rlanything_core.environment._io import CorruptFileError, atomic_write_text
+from rlanything_core.files import CorruptFileError, atomic_write_text
 
 __all__ = ["ResumableCSVLogger", "in_position_order", "merge_rows", "read_metrics", "read_metrics_csv", "row_position"]
 

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torchmetrics.classification import BinaryAccuracy
 
-from rlanything_core.environment._io import CorruptFileError, atomic_write_json, read_json
+from rlanything_core.files import CorruptFileError, atomic_write_json, read_json
 from rlanything_core.records import AgentStep, Episode
 
 __all__ = [

@@ -21,9 +21,9 @@ from typing import Any
 
 import torch.distributed as dist
 
-from rlanything_core.environment._io import CorruptFileError
 from rlanything_core.environment.pool import TaskPool
 from rlanything_core.environment.rewriters.protocol import Candidate, TaskSpec
+from rlanything_core.files import CorruptFileError
 from rlanything_core.loop.adaptation import EnvironmentAdaptation, RewriteRequest
 
 __all__ = ["PoolSnapshots", "dist_rank_world"]

@@ -23,7 +23,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from rlanything_core.environment._io import atomic_write_bytes
+from rlanything_core.files import atomic_write_bytes
 from rlanything_core.models.scorer import EncoderScorerPolicy
 
 __all__ = ["ScorerExample", "candidate_cross_entropy", "fit_scorer", "top1_agreement"]

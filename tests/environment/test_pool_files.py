@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from rlanything_core.environment._io import CorruptFileError
 from rlanything_core.environment.pool import TaskPool
 from rlanything_core.environment.rewriters.protocol import Candidate, TaskSpec
+from rlanything_core.files import CorruptFileError
 
 
 def _roots(n: int = 3) -> list[TaskSpec]:

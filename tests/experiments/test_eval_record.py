@@ -13,7 +13,7 @@ from experiments.eval_record import (
     read_eval_outcomes,
     read_outcomes_iteration,
 )
-from rlanything_core.environment._io import CorruptFileError
+from rlanything_core.files import CorruptFileError
 
 
 @pytest.mark.parametrize(

@@ -259,7 +259,7 @@ def test_only_the_writer_rank_writes_config_yaml_atomically(
     from types import SimpleNamespace
 
     import experiments.backends as backends
-    import rlanything_core.environment._io as io
+    import rlanything_core.files as io
     from experiments.backends import RANK_VARIABLES
 
     for var in RANK_VARIABLES:

@@ -70,7 +70,7 @@ def test_read_checkpoint_and_resume_path(tmp_path: Path) -> None:
 def test_a_damaged_checkpoint_is_named_in_one_line(tmp_path: Path, damage, problem: str) -> None:  # type: ignore[no-untyped-def]
     """Old behaviour: ``resume_path`` accepted any file and ``torch.load`` failed later with a bare ``EOFError``,
     ``RuntimeError`` or ``struct.error`` naming no file."""
-    from rlanything_core.environment._io import CorruptFileError
+    from rlanything_core.files import CorruptFileError
 
     path = tmp_path / "last.ckpt"
     torch.save({"state_dict": {"w": torch.arange(1000.0)}, "epoch": 3}, path)
@@ -83,7 +83,7 @@ def test_a_damaged_checkpoint_is_named_in_one_line(tmp_path: Path, damage, probl
 
 
 def test_a_flipped_byte_in_the_pickle_fails_its_crc(tmp_path: Path) -> None:
-    from rlanything_core.environment._io import CorruptFileError
+    from rlanything_core.files import CorruptFileError
 
     path = tmp_path / "last.ckpt"
     torch.save({"epoch": 3, "note": "x" * 200}, path)
@@ -97,7 +97,7 @@ def test_a_flipped_byte_in_the_pickle_fails_its_crc(tmp_path: Path) -> None:
 
 def test_a_dangling_sharded_checkpoint_link_is_named(tmp_path: Path) -> None:
     """Old behaviour: ``resume_path`` returned None and the run silently started over from iteration 0."""
-    from rlanything_core.environment._io import CorruptFileError
+    from rlanything_core.files import CorruptFileError
 
     (tmp_path / ".shards" / "last-abc").mkdir(parents=True)
     link = tmp_path / "last.ckpt"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from lightning.pytorch.loggers import CSVLogger
 
-from rlanything_core.environment._io import CorruptFileError
+from rlanything_core.files import CorruptFileError
 from rlanything_core.lightning.csv_logger import ResumableCSVLogger, read_metrics
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rlanything_core.environment._io import CorruptFileError
+from rlanything_core.files import CorruptFileError
 from rlanything_core.loop.judge_probe import JudgeProbe, label_probe, load_probes, probe_accuracy, save_probes
 from rlanything_core.records import AgentStep, Episode, JudgeSample
 

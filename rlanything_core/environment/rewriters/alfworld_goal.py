@@ -21,8 +21,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from rlanything_core.environment._io import atomic_write_json
 from rlanything_core.environment.rewriters.protocol import RejectReason
+from rlanything_core.files import atomic_write_json
 
 __all__ = [
     "AlfTaskType",

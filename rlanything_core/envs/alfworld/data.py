@@ -17,6 +17,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from rlanything_core.files import cache_dir
+
 __all__ = [
     "TASK_TYPES",
     "AlfworldDataNotFoundError",
@@ -108,8 +110,7 @@ def resolve_data_root(data_root: str | os.PathLike[str] | None = None) -> Path:
 
 def default_cache_dir() -> Path:
     """Cache folder for unpacked archives: ``$RLANYTHING_CACHE/alfworld`` or ``~/.cache/rlanything/alfworld``."""
-    base = os.environ.get("RLANYTHING_CACHE")
-    return (Path(base) if base else Path.home() / ".cache" / "rlanything") / "alfworld"
+    return cache_dir("alfworld")
 
 
 def _unpack_train(archive: Path, cache_dir: Path) -> Path:

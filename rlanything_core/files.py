@@ -1,7 +1,8 @@
-"""Atomic file writes: write a temporary file, fsync it, ``os.replace`` it over the target, fsync the directory.
+"""Files on disk: atomic writes, validated JSON reads, and the user's cache folder.
 
-A reader (or a restarted writer after SIGKILL) sees either the old or the new content, never a torn file. Stray
-``.tmp-*`` files left by a kill are ignored by readers and removed by the next writer of that path.
+Atomic writes: write a temporary file, fsync it, ``os.replace`` it over the target, fsync the directory. A reader (or
+a restarted writer after SIGKILL) sees either the old or the new content, never a torn file. Stray ``.tmp-*`` files
+left by a kill are ignored by readers and removed by the next writer of that path.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_json",
     "atomic_write_text",
+    "cache_dir",
     "fsync_dir",
     "parse_json",
     "read_json",
@@ -25,6 +27,15 @@ __all__ = [
 
 DEFAULT_FIX = "restore the file from a backup, or delete it (or start again in a new run_dir) to begin afresh"
 """What to do about a corrupt file when its reader knows nothing more specific."""
+
+
+def cache_dir(name: str) -> Path:
+    """The cache folder ``name`` under ``$RLANYTHING_CACHE``, or under ``~/.cache/rlanything`` when that is unset.
+
+    Everything in it can be deleted at any time: it is rebuilt on demand.
+    """
+    base = os.environ.get("RLANYTHING_CACHE")
+    return (Path(base) if base else Path.home() / ".cache" / "rlanything") / name
 
 
 def fsync_dir(path: Path) -> None:
