@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 from torch import nn
 
 import experiments.train as train
-from experiments.trainer_setup import Run
+from rlanything_core.assembly.trainer import Run
 from rlanything_core.lightning.fabric_runtime import FabricRuntime
 from rlanything_core.loop.iteration import IterationData
 from rlanything_core.loop.rlanything_loop import RLAnythingLoop
