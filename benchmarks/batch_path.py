@@ -46,8 +46,8 @@ def crossed_files(overrides: list[str], start_stage: str = "collect", *, follow_
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from experiments.builders import build
-    from experiments.env_pools import close_shared_env_pools
+    from rlanything_core.assembly import build_run
+    from rlanything_core.assembly.agent import close_shared_env_pools
     from rlanything_core.loop.iteration import IterationData
     from rlanything_core.types import RolloutBatch, StepBatch, TokenRows, TrainingRows
 
@@ -60,7 +60,7 @@ def crossed_files(overrides: list[str], start_stage: str = "collect", *, follow_
                 "+setting=alfworld", "+profile=smoke", "arm=full", "seed=0", "progress=false", "eval.at_start=false",
                 f"run_dir={tmp}/run", *overrides,
             ])  # fmt: skip
-        loop = build(cfg).loop
+        loop = build_run(cfg).loop
         loop.setup()
         seen: set[str] = set()
         recording = [False]

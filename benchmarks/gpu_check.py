@@ -238,7 +238,7 @@ def stage_train(args: argparse.Namespace) -> dict[str, Any]:
 def stage_memory_plan(args: argparse.Namespace) -> dict[str, Any]:
     from hydra import compose, initialize_config_dir
 
-    from experiments.memory_plan import plan
+    from rlanything_core.assembly.memory_plan import plan
 
     with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base="1.3"):
         cfg = compose(config_name="train", overrides=_train_overrides(args))

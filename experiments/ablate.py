@@ -63,12 +63,12 @@ from experiments.ablation_table import (  # noqa: E402
     render_markdown,
     split_names,
 )
-from experiments.agent_loop import evaluation_episode_seed  # noqa: E402
-from experiments.config_checks import validate  # noqa: E402
-from experiments.settings.alfworld import alfworld_games, training_pool_summary  # noqa: E402
+from rlanything_core.assembly.agent import alfworld_games, evaluation_episode_seed  # noqa: E402
+from rlanything_core.assembly.checks import validate  # noqa: E402
 from rlanything_core.config import ConfigError  # noqa: E402
 from rlanything_core.files import atomic_write_json, atomic_write_text  # noqa: E402
 from rlanything_core.seeding import derive_seed  # noqa: E402
+from rlanything_core.settings.alfworld import training_pool_summary  # noqa: E402
 
 __all__ = ["main"]
 

@@ -25,10 +25,10 @@ from omegaconf import DictConfig, OmegaConf
 from experiments import warm_start, warm_start_encoder
 from experiments.ablation_results import final_eval, read_metrics
 from experiments.ablation_table import LABELS
-from experiments.env_pools import close_shared_env_pools
 from experiments.eval_record import read_outcomes_iteration
 from experiments.reuse import reuse_file, reuse_run
 from experiments.train import run_training
+from rlanything_core.assembly.agent import close_shared_env_pools
 from rlanything_core.files import atomic_write_text
 
 __all__ = [

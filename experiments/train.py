@@ -20,9 +20,8 @@ if __name__ == "__main__" and not __package__:
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
-from experiments.builders import build  # noqa: E402
 from experiments.eval_record import write_eval_outcomes  # noqa: E402
-from experiments.trainer_setup import Run  # noqa: E402
+from rlanything_core.assembly import Run, build_run  # noqa: E402
 from rlanything_core.config import ConfigError  # noqa: E402
 from rlanything_core.files import CorruptFileError, atomic_write_json  # noqa: E402
 
@@ -43,7 +42,7 @@ def run_training(cfg: DictConfig) -> Run:
     """Build ``cfg``'s run, then run its loop (resuming its last checkpoint) or, with ``eval_only``, evaluate the
     models as they are (``RLAnythingLoop.evaluate_only``: set up as a run sets them up, on every rank) and write
     ``<run_dir>/eval.json``. Returns the run. Raises :class:`ConfigError` before any work."""
-    run = build(cfg)
+    run = build_run(cfg)
     loop = run.loop
     if cfg.get("eval_only", False):  # the models as they are, no update ("before optimization")
         metrics = loop.evaluate_only()

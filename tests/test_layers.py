@@ -34,6 +34,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("loop", frozenset({"loop"})),
     ("settings: each agent setting's parts", frozenset({"settings"})),
     ("training", frozenset({"training", "lightning"})),
+    ("assembly: a run from a composed config (above settings, loop, training)", frozenset({"assembly"})),
     ("test helpers", frozenset({"testing"})),
 )
 FACADE = PACKAGE  # rlanything_core/__init__.py

@@ -40,7 +40,7 @@ from omegaconf import OmegaConf
 REPO = Path.cwd().parent if Path.cwd().name == "tutorials" else Path.cwd()
 sys.path.insert(0, str(REPO))
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
-from experiments.builders import build  # the same wiring experiments/train.py uses
+from rlanything_core.assembly import build_run  # the same wiring experiments/train.py uses
 
 run_dir = Path(tempfile.mkdtemp(prefix="rlanything-loop-"))
 with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base="1.3"):
@@ -61,7 +61,7 @@ print(OmegaConf.to_yaml(cfg.arm))
 # (rerunning resumes exactly).
 
 # %%
-run = build(cfg)
+run = build_run(cfg)
 run.loop.run()
 print("completed iterations:", run.loop.completed, "| checkpoint:", run.loop.last.name)
 

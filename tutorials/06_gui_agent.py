@@ -174,14 +174,14 @@ shutdown_browsers()  # this process's browsers; the loop's workers start their o
 REPO = Path.cwd().parent if Path.cwd().name == "tutorials" else Path.cwd()
 sys.path.insert(0, str(REPO))
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
-from experiments.builders import build
-from experiments.env_pools import close_shared_env_pools
+from rlanything_core.assembly import build_run
+from rlanything_core.assembly.agent import close_shared_env_pools
 
 run_dir = Path(tempfile.mkdtemp(prefix="rlanything-gui-loop-"))
 with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base="1.3"):
     cfg = compose(config_name="train", overrides=["+setting=miniwob", "+profile=smoke", f"run_dir={run_dir}"])
 print(OmegaConf.to_yaml(cfg.setting))
-run = build(cfg)
+run = build_run(cfg)
 run.loop.run()
 close_shared_env_pools()
 with open(run_dir / "logs" / "metrics.csv") as fh:

@@ -60,7 +60,7 @@ class RLAnythingLoop:
         checkpoint_dir: where ``last.ckpt`` (and ``iter_<k>.ckpt``) go.
         checkpoint_every: checkpoint every this many completed iterations; the run's last iteration always. A full
             checkpoint holds both models' fp32 weights and Adam states (12-17 s of a 44-56 s iteration for the 0.5B
-            pair on an H200, ~180 GB for the 7B pair): ``experiments/memory_plan.checkpoint_every`` chooses it.
+            pair on an H200, ~180 GB for the 7B pair): ``assembly/memory_plan.checkpoint_every`` chooses it.
         keep_every: also keep a copy every this many iterations (0: never).
         resume: continue from ``last.ckpt`` when a complete one is there.
         evaluator: an ``Evaluator`` (``AgentEvaluator``, ``CodingEvaluator``); ``None`` disables evaluation.

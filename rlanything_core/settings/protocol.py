@@ -2,8 +2,9 @@
 
 The loop (arXiv 2602.02488, Sec. 3) needs, of a setting: the task pool's root tasks, the evaluation splits, an
 environment factory for a step limit, how a pool task becomes what an environment is built from, and, where there is
-one, a step oracle labelling each action (the judge's process accuracy). The wiring (``experiments/agent_loop.py``)
-puts the factories in worker processes and reads the step limits; the setting holds only its own values.
+one, a step oracle labelling each action (the judge's process accuracy). The wiring
+(``rlanything_core/assembly/agent.py``) puts the factories in worker processes and reads the step limits; the setting
+holds only its own values.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ StepOracle = Callable[[Any, list[str]], list[int]]
 
 
 class Runner(Enum):
-    """How the wiring plays a setting's environments (``experiments/agent_loop.py``)."""
+    """How the wiring plays a setting's environments (``rlanything_core/assembly/agent.py``)."""
 
     WORKERS = "workers"
     """``setting.env_workers`` worker processes (1: in this process), one pool per step limit."""

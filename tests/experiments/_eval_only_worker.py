@@ -85,7 +85,7 @@ def main(rank: int, world: int, port: int, model_dir: str, run_dir: str, out: st
         return run
 
     train.build = probed  # the real build; only the evaluator is wrapped
-    from experiments.env_pools import close_shared_env_pools
+    from rlanything_core.assembly.agent import close_shared_env_pools
 
     train.run_training(cfg)
     close_shared_env_pools()

@@ -19,7 +19,7 @@ def _compose(*overrides: str):  # type: ignore[no-untyped-def]
 
 
 def _split_sizes(cfg) -> list[int]:  # type: ignore[no-untyped-def]
-    from experiments.settings.alfworld import alfworld_games
+    from rlanything_core.assembly.agent import alfworld_games
 
     return [len(games) for games in alfworld_games(cfg)[1].values()]
 
@@ -67,7 +67,7 @@ def test_the_step_only_profile_reuses_the_full_profiles_runs_and_trains_step_onl
 
 
 def test_the_hard_profile_trains_and_evaluates_on_the_three_hard_types_only() -> None:
-    from experiments.settings.alfworld import alfworld_games
+    from rlanything_core.assembly.agent import alfworld_games
 
     cfg = _compose("+profile=hard")
     train, evals, _ = alfworld_games(cfg)

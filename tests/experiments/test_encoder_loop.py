@@ -13,7 +13,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
-from experiments.builders import build  # noqa: E402
+from rlanything_core.assembly import build_run  # noqa: E402
 from rlanything_core.loop.protocol import source_iteration  # noqa: E402
 from rlanything_core.types import RolloutBatch, TrainingRows  # noqa: E402
 
@@ -28,7 +28,7 @@ def test_the_scorer_loop_recomputes_the_rollout_log_probs_and_updates_both_model
     with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base="1.3"):
         cfg = compose(config_name="train", overrides=[*overrides, f"run_dir={tmp_path / 'probe'}"])
         fit_cfg = compose(config_name="train", overrides=[*overrides, f"run_dir={tmp_path / 'run'}"])
-    run = build(cfg)
+    run = build_run(cfg)
     judge, judged = run.loop.driver.judge_collector, []
     original = judge.judge
 
@@ -52,7 +52,7 @@ def test_the_scorer_loop_recomputes_the_rollout_log_probs_and_updates_both_model
         recomputed = update.old_logprobs(training)[rows.response_mask].cpu()
         assert torch.isfinite(recorded).all() and recorded.numel() == rows.num_rows  # one pseudo-token per row
         assert torch.allclose(recomputed, recorded, atol=1e-4)
-    run = build(fit_cfg)  # a fresh run (the probe above consumed iteration 0 of its pool)
+    run = build_run(fit_cfg)  # a fresh run (the probe above consumed iteration 0 of its pool)
     before = {k: v.clone() for k, v in run.loop.policy.state_dict().items()}
     run.loop.run()
     history = run.loop.update_history

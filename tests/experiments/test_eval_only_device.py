@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 from torch import nn
 
 import experiments.train as train
-from experiments.trainer_setup import Run
+from rlanything_core.assembly.trainer import Run
 from rlanything_core.lightning.fabric_runtime import FabricRuntime
 from rlanything_core.loop.iteration import IterationData
 from rlanything_core.loop.rlanything_loop import RLAnythingLoop
@@ -57,7 +57,7 @@ def test_eval_only_goes_through_the_runs_setup(monkeypatch: pytest.MonkeyPatch, 
     source = FixedRows(IterationData(iteration=0, policy=None, judge=None))
     loop = RLAnythingLoop(source, runtime, update, judge, iterations=1, checkpoint_dir=tmp_path, evaluator=Evaluator())
     before = {k: v.clone() for k, v in loop.models.state_dict().items()}
-    monkeypatch.setattr(train, "build", lambda cfg: Run(loop, tmp_path))
+    monkeypatch.setattr(train, "build_run", lambda cfg: Run(loop, tmp_path))
     train.run_training(OmegaConf.create({"eval_only": True}))
     assert len(seen) == 1  # one evaluation
     assert seen[0]["configured"] == 1 and seen[0]["devices"] == {seen[0]["root"]} and not seen[0]["grad"]

@@ -23,8 +23,7 @@ def _compose(*overrides: str):  # type: ignore[no-untyped-def]
 
 
 def test_arms_and_seeds_get_the_same_stratified_games_and_each_seed_its_own_episode_seeds() -> None:
-    from experiments.agent_loop import evaluation_episode_seed
-    from experiments.settings.alfworld import alfworld_games
+    from rlanything_core.assembly.agent import alfworld_games, evaluation_episode_seed
 
     default = _compose()
     assert default.eval.games is None  # whole splits (issue 27): every game of valid_seen and valid_unseen

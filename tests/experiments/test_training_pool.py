@@ -18,7 +18,7 @@ def _compose(*overrides: str):  # type: ignore[no-untyped-def]
 
 
 def test_the_default_pool_covers_the_six_task_types_in_proportion_and_no_evaluation_game() -> None:
-    from experiments.settings.alfworld import alfworld_games
+    from rlanything_core.assembly.agent import alfworld_games
     from rlanything_core.envs.alfworld.data import list_games
     from rlanything_core.envs.alfworld.sampling import proportional_allocation
     from rlanything_core.settings.alfworld import game_id, training_pool_summary
@@ -42,7 +42,7 @@ def test_the_default_pool_covers_the_six_task_types_in_proportion_and_no_evaluat
 
 
 def test_a_pool_never_holds_an_evaluation_game_and_a_too_large_one_is_refused() -> None:
-    from experiments.settings.alfworld import alfworld_games
+    from rlanything_core.assembly.agent import alfworld_games
     from rlanything_core.config import ConfigError
     from rlanything_core.settings.alfworld import game_id
 

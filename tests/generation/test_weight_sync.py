@@ -16,7 +16,7 @@ from rlanything_core.models.tiny import tiny_causal_lm
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
-from experiments.backends import rollout_backends, rollout_context  # noqa: E402
+from rlanything_core.assembly.backends import rollout_backends, rollout_context  # noqa: E402
 from rlanything_core.config import ConfigError  # noqa: E402
 
 

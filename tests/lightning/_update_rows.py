@@ -80,7 +80,7 @@ def updates(
     judge_epochs: int = 1,
     **shared: Any,
 ) -> tuple[ModelUpdate, ModelUpdate | None]:
-    """The policy's update and (with ``judge_loss``) the judge's, as ``trainer_setup.make_loop`` makes them."""
+    """The policy's update and (with ``judge_loss``) the judge's, as ``assembly/trainer.make_loop`` makes them."""
     runtime = runtime or cpu_runtime()
     extra = {} if policy_optimizer is None else {"optimizer": policy_optimizer}
     policy_update = ModelUpdate(

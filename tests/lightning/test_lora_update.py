@@ -13,7 +13,7 @@ from rlanything_core.training.packing import packable
 
 pytest.importorskip("peft", reason="LoRA needs PEFT: pip install -e '.[llm]'")
 
-from experiments.backends import apply_lora  # noqa: E402
+from rlanything_core.assembly.backends import apply_lora  # noqa: E402
 
 LORA = OmegaConf.create(
     {"enabled": True, "r": 4, "alpha": 8, "dropout": 0.0, "activation_checkpointing": True,

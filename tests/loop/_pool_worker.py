@@ -42,7 +42,7 @@ def main(rank: int, port: int, shared: str, stale: str, out: str) -> None:
         os.environ.pop(var, None)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     run_dir = Path(shared if rank == 0 else stale)
-    driver = Driver(TaskPool.create(run_dir, ROOTS, writer=False))  # as experiments/builders.py builds it
+    driver = Driver(TaskPool.create(run_dir, ROOTS, writer=False))  # as rlanything_core/assembly/build.py builds it
     dist.init_process_group("gloo", rank=rank, world_size=2)
     result: dict[str, Any] = {}
     driver.save_initial_pool()

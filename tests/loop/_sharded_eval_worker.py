@@ -42,15 +42,15 @@ def main(rank: int, port: int, run_dir: str, out: str) -> None:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from experiments.builders import build
-    from experiments.env_pools import close_shared_env_pools
+    from rlanything_core.assembly import build_run
+    from rlanything_core.assembly.agent import close_shared_env_pools
 
     OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
     with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base=None):
         cfg = compose("train", overrides=[*FAST, f"run_dir={run_dir}", *OVERRIDES])
     from rlanything_core.loop.sharded_evaluation import sharded_evaluator
 
-    evaluator = sharded_evaluator(build(cfg).loop.evaluator)  # idempotent once the builders wrap it themselves
+    evaluator = sharded_evaluator(build_run(cfg).loop.evaluator)  # idempotent once the builders wrap it themselves
     counting = Counting(evaluator.collector.collector)
     evaluator.collector.collector = counting
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))

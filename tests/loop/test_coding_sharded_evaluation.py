@@ -2,7 +2,7 @@
 metrics.
 
 Issue 19: the coding evaluation ran on rank 0 alone while the other ranks waited. With ``sharded=True`` (as
-experiments/settings/coding.py builds it) each rank samples and checks the problems ``k % 2 == rank`` and the
+rlanything_core/assembly/coding.py builds it) each rank samples and checks the problems ``k % 2 == rank`` and the
 per-problem results are gathered. Two evaluators: the tiny random model on real problems (real sampling, real
 sandbox), and seeded scripted programs and tests on a + b problems, whose pass@1 / UT / Detect are not zero, so a
 sample seeded by its place in the batch instead of its problem would change them. Uneven shares (5 problems) and a

@@ -19,8 +19,8 @@ def evaluated(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unty
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from experiments.builders import build
-    from experiments.env_pools import close_shared_env_pools
+    from rlanything_core.assembly import build_run
+    from rlanything_core.assembly.agent import close_shared_env_pools
 
     OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
     run_dir = tmp_path_factory.mktemp("eval")
@@ -29,7 +29,7 @@ def evaluated(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unty
                  "setting.env_workers=1", "progress=false", f"++eval.probe_file={run_dir / 'probe.json'}"]  # fmt: skip
     with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base=None):
         cfg = compose("train", overrides=overrides)
-    evaluator = build(cfg).loop.evaluator
+    evaluator = build_run(cfg).loop.evaluator
     metrics = evaluator()
     yield evaluator, metrics, list(evaluator.last_outcomes)
     close_shared_env_pools()

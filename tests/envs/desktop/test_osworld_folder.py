@@ -100,7 +100,7 @@ def _cfg(*overrides: str):  # type: ignore[no-untyped-def]
 @ABSENT
 def test_setting_trains_on_osworld_tasks_from_a_cache(tmp_path: Path) -> None:
     pytest.importorskip("hydra")
-    from experiments.setting import load_setting
+    from rlanything_core.assembly.setting import load_setting
     from rlanything_core.config import ConfigError
     from rlanything_core.settings.desktop import desktop_env_task
 

@@ -15,8 +15,8 @@ REPO = Path(__file__).resolve().parents[2]
 EXPERIMENTS = REPO / "experiments"
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
-from experiments.config_checks import validate  # noqa: E402
-from experiments.config_schema import SETTING_SCHEMAS, SettingSchema, register_setting  # noqa: E402
+from rlanything_core.assembly.checks import validate  # noqa: E402
+from rlanything_core.assembly.schema import SETTING_SCHEMAS, SettingSchema, register_setting  # noqa: E402
 from rlanything_core.config import ConfigError  # noqa: E402
 
 
@@ -99,7 +99,7 @@ def test_unknown_top_level_keys_and_bad_targets_are_refused_naming_the_key(
 
 
 def test_every_shipped_top_level_key_is_known() -> None:
-    from experiments.config_schema import top_level_keys
+    from rlanything_core.assembly.schema import top_level_keys
 
     known = top_level_keys()
     assert {"setting", "model", "arm", "optim", "eval", "trainer", "stats", "budget", "seeds", "hydra"} <= known
@@ -115,7 +115,7 @@ def test_an_explicit_alfworld_data_folder_that_does_not_exist_is_refused(monkeyp
 def test_every_shipped_setting_and_model_passes_the_schema() -> None:
     for setting in ("alfworld", "textworld", "coding", "livebench"):
         for model in sorted(p.stem for p in (EXPERIMENTS / "conf" / "model").glob("*.yaml")):
-            from experiments.config_schema import check_schema
+            from rlanything_core.assembly.schema import check_schema
 
             check_schema(_cfg(f"+setting={setting}", f"model={model}", "+profile=smoke"))
 
@@ -129,7 +129,7 @@ def test_the_schema_is_in_the_config_store() -> None:
 def test_an_unknown_setting_gets_its_shared_keys_checked_and_can_register_a_schema() -> None:
     from dataclasses import dataclass
 
-    from experiments.config_schema import check_schema
+    from rlanything_core.assembly.schema import check_schema
 
     cfg = _cfg("+setting=textworld")
     OmegaConf.set_struct(cfg, False)

@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
-from experiments.config_checks import validate  # noqa: E402
+from rlanything_core.assembly.checks import validate  # noqa: E402
 from rlanything_core.config import ConfigError  # noqa: E402
 
 
@@ -20,7 +20,7 @@ def _cfg(*overrides: str):  # type: ignore[no-untyped-def]
 
 
 def test_desktop_smoke_config_builds_without_a_display(tmp_path: Path) -> None:
-    from experiments.builders import build
+    from rlanything_core.assembly import build_run
     from rlanything_core.settings.desktop import desktop_env_task
 
     cfg = _cfg("+setting=desktop", "+profile=smoke", f"run_dir={tmp_path}")
@@ -28,12 +28,12 @@ def test_desktop_smoke_config_builds_without_a_display(tmp_path: Path) -> None:
     assert len(roots) == cfg.setting.train_games == 2 and all(r.kind == "desktop" for r in roots)
     task = desktop_env_task(roots[0])
     assert task.task_id == roots[0].task_id and task.instruction == roots[0].data["instruction"]
-    run = build(cfg)
+    run = build_run(cfg)
     splits = run.loop.evaluator.splits
     assert [s.name for s in splits] == list(cfg.setting.eval_split_names)
     assert len(splits[0].tasks) == cfg.eval.games and "Hint:" in splits[1].tasks[0].instruction
     with pytest.raises(ConfigError, match="env_workers"):
-        build(_cfg("+setting=desktop", "setting.env_workers=2", f"run_dir={tmp_path / 'b'}"))
+        build_run(_cfg("+setting=desktop", "setting.env_workers=2", f"run_dir={tmp_path / 'b'}"))
 
 
 def test_gpu_vl_model_config_composes() -> None:
@@ -48,7 +48,7 @@ def test_gpu_vl_model_config_composes() -> None:
 def test_desktop_loop_runs_one_iteration(tmp_path: Path) -> None:
     if any(shutil.which(n) is None for n in ("Xvfb", "soffice", "xdotool", "openbox")):
         pytest.skip("the desktop apps are not installed (make setup installs them as root)")
-    from experiments.builders import build
+    from rlanything_core.assembly import build_run
 
     cfg = _cfg(
         "+setting=desktop",
@@ -61,7 +61,7 @@ def test_desktop_loop_runs_one_iteration(tmp_path: Path) -> None:
         "eval.games=1",
         f"run_dir={tmp_path}",
     )
-    run = build(cfg)
+    run = build_run(cfg)
     pool = run.loop.driver.collector.runner.env_factory.pool
     try:
         run.loop.run()

@@ -1,14 +1,14 @@
 """Refuse a config that cannot work, before any work: every check names the key, the problem and the fix.
 
-Types, closed sets, unknown keys and ranges are the typed schema's (``config_schema``: dataclasses registered in
-Hydra's ConfigStore); what stays here needs more than one key or the filesystem (bands, the judge arm, data folders,
-model folders, the strategy and the accelerator); each setting's own checks (its data folders, its keys, the backends
-it runs on) are its ``Setting.validate`` and ``Setting.backends`` (``experiments/setting.py``). A key that a setting
-does not read is declared by the setting as data (a tuple of :class:`~rlanything_core.config.fixed.FixedKey`, e.g.
-``settings/coding.py``) and refused when set to anything else: nothing is silently ignored.
+Types, closed sets, unknown keys and ranges are the typed schema's (``schema.py``: dataclasses registered in Hydra's
+ConfigStore); what stays here needs more than one key or the filesystem (bands, the judge arm, data folders, model
+folders, the strategy and the accelerator); each setting's own checks (its data folders, its keys, the backends it runs
+on) are its ``Setting.validate`` and ``Setting.backends`` (``setting.py``). A key that a setting does not read is
+declared by the setting as data (a tuple of :class:`~rlanything_core.config.fixed.FixedKey`, e.g. ``coding.py``) and
+refused when set to anything else: nothing is silently ignored.
 
-``validate`` runs first in ``builders.build`` (and in ``ablate.py`` before any arm starts), so that a bad config
-fails in seconds rather than after a warm start.
+``validate`` runs first in :func:`~rlanything_core.assembly.build.build_run` (and in ``experiments/ablate.py`` before
+any arm starts), so that a bad config fails in seconds rather than after a warm start.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import torch
 from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
-from experiments.config_schema import check_schema
-from experiments.setting import Setting, check_setting
+from rlanything_core.assembly.schema import check_schema
+from rlanything_core.assembly.setting import Setting, check_setting
 from rlanything_core.config import ConfigError
 
 __all__ = ["band", "validate"]

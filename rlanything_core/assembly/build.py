@@ -1,17 +1,18 @@
-"""Build the RLAnything loop of any setting from a Hydra config: validate first (``config_checks``), then wire.
+"""A run from a composed config: :func:`build_run` validates it (``checks.py``), then builds every object of the run.
 
-With the modules below, train.py and ablate.py, the only place that reads configs: every object is built here (Hydra
-instantiates the ``_target_`` nodes) and handed to the library, which never reads a config. :func:`build` is the one
-builder of every setting; what differs between settings is data, the :class:`~experiments.setting.Setting` that
-``setting.parts`` names (its tasks, evaluation splits, runners, rewriter, prompts and loop).
+The only part of the package that reads a run's config: every object is built here (Hydra instantiates the
+``_target_`` nodes) and handed to the rest of the library, which never reads a config. :func:`build_run` is the one
+builder of every setting; what differs between settings is data, the
+:class:`~rlanything_core.assembly.setting.Setting` that ``setting.parts`` names (its tasks, evaluation splits, runners,
+rewriter, prompts and loop). The modules of this package:
 
-- ``setting``: the ``Setting`` and what its parts return; every setting's own parts live in the package
-  (``rlanything_core/settings/<name>.py``);
-- ``agent_loop``: an agent setting's ``Setting``, driver and evaluator (``settings/coding.py``: the coding loop's);
-- ``backends``: models, rollout backends (transformers or vLLM), the run folder;
+- ``setting``: the ``Setting`` and what its parts return; every setting's own parts live in
+  ``rlanything_core/settings/<name>.py``;
+- ``agent``: an agent setting's ``Setting``, driver and evaluator, and the environment workers its runs share;
+  ``coding``: the coding loop's;
+- ``backends``: models, rollout backends (transformers or vLLM), the run folder; ``memory_plan``: the GPU preflight;
 - ``components``: the judge's loss and targets, selectors, vote samplers, rewriters, the task pool (Hydra-built);
-- ``trainer_setup``: Fabric (strategy, precision, loggers), both models' updates, the loop;
-- ``env_pools``: shared environment workers.
+- ``trainer``: Fabric (strategy, precision, loggers), both models' updates, the loop (:class:`Run`).
 """
 
 from __future__ import annotations
@@ -21,18 +22,18 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from experiments import components
-from experiments.backends import prepare, rollout_backends, rollout_context
-from experiments.config_checks import validate
-from experiments.setting import LoopParts, Setting
-from experiments.trainer_setup import Run, make_loop
+from rlanything_core.assembly import components
+from rlanything_core.assembly.backends import prepare, rollout_backends, rollout_context
+from rlanything_core.assembly.checks import validate
+from rlanything_core.assembly.setting import LoopParts, Setting
+from rlanything_core.assembly.trainer import Run, make_loop
 from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.loop.adaptation import EnvironmentAdaptation
 
-__all__ = ["build"]
+__all__ = ["build_run"]
 
 
-def build(cfg: DictConfig) -> Run:
+def build_run(cfg: DictConfig) -> Run:
     """Validate ``cfg``, then build its setting's loop (``RLAnythingLoop``).
 
     The order: the models (seeded), their rollout backends, the setting's tasks and runners, the judge's loss, the
@@ -41,7 +42,7 @@ def build(cfg: DictConfig) -> Run:
     Raises:
         ConfigError: before any work, for a config that cannot work (naming the key and the fix).
     """
-    setting = validate(cfg)  # built once, with its own checks and its backends (config_checks.validate)
+    setting = validate(cfg)  # built once, with its own checks and its backends (checks.validate)
     run_dir, policy, judge, tokenizer, pad_id = prepare(cfg)
     policy_backend, judge_backend = rollout_backends(cfg, policy, judge, tokenizer)
     tasks = setting.tasks(cfg)

@@ -14,7 +14,7 @@ from lightning.fabric.strategies import DDPStrategy
 from lightning.pytorch.loggers import TensorBoardLogger
 from omegaconf import DictConfig, OmegaConf
 
-from experiments.memory_plan import checkpoint_every
+from rlanything_core.assembly.memory_plan import checkpoint_every
 from rlanything_core.lightning import fabric_runtime
 from rlanything_core.lightning.csv_logger import ResumableCSVLogger
 from rlanything_core.lightning.fabric_runtime import FabricRuntime
@@ -107,8 +107,11 @@ def make_fabric(cfg: DictConfig, run_dir: Path) -> Fabric:
 
 
 def fsdp2_strategy(cfg: DictConfig) -> Any:
-    """Fabric's ``ModelParallelStrategy`` over every rank (``fabric_runtime.fsdp2_strategy``): ``fsdp.*`` sharding,
-    ``fsdp.sharded_checkpoint`` (every rank writes its shards) or full state dicts gathered to rank 0 (one file)."""
+    """Fabric's ``ModelParallelStrategy`` over every rank (``fabric_runtime.fsdp2_strategy``).
+
+    ``fsdp.*`` sharding, ``fsdp.sharded_checkpoint`` (every rank writes its shards) or full state dicts gathered to rank
+    0 (one file).
+    """
     t = cfg.trainer
     return fabric_runtime.fsdp2_strategy(
         sharding(cfg),

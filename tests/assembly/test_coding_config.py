@@ -11,8 +11,8 @@ from omegaconf import OmegaConf
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
-from experiments.config_checks import validate  # noqa: E402
-from experiments.settings.coding import CODING_FIXED_KEYS  # noqa: E402
+from rlanything_core.assembly.checks import validate  # noqa: E402
+from rlanything_core.assembly.coding import CODING_FIXED_KEYS  # noqa: E402
 from rlanything_core.config import ConfigError  # noqa: E402
 from rlanything_core.config.fixed import refuse_changed  # noqa: E402
 from rlanything_core.rewards.pass_fraction import PassFractionIntegrator  # noqa: E402

@@ -1,16 +1,19 @@
 """The agent settings (ALFWorld, TextWorld, MiniWoB++, desktop) on the one builder: their parts, driver and evaluator.
 
-:func:`agent_setting` is what an agent setting's yaml names under ``setting.parts`` (``experiments/setting.py``): it
-turns the setting's own parts (``setting.parts.environment``, an ``AgentTasks`` of ``rlanything_core.settings``, built
-from plain values) into a :class:`~experiments.setting.Setting`: the environments in ``setting.env_workers`` worker
-processes, the rewriter ``rewriters[<name>]``, the setting's checks raising ``ConfigError`` with the config key.
+:func:`agent_setting` is what an agent setting's yaml names under ``setting.parts`` (``setting.py``): it turns
+the setting's own parts (``setting.parts.environment``, an ``AgentTasks`` of ``rlanything_core.settings``, built from
+plain values) into a :class:`~rlanything_core.assembly.setting.Setting`: the environments in ``setting.env_workers``
+worker processes (:func:`shared_env_pool`: one pool per factory in a process), the rewriter ``rewriters[<name>]``,
+the setting's checks raising ``ConfigError`` with the config key.
 :func:`agent_loop` is the ``loop`` part: the policy acts in the setting's environments (``Tasks.runner``), the judge
 votes on its steps, the pool's tasks are rewritten; the evaluator plays ``Tasks.splits`` on ``Tasks.eval_runner``,
-sharded over the ranks (a pass-through in one process).
+sharded over the ranks (a pass-through in one process). :func:`alfworld_games` reads the games of a config's
+ALFWorld setting (``experiments/ablate.py`` records its training pool).
 """
 
 from __future__ import annotations
 
+import atexit
 import inspect
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -20,29 +23,43 @@ from typing import Any
 from hydra.utils import instantiate
 from omegaconf import DictConfig
 
-from experiments import components
-from experiments.config_checks import band
-from experiments.env_pools import shared_env_pool
-from experiments.setting import BACKENDS, ENVIRONMENT, LoopParts, Setting, Tasks, check_parts
+from rlanything_core.assembly import components
+from rlanything_core.assembly.checks import band
+from rlanything_core.assembly.setting import (
+    BACKENDS,
+    ENVIRONMENT,
+    LoopParts,
+    Setting,
+    Tasks,
+    check_parts,
+    load_setting,
+)
 from rlanything_core.collect.agent import AgentCollector, SequentialRunner
 from rlanything_core.collect.judge import JudgeCollector
 from rlanything_core.collect.prompts import agent_messages, judge_messages
 from rlanything_core.config import ConfigError
 from rlanything_core.environment.llm import BackendChatModel
 from rlanything_core.environment.rewriters.protocol import TaskSpec
+from rlanything_core.envs.alfworld.data import AlfworldGame
+from rlanything_core.envs.miniwob.pool import BrowserEnvPool
+from rlanything_core.envs.parallel import EnvPool
 from rlanything_core.loop.driver import AgentLoopDriver
 from rlanything_core.loop.evaluation import AgentEvaluator
 from rlanything_core.loop.sharded_evaluation import sharded_evaluator
 from rlanything_core.seeding import derive_seed
 from rlanything_core.settings import AgentTasks, Runner
+from rlanything_core.settings.alfworld import AlfworldTasks
 
 __all__ = [
     "agent_loop",
     "agent_rewriter",
     "agent_setting",
     "agent_tasks",
+    "alfworld_games",
     "check_environment",
+    "close_shared_env_pools",
     "evaluation_episode_seed",
+    "shared_env_pool",
 ]
 
 
@@ -84,8 +101,10 @@ def agent_setting(
 
 
 def agent_tasks(cfg: DictConfig, environment: AgentTasks) -> Tasks:
-    """``environment``'s roots and splits, its environments of ``setting.max_steps`` (training) and
-    ``setting.eval_max_steps`` (evaluation) actions, run as its ``runner`` says."""
+    """``environment``'s roots, splits and environments, run as its ``runner`` says.
+
+    Its training environments stop at ``setting.max_steps`` actions, its evaluation ones at ``setting.eval_max_steps``.
+    """
     runner, eval_runner = _runners(cfg, environment)
     return Tasks(
         roots=environment.roots(),
@@ -98,8 +117,10 @@ def agent_tasks(cfg: DictConfig, environment: AgentTasks) -> Tasks:
 
 
 def _runners(cfg: DictConfig, environment: AgentTasks) -> tuple[Any, Any]:
-    """``(training runner, evaluation runner)`` of ``environment`` (:class:`~rlanything_core.settings.Runner`):
-    ``setting.env_workers`` worker processes (shared by the runs of one process), or in this process."""
+    """``(training runner, evaluation runner)`` of ``environment`` (:class:`~rlanything_core.settings.Runner`).
+
+    ``setting.env_workers`` worker processes (shared by the runs of one process), or in this process.
+    """
     steps, eval_steps = int(cfg.setting.max_steps), int(cfg.setting.eval_max_steps)
     workers = int(cfg.setting.env_workers)
     if environment.runner is Runner.BROWSERS:  # one pool, its browsers shared: each collector stops at its own limit
@@ -113,8 +134,10 @@ def _runners(cfg: DictConfig, environment: AgentTasks) -> tuple[Any, Any]:
 def agent_rewriter(
     cfg: DictConfig, run_dir: Path, judge_backend: Any, roots: list[TaskSpec], *, name: str, group: str = "rewriters"
 ) -> Any:
-    """``<group>[name]``, given what its parameters ask of the run: ``chat_model`` (the judge's LM), ``out_dir`` (the
-    run's ``candidates/`` folder). ``roots`` are the pool's (the agent rewriters read a task, not the pool).
+    """The rewriter ``<group>[name]``, given what its parameters ask of the run.
+
+    ``chat_model``: the judge's LM; ``out_dir``: the run's ``candidates/`` folder. ``roots`` are the pool's (the agent
+    rewriters read a task, not the pool).
 
     Raises:
         ConfigError: the rewriter needs the judge's LM, and the arm has no judge.
@@ -145,8 +168,11 @@ def _needs_judge(name: str) -> ConfigError:
 def check_environment(
     cfg: DictConfig, environment: AgentTasks, rewriter: str = "rules", group: str = "rewriters"
 ) -> None:
-    """Check an agent setting before any work: its own checks (a :class:`SettingError` becomes a ``ConfigError``
-    naming the config key), its rewriter (known; with the judge's LM where it needs one), its runner's workers."""
+    """Check an agent setting before any work.
+
+    Its own checks (a :class:`SettingError` becomes a ``ConfigError`` naming the config key), its rewriter (known;
+    with the judge's LM where it needs one), its runner's workers.
+    """
     check_parts(cfg, environment)
     node = components.variant(cfg, group, rewriter, "setting.rewriter")
     adapts_without_judge = bool(cfg.arm.adapt_environment) and not bool(cfg.arm.use_judge)
@@ -160,6 +186,8 @@ def check_environment(
 def agent_loop(parts: LoopParts) -> tuple[Any, Any]:
     """``(AgentLoopDriver, evaluator)`` of an agent setting (see the module docstring)."""
     cfg, tasks = parts.cfg, parts.tasks
+    if tasks.to_env_task is None:  # agent_tasks always sets it; a Tasks built by hand may not
+        raise ValueError("Tasks.to_env_task: the agent loop needs how a pool task becomes an environment's task")
     judge_collector = _judge_collector(parts)
     collector = _collector(parts, tasks.runner, float(cfg.model.temperature), int(cfg.group_size),
                            int(cfg.setting.max_steps), progress=bool(cfg.progress))  # fmt: skip
@@ -231,3 +259,44 @@ def evaluation_episode_seed(cfg: DictConfig) -> int:
     """
     base = int(cfg.eval.seed)
     return derive_seed(base, "episodes", int(cfg.seed)) if cfg.eval.get("per_seed_episodes", False) else base
+
+
+_SHARED_POOLS: dict[tuple[Any, int], Any] = {}
+atexit.register(lambda: close_shared_env_pools())
+
+
+def shared_env_pool(factory: Any, workers: int, *, kind: str = "text") -> Any:
+    """One :class:`EnvPool` per ``(factory, workers)`` in this process, reused by every run built here.
+
+    ``ablate.py`` runs all arms and seeds in one process: sharing the pools spares a worker start per run, and each
+    worker keeps its loaded games (ALFWorld's idle-engine cache), so a game is parsed once for the whole ablation.
+    Runs are sequential, and every collection starts a new batch, so sharing does not couple them.
+    ``kind="browser"``: workers that own browsers (MiniWoB++), killed with their whole process group.
+    """
+    key = (factory, workers)
+    if key not in _SHARED_POOLS:
+        if kind == "browser":
+            _SHARED_POOLS[key] = BrowserEnvPool(factory, num_workers=workers)
+        else:
+            _SHARED_POOLS[key] = EnvPool(factory, num_workers=workers)
+    return _SHARED_POOLS[key]
+
+
+def close_shared_env_pools() -> None:
+    """Stop the workers of every shared pool."""
+    for pool in _SHARED_POOLS.values():
+        pool.close()
+    _SHARED_POOLS.clear()
+
+
+def alfworld_games(cfg: DictConfig) -> tuple[list[AlfworldGame], dict[str, list[AlfworldGame]], object]:
+    """``(training games, evaluation games per split, data root)`` of ``cfg``'s ALFWorld setting.
+
+    Raises:
+        ConfigError: ``cfg``'s setting is not ALFWorld, or its checks fail (naming the key).
+    """
+    environment = load_setting(cfg).environment
+    if not isinstance(environment, AlfworldTasks):
+        raise ConfigError(ENVIRONMENT, "this setting is not ALFWorld", "use +setting=alfworld")
+    check_environment(cfg, environment)
+    return environment.games()

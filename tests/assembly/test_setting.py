@@ -1,5 +1,6 @@
-"""Settings as data (``experiments/setting.py``): every shipped setting builds its parts from ``setting.parts``; a
-setting refuses, by name, a backend it does not run on; missing or wrong parts are refused naming the key."""
+"""Settings as data (``rlanything_core/assembly/setting.py``): every shipped setting builds its parts from
+``setting.parts``; a setting refuses, by name, a backend it does not run on; missing or wrong parts are refused naming
+the key."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
-from experiments.config_checks import validate  # noqa: E402
-from experiments.setting import BACKENDS, Setting, check_setting, load_setting  # noqa: E402
+from rlanything_core.assembly.checks import validate  # noqa: E402
+from rlanything_core.assembly.setting import BACKENDS, Setting, check_setting, load_setting  # noqa: E402
 from rlanything_core.config import ConfigError  # noqa: E402
 
 SETTINGS = sorted(p.stem for p in (EXPERIMENTS / "conf" / "setting").glob("*.yaml"))
@@ -75,7 +76,7 @@ def test_parts_that_build_no_setting_are_refused() -> None:
     with pytest.raises(ConfigError) as err:
         load_setting(cfg)
     assert err.value.key == "setting.parts._target_" and "built a dict, not a Setting" in str(err.value)
-    cfg = _cfg("+setting=textworld", "setting.parts._target_=experiments.setting.Tasks")  # another signature
+    cfg = _cfg("+setting=textworld", "setting.parts._target_=rlanything_core.assembly.setting.Tasks")  # other signature
     with pytest.raises(ConfigError, match="unexpected keyword argument 'rewriter'") as err:
         load_setting(cfg)
     assert err.value.key == "setting.parts"
@@ -83,7 +84,7 @@ def test_parts_that_build_no_setting_are_refused() -> None:
 
 def test_a_typo_in_the_parts_is_refused_naming_it() -> None:
     cfg = _cfg("+setting=textworld", "+setting.parts.rewritter=x")
-    with pytest.raises(ConfigError, match="not a parameter of experiments.agent_loop.agent_setting") as err:
+    with pytest.raises(ConfigError, match="not a parameter of rlanything_core.assembly.agent.agent_setting") as err:
         validate(cfg)
     assert err.value.key == "setting.parts.rewritter"
     cfg = _cfg("+setting=alfworld", "+setting.parts.environment.train_game=3")  # the setting's own parts too

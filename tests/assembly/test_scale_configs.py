@@ -18,8 +18,8 @@ from omegaconf import OmegaConf
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
-from experiments.backends import judge_max_new_tokens, sampling  # noqa: E402
-from experiments.components import judge_loss as make_judge_loss  # noqa: E402
+from rlanything_core.assembly.backends import judge_max_new_tokens, sampling  # noqa: E402
+from rlanything_core.assembly.components import judge_loss as make_judge_loss  # noqa: E402
 from rlanything_core.settings.coding import first  # noqa: E402
 
 # key -> the paper's value, per setting (None: the whole split)
@@ -203,7 +203,7 @@ def test_the_ablation_default_keeps_its_values() -> None:
     ],
 )
 def test_sharded_configs_that_cannot_learn_are_refused(overrides: list[str], key: str) -> None:
-    from experiments.config_checks import validate
+    from rlanything_core.assembly.checks import validate
     from rlanything_core.config import ConfigError
 
     with pytest.raises(ConfigError) as err:
@@ -212,8 +212,8 @@ def test_sharded_configs_that_cannot_learn_are_refused(overrides: list[str], key
 
 
 def test_fsdp2_builds_model_parallel_strategy_as_pure_data_parallelism() -> None:
-    from experiments.trainer_setup import fsdp2_strategy as _fsdp2_strategy
-    from experiments.trainer_setup import sharding as _sharding
+    from rlanything_core.assembly.trainer import fsdp2_strategy as _fsdp2_strategy
+    from rlanything_core.assembly.trainer import sharding as _sharding
 
     cfg = _cfg("+setting=alfworld", "scale=multinode", "model=qwen2.5-7b")
     strategy = _fsdp2_strategy(cfg)
@@ -242,7 +242,7 @@ def test_fsdp2_builds_model_parallel_strategy_as_pure_data_parallelism() -> None
 def test_the_writer_rank_comes_from_any_launchers_variables(
     monkeypatch: pytest.MonkeyPatch, env: dict[str, str], writer: bool
 ) -> None:
-    from experiments.backends import RANK_VARIABLES, is_writer_rank
+    from rlanything_core.assembly.backends import RANK_VARIABLES, is_writer_rank
 
     for var in RANK_VARIABLES:
         monkeypatch.delenv(var, raising=False)
@@ -258,9 +258,9 @@ def test_only_the_writer_rank_writes_config_yaml_atomically(
     """Issue 19: every rank wrote config.yaml non-atomically; now only the writer rank does, via atomic_write_text."""
     from types import SimpleNamespace
 
-    import experiments.backends as backends
+    import rlanything_core.assembly.backends as backends
     import rlanything_core.files as io
-    from experiments.backends import RANK_VARIABLES
+    from rlanything_core.assembly.backends import RANK_VARIABLES
 
     for var in RANK_VARIABLES:
         monkeypatch.delenv(var, raising=False)

@@ -1,4 +1,4 @@
-"""The schema of train.py's config: typed dataclasses (registered in Hydra's ConfigStore) checked before any work.
+"""The schema of a run's config: typed dataclasses (registered in Hydra's ConfigStore) checked before any work.
 
 Each dataclass gives the keys of one part of the config, their types (Enums for closed sets) and their ranges
 (:func:`~rlanything_core.config.fields.bounded`); :func:`check_schema` checks the composed config against them with
@@ -6,12 +6,12 @@ Each dataclass gives the keys of one part of the config, their types (Enums for 
 The keys a setting's part reads are generated from the part's own dataclass (``AlfworldTasks``, ``TextWorldTasks``:
 one definition of their types, defaults and ranges); the rest have no dataclass of their own yet and are written here.
 
-The top level is closed: a key that neither :class:`TopLevelSchema` nor any file of ``experiments/conf`` defines, nor
-:data:`RUNTIME_KEYS`, is refused (Hydra's ``+`` adds a key even in struct mode). ``optim`` and ``eval`` are checked key
-by key, and so is ``model`` (every model has the keys of :class:`ModelSchema`); a ``setting`` whose ``name`` is in
-:data:`SETTING_SCHEMAS` strictly (every key known), any other by the shared keys of :class:`SettingSchema` only (a new
-setting registers its dataclass with :func:`register_setting`). Every ``_target_`` node is checked against its
-target's signature.
+The top level is closed: a key that neither :class:`TopLevelSchema` nor any file of the shipped configs
+(:data:`CONF_DIR`) defines, nor :data:`RUNTIME_KEYS`, is refused (Hydra's ``+`` adds a key even in struct mode).
+``optim`` and ``eval`` are checked key by key, and so is ``model`` (every model has the keys of :class:`ModelSchema`); a
+``setting`` whose ``name`` is in :data:`SETTING_SCHEMAS` strictly (every key known), any other by the shared keys of
+:class:`SettingSchema` only (a new setting registers its dataclass with :func:`register_setting`). Every ``_target_``
+node is checked against its target's signature.
 
 Why not the schema as the first entry of ``train.yaml``'s defaults list: the whole config would become a structured
 one, closed to keys no dataclass names, so every ``+profile`` would need its dataclass before it could compose, and
@@ -40,7 +40,9 @@ from rlanything_core.settings.textworld import TextWorldTasks
 __all__ = ["RUNTIME_KEYS", "SETTING_SCHEMAS", "ModelSchema", "SettingSchema", "check_schema", "register_setting",
            "top_level_keys"]  # fmt: skip
 
-CONF_DIR = Path(__file__).resolve().parent / "conf"
+CONF_DIR = Path(__file__).resolve().parents[2] / "experiments" / "conf"
+"""The shipped config files (``experiments/conf`` of this checkout), read as data for the keys they define; the
+package never imports the apps."""
 RUNTIME_KEYS = {"hydra", "seed_worker", "warm_start_seed"}
 """Top-level keys no shipped file defines: Hydra's own node and those ablate.py adds on its workers' command lines."""
 
@@ -102,7 +104,7 @@ class TopLevelSchema:
     iterations: int = bounded(12, ge=1)
     tasks_per_iteration: int = bounded(4, ge=1)
     group_size: int = bounded(4, ge=1)
-    num_votes: int = bounded(3, ge=0)  # >= 1 when the arm uses the judge (config_checks)
+    num_votes: int = bounded(3, ge=0)  # >= 1 when the arm uses the judge (rlanything_core/assembly/checks.py)
     lam: float = bounded(1.0, ge=0)
     balance_judge_targets: bool = False
     policy_band: list[float] = bounded([0.125, 0.875])
@@ -118,7 +120,7 @@ class SettingSchema:
     """Keys every setting may have (the profiles set the optional ones for whichever setting is chosen)."""
 
     name: str = dataclasses.MISSING  # type: ignore[assignment]
-    parts: Any = None  # the Setting's ``_target_`` node (experiments/setting.py)
+    parts: Any = None  # the Setting's ``_target_`` node (rlanything_core/assembly/setting.py)
     train_games: int | None = bounded(None, ge=1)
     max_steps: int | None = bounded(None, ge=1)
     eval_max_steps: int | None = bounded(None, ge=1)

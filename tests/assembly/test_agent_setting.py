@@ -1,4 +1,4 @@
-"""The agent settings on the one builder (``experiments/agent_loop.py``): the setting's own parts
+"""The agent settings on the one builder (``rlanything_core/assembly/agent.py``): the setting's own parts
 (``rlanything_core.settings``) built from the yaml's keys, its checks naming the config key, its rewriter given what it
 asks of the run, and anything that is no ``AgentTasks`` refused."""
 
@@ -13,9 +13,9 @@ from omegaconf import DictConfig, OmegaConf
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
-from experiments.agent_loop import agent_rewriter, agent_setting  # noqa: E402
-from experiments.config_checks import validate  # noqa: E402
-from experiments.setting import config_key  # noqa: E402
+from rlanything_core.assembly.agent import agent_rewriter, agent_setting  # noqa: E402
+from rlanything_core.assembly.checks import validate  # noqa: E402
+from rlanything_core.assembly.setting import config_key  # noqa: E402
 from rlanything_core.config import ConfigError  # noqa: E402
 from rlanything_core.environment.rewriters.alfworld_llm import AlfworldLLMRewriter  # noqa: E402
 from rlanything_core.environment.rewriters.alfworld_rules import AlfworldRuleRewriter  # noqa: E402

@@ -1,5 +1,7 @@
-"""``+setting=coding`` and ``+setting=livebench``: programs from the policy, unit tests from the judge, problems
-rewritten by the judge's LM; evaluation on LeetCode problems of the LiveCodeBench v5 window or on LiveCodeBench itself.
+"""``+setting=coding`` and ``+setting=livebench``: programs from the policy, unit tests from the judge.
+
+Problems are rewritten by the judge's LM; evaluation runs on LeetCode problems of the LiveCodeBench v5 window or on
+LiveCodeBench itself.
 
 ``experiments/conf/setting/coding.yaml`` names :func:`coding_setting` with the setting's own parts
 (``rlanything_core.settings.coding.CodingTasks``: its problems, roots and evaluation split); this module adds the
@@ -17,10 +19,10 @@ from typing import Any
 from hydra.utils import instantiate
 from omegaconf import DictConfig
 
-from experiments import components
-from experiments.backends import sampling
-from experiments.config_checks import band
-from experiments.setting import LoopParts, Setting, Tasks, check_parts
+from rlanything_core.assembly import components
+from rlanything_core.assembly.backends import sampling
+from rlanything_core.assembly.checks import band
+from rlanything_core.assembly.setting import LoopParts, Setting, Tasks, check_parts
 from rlanything_core.collect.coding import CodeCollector, UnitTestCollector
 from rlanything_core.config import ConfigError
 from rlanything_core.config.fixed import FixedKey, refuse_changed
@@ -136,7 +138,7 @@ CODING_FIXED_KEYS = (
         ".drop_zero_rows)",
     ),
 )
-"""The keys of the agent settings that coding does not read, with the one value it accepts (``config_checks``)."""
+"""The keys of the agent settings that coding does not read, with the one value it accepts (``checks.py``)."""
 
 
 def validate_coding(cfg: DictConfig, environment: CodingTasks) -> None:

@@ -1,22 +1,23 @@
-"""A setting as data: what ``experiments/conf/setting/<name>.yaml`` names under ``setting.parts``, built by Hydra.
+"""A setting as data: what a setting's yaml names under ``setting.parts``, built by Hydra.
 
-Every setting (ALFWorld, TextWorld, coding, LiveBench, MiniWoB++, desktop) runs through the one builder of
-``builders.build``; a :class:`Setting` holds only what differs between them, each part a function:
+The yaml is ``experiments/conf/setting/<name>.yaml``. Every setting (ALFWorld, TextWorld, coding, LiveBench, MiniWoB++,
+desktop) runs through the one builder, :func:`~rlanything_core.assembly.build.build_run`; a :class:`Setting` holds only
+what differs between them, each part a function:
 
 - ``tasks(cfg) -> Tasks``: the pool's root tasks, the evaluation splits and what plays them (environment workers,
   or the coding sandbox), how a pool task becomes an environment's task, the step oracle where there is one;
 - ``rewriter(cfg, run_dir, judge_backend, roots)``: the environment's task rewriter (or ``None`` where it cannot
   run, e.g. coding without the judge's LM);
-- ``loop(parts) -> (driver, evaluator)``: the agent loop (``agent_loop.agent_loop``) or the coding loop;
+- ``loop(parts) -> (driver, evaluator)``: the agent loop (``agent.agent_loop``) or the coding loop;
 - ``agent_prompts`` / ``judge_prompts``: the prompt builders of the policy and the judge (default: the text ones);
-- ``validate(cfg)``: the setting's own config checks, run by ``config_checks.validate`` before any work;
+- ``validate(cfg)``: the setting's own config checks, run by ``checks.validate`` before any work;
 - ``backends``: the rollout backends it runs on; another ``backend.name`` is refused by name, never ignored;
 - ``environment``: an agent setting's own parts (an ``AgentTasks`` of ``rlanything_core.settings``), ``None`` else.
 
 A setting's yaml names a function that makes every part above from the setting's own parts (a dataclass of
 ``rlanything_core.settings`` built from plain values: paths, sizes, seeds, under ``setting.parts.environment``):
-``experiments.agent_loop.agent_setting`` for an agent setting (docs/settings/adding.md),
-``experiments.settings.coding.coding_setting`` for coding.
+``rlanything_core.assembly.agent.agent_setting`` for an agent setting (docs/settings/adding.md),
+``rlanything_core.assembly.coding.coding_setting`` for coding.
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ class Setting:
 
 @dataclass(frozen=True)
 class LoopParts:
-    """What ``Setting.loop`` assembles the driver and the evaluator from (built by ``builders.build``)."""
+    """What ``Setting.loop`` assembles the driver and the evaluator from (built by ``build.build_run``)."""
 
     cfg: DictConfig
     setting: Setting
@@ -137,7 +138,7 @@ def load_setting(cfg: DictConfig) -> Setting:
         raise ConfigError(
             "setting.parts._target_",
             f"built a {kind}, not a Setting",
-            "use experiments.agent_loop.agent_setting or experiments.setting.Setting",
+            "use rlanything_core.assembly.agent.agent_setting or rlanything_core.assembly.setting.Setting",
         )
     return built
 
@@ -159,8 +160,11 @@ def check_setting(cfg: DictConfig) -> Setting:
 
 
 def check_parts(cfg: DictConfig, environment: Any) -> None:
-    """``environment.check()`` (the setting's own parts), a :class:`SettingError` re-raised as a ``ConfigError``
-    naming the config key behind its parameter (:func:`config_key`)."""
+    """``environment.check()`` (the setting's own parts), its error named by config key.
+
+    A :class:`SettingError` is re-raised as a ``ConfigError`` naming the config key behind its parameter
+    (:func:`config_key`).
+    """
     try:
         environment.check()
     except SettingError as err:
@@ -168,9 +172,12 @@ def check_parts(cfg: DictConfig, environment: Any) -> None:
 
 
 def config_key(cfg: DictConfig, param: str) -> str:
-    """The config key behind ``param`` of the environment node: ``data_root`` -> ``setting.data_root`` where the yaml
-    says ``data_root: ${setting.data_root}``; ``eval_splits.x`` -> ``setting.eval_splits.x``; anything that is no
-    parameter there (``ALFWORLD_DATA``, an environment variable) stays as it is."""
+    """The config key behind ``param`` of the environment node.
+
+    ``data_root`` -> ``setting.data_root`` where the yaml says ``data_root: ${setting.data_root}``; ``eval_splits.x`` ->
+    ``setting.eval_splits.x``; anything that is no parameter there (``ALFWORLD_DATA``, an environment variable) stays as
+    it is.
+    """
     head, _, rest = param.partition(".")
     node = OmegaConf.select(cfg, ENVIRONMENT)
     if not isinstance(node, DictConfig) or head not in node:

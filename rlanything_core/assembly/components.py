@@ -1,8 +1,8 @@
-"""The parts Hydra builds from ``_target_`` nodes that need more than ``instantiate(node)``: the judge's loss and
-targets (only where the arm trains the judge), selectors, vote samplers, rewriters, the task pool.
+"""The parts Hydra builds from ``_target_`` nodes that need more than ``instantiate(node)``.
 
-Every public hyperparameter of these parts is a key of ``conf/train.yaml``. A variant is a node chosen by name
-(``model.action_selection``, ``model.judge_votes``, ``setting.rewriter``), never a branch here; the functions below
+The judge's loss and targets (only where the arm trains the judge), selectors, vote samplers, rewriters, the task pool.
+Every public hyperparameter of these parts is a key of ``experiments/conf/train.yaml``. A variant is a node chosen by
+name (``model.action_selection``, ``model.judge_votes``, ``setting.rewriter``), never a branch here; the functions below
 only add what exists at run time (a sampling temperature, the judge's chat model, a folder).
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from experiments.config_checks import band
+from rlanything_core.assembly.checks import band
 from rlanything_core.config import ConfigError
 from rlanything_core.environment.pool import TaskPool
 from rlanything_core.rewards.targets import UnitTestTargets
@@ -90,8 +90,11 @@ def rewriter(cfg: DictConfig, name: str, *, group: str = "rewriters", **runtime:
 
 
 def task_pool(cfg: DictConfig, run_dir: Path, roots: list[Any]) -> Any:
-    """The task pool, read-only on every rank: the writer (global rank 0) is chosen once the process group exists
-    (``PoolSnapshots.save_initial_pool`` / ``restore_pool``) and broadcasts its state to the others."""
+    """The task pool, read-only on every rank.
+
+    The writer (global rank 0) is chosen once the process group exists (``PoolSnapshots.save_initial_pool`` /
+    ``restore_pool``) and broadcasts its state to the others.
+    """
     env_band = band(cfg, "env_band", strict=True)
     if (run_dir / "pool" / "state.json").is_file():  # a rerun: rolled back to the checkpoint's (or initial) snapshot
         return TaskPool.load(run_dir, writer=False)

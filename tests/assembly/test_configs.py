@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
-from experiments.config_checks import validate  # noqa: E402
+from rlanything_core.assembly.checks import validate  # noqa: E402
 from rlanything_core.config import ConfigError  # noqa: E402
 
 SETTINGS = ["alfworld", "textworld", "coding", "livebench"]

@@ -11,7 +11,7 @@ from hydra import compose, initialize_config_dir
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 
-from experiments.memory_plan import GIB, _meta_model, activation_bytes, model_shape, plan  # noqa: E402
+from rlanything_core.assembly.memory_plan import GIB, _meta_model, activation_bytes, model_shape, plan  # noqa: E402
 
 
 def _cfg(*overrides: str):  # type: ignore[no-untyped-def]
@@ -108,7 +108,7 @@ def test_the_packed_head_plans_one_chunk_not_every_token() -> None:
 
 
 def test_preflight_refuses_before_anything_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
-    from experiments.memory_plan import preflight
+    from rlanything_core.assembly.memory_plan import preflight
     from rlanything_core.config import ConfigError
     from rlanything_core.lightning import sharding
 
@@ -127,7 +127,7 @@ def test_preflight_refuses_before_anything_is_built(monkeypatch: pytest.MonkeyPa
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="the refusal is for machines without CUDA")
 def test_a_gpu_scale_without_cuda_is_refused_naming_the_key() -> None:
-    from experiments.config_checks import validate
+    from rlanything_core.assembly.checks import validate
     from rlanything_core.config import ConfigError
 
     with pytest.raises(ConfigError, match=r"'trainer.accelerator': a GPU scale was chosen but this machine has no"):
@@ -135,7 +135,7 @@ def test_a_gpu_scale_without_cuda_is_refused_naming_the_key() -> None:
 
 
 def test_checkpoint_interval_explicit_chosen_from_the_plan_or_every_iteration_on_cpu() -> None:
-    from experiments.memory_plan import checkpoint_every
+    from rlanything_core.assembly.memory_plan import checkpoint_every
 
     assert checkpoint_every(_cfg("+setting=alfworld", "scale=cpu")) == 1
     one_gpu = _cfg("+setting=alfworld", "scale=1gpu", "model=qwen2.5-1.5b")

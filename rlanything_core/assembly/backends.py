@@ -1,5 +1,8 @@
-"""Models and their rollout backends from a config: load (and seed) the models, wrap them for sampling, and with vLLM
-the engines and the weight push between training and rollouts. Also the run folder every setting starts from."""
+"""Models and their rollout backends from a config, and the run folder every setting starts from.
+
+Load (and seed) the models, wrap them for sampling, and with vLLM the engines and the weight push between training and
+rollouts.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +16,10 @@ from omegaconf import DictConfig, OmegaConf
 from peft import LoraConfig, get_peft_model
 from transformers import AutoTokenizer
 
-from experiments.memory_plan import preflight
-from experiments.setting import backend_name
+from rlanything_core import files
+from rlanything_core.assembly.memory_plan import preflight
+from rlanything_core.assembly.setting import backend_name
 from rlanything_core.config import ConfigError
-from rlanything_core.files import atomic_write_text
 from rlanything_core.generation.transformers_backend import TransformersBackend
 from rlanything_core.generation.types import SamplingParams
 from rlanything_core.generation.weight_sync import EngineCycle, push_weights
@@ -39,10 +42,12 @@ RANK_VARIABLES = ("RANK", "SLURM_PROCID", "NODE_RANK", "LOCAL_RANK")
 
 
 def is_writer_rank() -> bool:
-    """Whether this process is global rank 0, from the launchers' variables (the run is built before the process
-    group exists): torchrun's ``RANK``, SLURM's ``SLURM_PROCID`` (``srun`` sets no ``RANK``), Lightning's
-    ``NODE_RANK``/``LOCAL_RANK`` (its spawned processes inherit ``SLURM_PROCID=0`` from a one-task allocation, so
-    every variable present must be 0)."""
+    """Whether this process is global rank 0, from the launchers' variables.
+
+    The run is built before the process group exists: torchrun's ``RANK``, SLURM's ``SLURM_PROCID`` (``srun`` sets no
+    ``RANK``), Lightning's ``NODE_RANK``/``LOCAL_RANK`` (its spawned processes inherit ``SLURM_PROCID=0`` from a
+    one-task allocation, so every variable present must be 0).
+    """
     return all(int(os.environ.get(var, "0")) == 0 for var in RANK_VARIABLES)
 
 
@@ -97,7 +102,7 @@ def prepare(cfg: DictConfig) -> tuple[Path, Any, Any, Any, int]:
     run_dir.mkdir(parents=True, exist_ok=True)
     if is_writer_rank():  # one writer, atomically: the other ranks would race on the same file (called through the
         # module, where a test records the write)
-        atomic_write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+        files.atomic_write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     threads = OmegaConf.select(cfg, "torch_threads")
     if threads is not None:
         torch.set_num_threads(int(threads))
@@ -126,8 +131,11 @@ def agent_backend(cfg: DictConfig, model: Any, tokenizer: Any) -> Any:
 
 
 def rollout_backends(cfg: DictConfig, policy: Any, judge: Any, tokenizer: Any) -> tuple[Any, Any]:
-    """``(policy backend, judge backend or None)`` as ``backend.name`` says: the trained modules themselves
-    (transformers, the default) or vLLM engines built from the models' folders (``backend=vllm``)."""
+    """``(policy backend, judge backend or None)`` as ``backend.name`` says.
+
+    The trained modules themselves (transformers, the default) or vLLM engines built from the models' folders
+    (``backend=vllm``).
+    """
     name = backend_name(cfg)
     if name == "transformers":
         return (
@@ -152,9 +160,11 @@ def rollout_backends(cfg: DictConfig, policy: Any, judge: Any, tokenizer: Any) -
 
 
 def rollout_context(cfg: DictConfig, models: list[tuple[Any, Any]]) -> Any:
-    """With vLLM, the module's rollout context: wake the engines, push the trained weights of each ``(model, engine)``
-    pair (full tensors, in buckets of ``backend.weight_bucket_mb``), sleep after; with transformers ``None`` (the
-    module gathers its sharded weights itself)."""
+    """With vLLM, the module's rollout context; with transformers ``None`` (the module gathers its weights itself).
+
+    The context wakes the engines, pushes the trained weights of each ``(model, engine)`` pair (full tensors, in
+    buckets of ``backend.weight_bucket_mb``) and sleeps after.
+    """
     if backend_name(cfg) != "vllm":
         return None
     bucket = int(float(cfg.backend.weight_bucket_mb) * 2**20)
