@@ -2,12 +2,12 @@
 
     python -m benchmarks.wiring_lines
 
-The wiring is every module of ``experiments/`` and ``experiments/settings/`` that builds the objects of a run from a
-config. Left out (:data:`NOT_WIRING`): the ablation's analysis and its driver (``ablate.py``, ``ablation_*.py``:
-statistics, tables, plots over finished runs), the warm start (``warm_start*.py``: a separate pre-training script),
-the memory planner (``memory_plan.py``: a sizing tool), ``reuse.py`` and ``eval_record.py`` (reading finished runs).
-For each file: its physical lines (what ``wc -l`` counts) and its imports inside a function (the issue's second
-measure).
+The wiring is every module of ``experiments/`` (at any depth; ``conf/`` and ``results/`` hold data) that builds the
+objects of a run from a config. Left out (:data:`NOT_WIRING`): the ablation's analysis and its driver (``ablate.py``,
+``ablation_*.py``: statistics, tables, plots over finished runs), the warm start (``warm_start*.py``: a separate
+pre-training script), the memory planner's command line (``memory_plan.py``), ``reuse.py`` and ``eval_record.py``
+(reading finished runs). For each file: its physical lines (what ``wc -l`` counts) and its imports inside a
+function (the issue's second measure).
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ NOT_WIRING = ("ablate.py", "ablation_*.py", "warm_start*.py", "memory_plan.py", 
 
 
 def wiring_files(root: Path = ROOT) -> list[Path]:
-    """The wiring modules under ``root/experiments`` (its top level and ``settings/``), sorted by path."""
+    """The wiring modules under ``root/experiments`` (any depth, outside ``conf/`` and ``results/``), sorted by path."""
     folder = root / "experiments"
     if not folder.is_dir():
         raise FileNotFoundError(f"no experiments/ folder under {root}")
-    files = [*folder.glob("*.py"), *(folder / "settings").glob("*.py")]
+    files = [p for p in folder.rglob("*.py") if p.relative_to(folder).parts[0] not in ("conf", "results")]
     return sorted(p for p in files if not any(fnmatch.fnmatch(p.name, pat) for pat in NOT_WIRING))
 
 
