@@ -189,8 +189,8 @@ def main(cfg: DictConfig) -> None:
     table = build_table(cfg, results, samples=int(cfg.stats.bootstrap_samples), seed=int(cfg.stats.bootstrap_seed))
     caption = (
         f"Setting: {cfg.setting.name}; seeds: {list(cfg.seeds)}; iterations: {cfg.iterations}; evaluation: "
-        f"{cfg.eval.games} games x {cfg.eval.runs} runs per split, the same for every arm (episode seeds per training "
-        "seed). Values in %: "
+        f"{cfg.eval.games or 'every'} games x {cfg.eval.runs} runs per split (games: null = the whole split), the "
+        "same for every arm (episode seeds per training seed). Values in %: "
         "mean ± 95% CI half-width over seeds (n); Δ: the row minus outcome-only on the same (seed, game) pairs, "
         f"[95% seed-level bootstrap interval: seeds, then their games; {cfg.stats.bootstrap_samples} resamples]."
     )
