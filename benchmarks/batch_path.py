@@ -44,7 +44,6 @@ def crossed_files(overrides: list[str], start_stage: str = "collect", *, follow_
         raise ValueError(f"start_stage: expected 'collect' or 'rows', got {start_stage!r}")
     sys.path.insert(0, str(ROOT))
     from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
 
     from rlanything_core.assembly import build_run
     from rlanything_core.assembly.agent import close_shared_env_pools
@@ -53,7 +52,6 @@ def crossed_files(overrides: list[str], start_stage: str = "collect", *, follow_
 
     batch_types = (RolloutBatch, StepBatch, IterationData, TrainingRows, TokenRows)
 
-    OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
     with tempfile.TemporaryDirectory(prefix="batch-path-") as tmp:
         with initialize_config_dir(config_dir=str(ROOT / "experiments" / "conf"), version_base="1.3"):
             cfg = compose("train", overrides=[

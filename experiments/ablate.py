@@ -48,7 +48,6 @@ from omegaconf import DictConfig, OmegaConf
 # instead: one name per module, and this checkout's rlanything_core.
 if __name__ == "__main__" and not __package__:
     sys.path[0] = str(Path(__file__).resolve().parents[1])
-OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
 from experiments.ablation_budget import estimate_seconds, plan_from_config  # noqa: E402
 from experiments.ablation_plots import write_plots  # noqa: E402

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import hydra
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 # Run as a file (`python experiments/memory_plan.py`), Python puts experiments/ first on sys.path: put the repository
 # root there instead, so that this checkout's rlanything_core imports (as in train.py and ablate.py).
@@ -19,8 +19,6 @@ if __name__ == "__main__" and not __package__:
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from rlanything_core.assembly.memory_plan import GIB, MemoryPlan, plan  # noqa: E402
-
-OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
 __all__ = ["main", "render"]
 

@@ -11,14 +11,13 @@ import sys
 from pathlib import Path
 
 import hydra
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 # Run as a file (`python experiments/train.py`), Python puts experiments/ first on sys.path; the scripts import each
 # other as the package `experiments` (as tests and `python -m experiments.train` do), so put the repository root there
 # instead: one name per module, and this checkout's rlanything_core.
 if __name__ == "__main__" and not __package__:
     sys.path[0] = str(Path(__file__).resolve().parents[1])
-OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
 from experiments.eval_record import write_eval_outcomes  # noqa: E402
 from rlanything_core.assembly import Run, build_run  # noqa: E402

@@ -11,6 +11,9 @@ the only one that reads a run's config (with OmegaConf and Hydra's ``instantiate
 from __future__ import annotations
 
 from rlanything_core.assembly.build import build_run
+from rlanything_core.assembly.resolvers import register_resolvers
 from rlanything_core.assembly.trainer import Run
+
+register_resolvers()  # the shipped configs' ${add:...}: resolved whenever a composed config is read
 
 __all__ = ["Run", "build_run"]

@@ -1,3 +1,4 @@
+import inspect
 import json
 import random
 
@@ -151,7 +152,7 @@ def test_the_engine_speed_ups_give_what_the_unpatched_engine_gives(monkeypatch):
     assert getattr(textgen.copy_context, "__wrapped__", None) is not None
     assert textgen.Rule is not textworld_rule()
     monkeypatch.setattr(textgen, "_parse_and_convert", textgen._parse_and_convert.__wrapped__)
-    monkeypatch.setattr(fast_downward, "pddl2sas", fast_downward.pddl2sas.__wrapped__)
+    monkeypatch.setattr(fast_downward, "pddl2sas", inspect.unwrap(fast_downward.pddl2sas))  # under memo and disk cache
     monkeypatch.setattr(textgen, "copy_context", textgen.copy_context.__wrapped__)
     monkeypatch.setattr(textgen, "Rule", textworld_rule())
     monkeypatch.setattr(env_module, "speed_up_engine", lambda: None)

@@ -1,5 +1,6 @@
 """The on-disk PDDL-to-SAS translation cache: a stored translation is the translation, in this process and another."""
 
+import inspect
 import json
 import os
 import subprocess
@@ -17,7 +18,7 @@ pytestmark = [pytest.mark.alfworld, pytest.mark.slow]
 def _translator():
     import fast_downward
 
-    return getattr(fast_downward.pddl2sas, "__wrapped__", fast_downward.pddl2sas)  # the real one, not the memo
+    return inspect.unwrap(fast_downward.pddl2sas)  # the real translator, under the memo and the disk cache
 
 
 def _texts():
