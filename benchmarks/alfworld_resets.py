@@ -73,5 +73,6 @@ def main(argv: list[str] | None = None) -> None:
                       f"pass {second:.3f} s/reset (x{first / second:.1f} faster), max RSS {r['max_rss_mib']:.0f} MiB",
                       flush=True)  # fmt: skip
 
+
 if __name__ == "__main__":
     main()

@@ -122,6 +122,7 @@ def translation_cache_dir() -> Path:
     return cache_dir("pddl2sas")
 
 
+@functools.cache  # the installed translator does not change within a process; the metadata lookup is a file read
 def _translator_version() -> str:
     try:
         return importlib.metadata.version("fast-downward-textworld")
