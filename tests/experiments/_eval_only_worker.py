@@ -73,7 +73,7 @@ def main(rank: int, world: int, port: int, model_dir: str, run_dir: str, out: st
                       "++fsdp.param_dtype=float32", "++fsdp.activation_checkpointing=false"]  # fmt: skip
     with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base=None):
         cfg = compose("train", overrides=overrides)
-    build = train.build
+    build = train.build_run
     probes: list[Probe] = []
     built_on_meta: list[bool] = []
 
@@ -84,7 +84,7 @@ def main(rank: int, world: int, port: int, model_dir: str, run_dir: str, out: st
         run.loop.evaluator = probes[-1]
         return run
 
-    train.build = probed  # the real build; only the evaluator is wrapped
+    train.build_run = probed  # the real build; only the evaluator is wrapped
     from rlanything_core.assembly.agent import close_shared_env_pools
 
     train.run_training(cfg)
