@@ -9,7 +9,6 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
-OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
 from rlanything_core.assembly.checks import validate  # noqa: E402
 from rlanything_core.assembly.coding import CODING_FIXED_KEYS  # noqa: E402

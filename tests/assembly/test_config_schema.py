@@ -13,7 +13,6 @@ from rlanything_core.testing.processes import run_reaped
 
 REPO = Path(__file__).resolve().parents[2]
 EXPERIMENTS = REPO / "experiments"
-OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
 from rlanything_core.assembly.checks import validate  # noqa: E402
 from rlanything_core.assembly.schema import SETTING_SCHEMAS, SettingSchema, register_setting  # noqa: E402

@@ -8,7 +8,6 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
-OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
 from rlanything_core.assembly.checks import validate  # noqa: E402
 from rlanything_core.config import ConfigError  # noqa: E402

@@ -16,7 +16,6 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
-OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
 from rlanything_core.assembly.backends import judge_max_new_tokens, sampling  # noqa: E402
 from rlanything_core.assembly.components import judge_loss as make_judge_loss  # noqa: E402

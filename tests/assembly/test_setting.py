@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, open_dict
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
-OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
 from rlanything_core.assembly.checks import validate  # noqa: E402
 from rlanything_core.assembly.setting import BACKENDS, Setting, check_setting, load_setting  # noqa: E402

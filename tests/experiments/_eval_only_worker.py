@@ -56,11 +56,9 @@ def main(rank: int, world: int, port: int, model_dir: str, run_dir: str, out: st
                           LOCAL_RANK="0")  # fmt: skip
     from _runs import FAST
     from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
 
     import experiments.train as train
 
-    OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
     loader = "rlanything_core.lightning.loading.causal_lm_on_rank0"
     model = f"{{_target_:{loader},pretrained_model_name_or_path:'{model_dir}',dtype:float32}}"
     overrides = [

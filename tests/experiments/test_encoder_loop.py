@@ -10,9 +10,7 @@ import pytest
 import torch
 from _runs import FAST, REPO
 from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
 
-OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 from rlanything_core.assembly import build_run  # noqa: E402
 from rlanything_core.loop.protocol import source_iteration  # noqa: E402
 from rlanything_core.types import RolloutBatch, TrainingRows  # noqa: E402

@@ -8,13 +8,11 @@ from typing import Any
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
 
 from rlanything_core.generation.weight_sync import EngineCycle, buckets, named_full_tensors, push_weights
 from rlanything_core.models.tiny import tiny_causal_lm
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
-OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 
 from rlanything_core.assembly.backends import rollout_backends, rollout_context  # noqa: E402
 from rlanything_core.config import ConfigError  # noqa: E402

@@ -40,12 +40,10 @@ class Counting:
 def main(rank: int, port: int, run_dir: str, out: str) -> None:
     from _runs import FAST
     from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
 
     from rlanything_core.assembly import build_run
     from rlanything_core.assembly.agent import close_shared_env_pools
 
-    OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
     with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base=None):
         cfg = compose("train", overrides=[*FAST, f"run_dir={run_dir}", *OVERRIDES])
     from rlanything_core.loop.sharded_evaluation import sharded_evaluator

@@ -17,12 +17,10 @@ pytestmark = [pytest.mark.alfworld, pytest.mark.slow]
 def evaluated(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """The evaluator of a small ALFWorld run, its metrics and its episodes (one full evaluation, shared)."""
     from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
 
     from rlanything_core.assembly import build_run
     from rlanything_core.assembly.agent import close_shared_env_pools
 
-    OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
     run_dir = tmp_path_factory.mktemp("eval")
     overrides = ["+setting=alfworld", "arm=full", f"run_dir={run_dir}", "eval.games=2", "eval.runs=2",
                  "eval.oracle_episodes=3", "setting.eval_max_steps=3", "setting.train_games=2",

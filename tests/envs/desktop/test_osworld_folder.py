@@ -90,9 +90,7 @@ def test_osworld_layout_lists_the_index(tmp_path: Path) -> None:
 
 def _cfg(*overrides: str):  # type: ignore[no-untyped-def]
     from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
 
-    OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
     with initialize_config_dir(config_dir=str(EXPERIMENTS / "conf"), version_base="1.3"):
         return compose(config_name="train", overrides=list(overrides))
 
