@@ -15,6 +15,8 @@ from pathlib import Path
 
 import yaml
 
+from rlanything_core.files import atomic_write_bytes
+
 __all__ = ["reuse_file", "reuse_run"]
 
 
@@ -53,11 +55,13 @@ def reuse_run(source: Path, target: Path, expected_config: str, source_root: Pat
 
 
 def reuse_file(source: Path, target: Path, source_record: str, expected_record: str) -> bool:
-    """Copy ``source`` to ``target`` atomically if ``source_record`` (how it was made) is ``expected_record``."""
+    """Copy ``source`` to ``target`` atomically if ``source_record`` (how it was made) is ``expected_record``.
+
+    The seed workers of one ablation reuse the same shared files (the judge's probe set) at the same moment: each
+    writes its own temporary file (``atomic_write_bytes``), so neither can move the other's away (with one shared
+    ``.reusing`` name, the second worker's rename failed once the first had moved the file).
+    """
     if not source.is_file() or source_record != expected_record:
         return False
-    partial = target.with_name(target.name + ".reusing")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, partial)
-    os.replace(partial, target)
+    atomic_write_bytes(target, source.read_bytes())
     return True

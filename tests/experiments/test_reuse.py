@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from experiments.reuse import reuse_file, reuse_run
@@ -39,6 +40,20 @@ def test_a_file_is_reused_only_when_it_was_made_the_same_way(tmp_path: Path) -> 
     assert reuse_file(source, target, '["--epochs", "2"]', '["--epochs", "2"]')
     assert target.read_bytes() == b"weights"
     assert not reuse_file(tmp_path / "none.pt", target, "", "")
+
+
+def test_seed_workers_reusing_the_same_file_at_once_all_succeed(tmp_path: Path) -> None:
+    # the ablation's seed workers reuse the shared probe set at the same moment (step_only, session 15: with one
+    # shared ".reusing" name the second worker's rename found the file already moved and the worker died)
+    source, target = tmp_path / "full" / "probe.json", tmp_path / "step_only" / "init" / "probe.json"
+    source.parent.mkdir()
+    source.write_bytes(b"x" * 1_000_000)
+    target.parent.mkdir(parents=True)
+    target.with_name(target.name + ".reusing").mkdir()  # what a crashed worker of the old scheme could leave behind
+    with ThreadPoolExecutor(8) as pool:
+        done = list(pool.map(lambda _: reuse_file(source, target, "made", "made"), range(32)))
+    assert all(done) and target.read_bytes() == source.read_bytes()
+    assert not [p for p in target.parent.iterdir() if p.name.startswith(".tmp-")]
 
 
 def test_a_run_is_reused_when_only_the_key_order_of_its_config_differs(tmp_path: Path) -> None:
