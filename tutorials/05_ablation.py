@@ -158,8 +158,11 @@ assert "training in" not in again.stdout  # nothing was retrained
 # The five-seed `+profile=full` (the paper's Table 1 rows: before, outcome-only, policy, policy + reward, full; last
 # below) resolves one ordering: the policy trained on integrated rewards ends above the warm start (+3.1 points pooled,
 # [+0.4, +5.8]). Training the judge and adapting the environment add nothing measurable on the whole pool (full vs
-# outcome-only +0.1, [-6.9, +8.5]), and the judge's balanced process accuracy ends where it started (mean change +0.2
-# In-Dom). The seeds spread more than the games: from the same warm start the full arm ended between 28.6% and 49.3%
+# outcome-only +0.1, [-6.9, +8.5]). The judge's balanced process accuracy on the probe moves +2.1 points In-Dom on
+# average from the untrained judge, short of +10; yet on 665 held-out planner-labelled steps the AUC of its P(+1) rose
+# by +0.28 in 4 of 5 seeds (`experiments/judge_study.py`): the judges learn to rank progress steps while their votes
+# lean to one side, which the vote-based accuracy and the 12-progress-step probe cannot see. The seeds spread more than
+# the games: from the same warm start the full arm ended between 28.6% and 49.3%
 # In-Dom, so the design detects 11.9 points instead of the 3.4 it planned. `docs/results.md` gives every paired
 # difference.
 
