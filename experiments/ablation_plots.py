@@ -69,28 +69,37 @@ _STARTS_FROM_BEFORE = ("policy", "policy_judge", "full")
 
 def _judge(axes: Any, results: Mapping[str, Sequence[ArmRun]], split: str) -> None:
     before = {r.seed: r for r in results.get("before", [])}
-    panels = [("judge_process", "process accuracy vs the planner"), ("judge_outcome", "outcome accuracy")]
-    for col, (metric, title) in enumerate(panels):
+    panels = [  # (metric, title, (solid suffix, dotted suffix...))
+        ("judge_process", "process accuracy vs the planner\n(solid: balanced accuracy, band min-max over seeds; "
+         "dotted: accuracy)", ("bacc", "acc")),
+        ("judge_outcome", "outcome accuracy\n(solid: balanced accuracy, band min-max over seeds; dotted: accuracy)",
+         ("bacc", "acc")),
+        ("judge_process", "process AUC of the mean vote vs the planner\n(threshold-free; band min-max over seeds)",
+         ("auc",)),
+    ]  # fmt: skip
+    for col, (metric, title, suffixes) in enumerate(panels):
         for k, (arm, runs) in enumerate(results.items()):
             if arm == "before":
                 continue
-            for suffix, style, label in (("bacc", "-", LABELS[arm]), ("acc", ":", None)):
+            for n, suffix in enumerate(suffixes):
                 key = f"eval/{split}/{metric}_{suffix}"
                 start = before if arm in _STARTS_FROM_BEFORE else {}
                 series = [judge_trajectory(start.get(r.seed), r, key) for r in runs]
-                series = [s for s in series if s]  # an arm without a judge has no point
+                series = [s for s in series if s]  # an arm without a judge (or a run older than the metric) has none
                 if not series:
                     continue
                 x, mean, low, high = band_over_seeds(series)
-                axes[col].plot(x, mean, style, color=f"C{k}", marker="o" if suffix == "bacc" else None, label=label)
-                if suffix == "bacc":
+                solid = n == 0
+                axes[col].plot(x, mean, "-" if solid else ":", color=f"C{k}", marker="o" if solid else None,
+                               label=LABELS[arm] if solid else None)  # fmt: skip
+                if solid:
                     axes[col].fill_between(x, low, high, color=f"C{k}", alpha=0.12)
         axes[col].axhline(0.5, color="grey", lw=0.8)
-        axes[col].set_title(f"Judge {title}, {split}\n(solid: balanced accuracy, band min-max over seeds; "
-                            "dotted: accuracy)", fontsize=8)  # fmt: skip
+        axes[col].set_title(f"Judge {title.replace(chr(10), f', {split}' + chr(10), 1)}", fontsize=8)
         axes[col].set_xlabel("iteration")
         axes[col].xaxis.get_major_locator().set_params(integer=True)
-        axes[col].legend(fontsize=7)
+        if axes[col].get_legend_handles_labels()[0]:
+            axes[col].legend(fontsize=7)
 
 
 def write_plots(out: Path, results: Mapping[str, Sequence[ArmRun]], split: str) -> None:
@@ -112,7 +121,7 @@ def write_plots(out: Path, results: Mapping[str, Sequence[ArmRun]], split: str) 
     _save(fig, out / "curves.png")
     plt.close(fig)
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
     _judge(axes, results, split)
     fig.tight_layout()
     _save(fig, out / "judge.png")

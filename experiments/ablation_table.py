@@ -77,6 +77,8 @@ def columns(cfg: DictConfig) -> list[tuple[str, str]]:
         # not in the paper: plain accuracy rewards a judge that votes the majority label (see loop/evaluation.py)
         ("RM Process (balanced)", f"eval/{id_split}/judge_process_bacc"),
         ("RM Outcome (balanced)", f"eval/{id_split}/judge_outcome_bacc"),
+        # threshold-free: the ROC AUC (x100) of each step's mean vote against the planner (loop/judge_probe.py)
+        ("RM Process (AUC x100)", f"eval/{id_split}/judge_process_auc"),
     ]
 
 

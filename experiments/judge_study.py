@@ -23,6 +23,7 @@ steps higher even while its votes drift to one class), with 95% intervals from a
 
     python experiments/judge_study.py collect --out DIR --policy-init PT [--run RUN_DIR] [--iterations 16]
     python experiments/judge_study.py train --out DIR --targets consistency|planner [--epochs 6]
+        [--set optim.judge_optimizer.lr=3e-4 --tag lr3e-4]
     python experiments/judge_study.py score --out DIR --checkpoints RUN/checkpoints/last.ckpt ...
     python experiments/judge_study.py report --out DIR
 """
@@ -72,17 +73,27 @@ DEFAULT_RUN = REPO / "experiments/results/alfworld/full/runs/policy_judge_seed0"
 DEFAULT_PROBE = REPO / "experiments/results/alfworld/full/init/judge_probe_policy_seed0.json"
 ROLLOUTS = "rollouts.json"
 BOOTSTRAP = 2000
+_MISSING = object()
 
 
 # ------------------------------------------------------------------------------------------------ the run's objects
-def study_config(run: Path, out: Path, name: str, policy_init: str | None) -> DictConfig:
-    """The committed run's config, writing to ``out/name``, without resume, evaluating on the committed probe set."""
+def study_config(run: Path, out: Path, name: str, policy_init: str | None, overrides: Sequence[str] = ()) -> DictConfig:
+    """The committed run's config, writing to ``out/name``, without resume, evaluating on the committed probe set.
+
+    ``overrides`` (``KEY=VALUE``, OmegaConf dotlist) change the run's resolved config, e.g. the judge's learning rate
+    ``optim.judge_optimizer.lr=3e-4`` (the config is resolved: set the key that is used, not the one it came from).
+    """
     source = run / "config.yaml"
     if not source.is_file():
         raise SystemExit(f"--run: no config.yaml in {run} (give a committed ablation run with a judge)")
     cfg = OmegaConf.load(source)
     if not bool(cfg.arm.use_judge):
         raise SystemExit(f"--run: {run} trains no judge (arm {cfg.arm.name!r}); give a policy_judge or full run")
+    for item in overrides:
+        key = item.split("=", 1)[0]
+        if "=" not in item or OmegaConf.select(cfg, key, default=_MISSING) is _MISSING:
+            raise SystemExit(f"--set {item!r}: expected KEY=VALUE with a key of {source}")
+    cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(overrides)))
     cfg.run_dir = str(out / name)
     cfg.resume = False
     cfg.progress = False
@@ -218,13 +229,14 @@ def judge_rows(source: Any, rollouts: Rollouts, labels: Sequence[Sequence[int]],
 def train(args: argparse.Namespace) -> None:
     """Train a fresh judge on the fixed rollouts with ``--targets``; measure it after every epoch."""
     out = Path(args.out)
-    cfg = study_config(Path(args.run), out, args.targets, args.policy_init)
+    variant = args.targets + (f"_{args.tag}" if args.tag else "")
+    cfg = study_config(Path(args.run), out, variant, args.policy_init, args.set)
     run = build_run(cfg)
     loop, source = run.loop, run.loop.driver
     loop.setup()
     train_batches, probes = study_sets(out, args.seed)
     rows_out: list[dict[str, Any]] = []
-    scores_path = out / f"scores_{args.targets}.csv"
+    scores_path = out / f"scores_{variant}.csv"
     for epoch in range(args.epochs + 1):
         if epoch:  # epoch 0 measures the untrained judge
             for k, batch in enumerate(train_batches):
@@ -235,7 +247,7 @@ def train(args: argparse.Namespace) -> None:
                 loop.judge_update(rows)
         with loop.rollout_mode(), torch.no_grad():
             for name, probe in probes.items():
-                rows_out.append({"targets": args.targets, "epoch": epoch, "set": name, **measure(source, probe, cfg)})
+                rows_out.append({"targets": variant, "epoch": epoch, "set": name, **measure(source, probe, cfg)})
         write_csv(scores_path, rows_out)
         print(
             f"epoch {epoch}: "
@@ -424,6 +436,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--game-deadline", type=float, default=120.0, help="collect: planner seconds per game")
     parser.add_argument("--targets", choices=["consistency", "planner"], default="consistency")
     parser.add_argument("--epochs", type=int, default=6, help="train: passes over the fixed training batches")
+    parser.add_argument(
+        "--set",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="train: change the run's resolved config (e.g. optim.judge_optimizer.lr=3e-4)",
+    )
+    parser.add_argument("--tag", default="", help="train: a name for the variant (scores_<targets>_<tag>.csv)")
     parser.add_argument("--checkpoints", nargs="*", default=[], help="score: runs' checkpoints/last.ckpt")
     parser.add_argument("--untrained-seeds", nargs="*", type=int, default=[1000], help="score: untrained judges")
     parser.add_argument("--seed", type=int, default=0, help="which half of the pool's games is held out")

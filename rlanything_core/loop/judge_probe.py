@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 from torchmetrics.classification import BinaryAccuracy
+from torchmetrics.functional.classification import binary_auroc
 
 from rlanything_core.files import CorruptFileError, atomic_write_json, read_json
 from rlanything_core.records import AgentStep, Episode
@@ -33,6 +34,7 @@ __all__ = [
     "probe_accuracy",
     "save_probes",
     "step_majority_votes",
+    "step_mean_votes",
 ]
 
 _FORMAT = 2  # 2: the evaluation settings the episodes were played under are recorded and checked
@@ -59,6 +61,19 @@ def balanced_accuracy(predicted: torch.Tensor, actual: torch.Tensor) -> float:
 def step_majority_votes(episode: Episode) -> list[int]:
     """Per step, the sign of the summed valid votes (``+1`` / ``-1``; a tie or no valid vote gives ``-1``)."""
     return [1 if sum(s.vote for s in step.judge) > 0 else -1 for step in episode.steps]
+
+
+def step_mean_votes(episode: Episode) -> list[float]:
+    """Per step, the mean of the valid votes (``0.0`` when none is valid).
+
+    This is the judge's term of the integrated reward ``R = O + lam * mean(votes)`` (arXiv 2602.02488, Sec. 3): the
+    score of a step that the policy's advantages see.
+    """
+    means = []
+    for step in episode.steps:
+        valid = [s.vote for s in step.judge if s.vote != 0]
+        means.append(sum(valid) / len(valid) if valid else 0.0)
+    return means
 
 
 @dataclass
@@ -101,21 +116,29 @@ def label_probe(
 
 
 def probe_accuracy(probe: JudgeProbe) -> dict[str, float]:
-    """``<split>/judge_process_acc``, ``..._bacc`` and ``oracle_progress_rate`` from the votes in ``probe``'s episodes.
+    """``<split>/judge_process_acc``, ``..._bacc``, ``..._auc`` and ``oracle_progress_rate`` from ``probe``'s votes.
 
     Plain accuracy flatters a judge that always votes ``-1`` (most steps are not progress); the balanced accuracy is
-    the mean recall of the two classes (0.5 for such a judge).
+    the mean recall of the two classes (0.5 for such a judge). Both score the majority vote, so a judge whose votes
+    rank progress steps higher while leaning to one class scores 0.5 on them; the policy's advantages do not see that
+    lean (the integrated reward is standardized across a task's rollouts at each step index, so a shift they share
+    cancels). ``judge_process_auc`` is threshold-free: the ROC AUC of each step's mean vote (the reward's judge term)
+    against the labels, ties counting half (0.5: no ranking; absent when the probe has one class only).
     """
     votes = [v for e in probe.episodes for v in step_majority_votes(e)]
     labels = [x for per_episode in probe.labels for x in per_episode]
     if not labels:
         return {}
     good_vote, good_step = torch.tensor(votes) > 0, torch.tensor(labels) > 0
-    return {
+    metrics = {
         f"{probe.split}/judge_process_acc": float(BinaryAccuracy()(good_vote.long(), good_step.long())),
         f"{probe.split}/judge_process_bacc": balanced_accuracy(good_vote, good_step),
         f"{probe.split}/oracle_progress_rate": sum(x > 0 for x in labels) / len(labels),
     }
+    if bool(good_step.any()) and not bool(good_step.all()):
+        scores = torch.tensor([m for e in probe.episodes for m in step_mean_votes(e)], dtype=torch.float64)
+        metrics[f"{probe.split}/judge_process_auc"] = float(binary_auroc(scores, good_step.long()))
+    return metrics
 
 
 def save_probes(

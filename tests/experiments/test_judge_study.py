@@ -14,11 +14,13 @@ import pytest
 import torch
 
 from experiments.judge_study import (
+    DEFAULT_RUN,
     _checkpoint_judge,
     held_out_games,
     label_games,
     planner_targets,
     split_batches,
+    study_config,
     summarize,
 )
 from rlanything_core.loop.judge_probe import JudgeProbe
@@ -117,3 +119,15 @@ def test_a_runs_judge_is_read_from_its_loop_checkpoint(tmp_path: Path) -> None:
     assert set(judge) == {"head.weight", "head.bias"} and torch.equal(
         judge["head.weight"], weights["judge.head.weight"]
     )
+
+
+def test_a_variant_changes_the_runs_resolved_config_by_name_and_a_wrong_key_is_refused(tmp_path: Path) -> None:
+    init = tmp_path / "policy.pt"
+    init.write_bytes(b"")
+    cfg = study_config(DEFAULT_RUN, tmp_path, "consistency_lr", str(init), ["optim.judge_optimizer.lr=3e-4"])
+    assert cfg.optim.judge_optimizer.lr == pytest.approx(3e-4)
+    assert cfg.run_dir == str(tmp_path / "consistency_lr") and not cfg.resume
+    with pytest.raises(SystemExit, match="optim.judge_lr_typo"):
+        study_config(DEFAULT_RUN, tmp_path, "x", str(init), ["optim.judge_lr_typo=1"])
+    with pytest.raises(SystemExit, match="KEY=VALUE"):
+        study_config(DEFAULT_RUN, tmp_path, "x", str(init), ["optim.judge_optimizer.lr"])

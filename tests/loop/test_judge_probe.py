@@ -40,12 +40,38 @@ def test_labels_come_from_the_oracle_and_votes_are_dropped(tmp_path: Path) -> No
     assert metrics["in_distribution/judge_process_acc"] == pytest.approx(2 / 3)
     assert metrics["in_distribution/judge_process_bacc"] == pytest.approx((1 / 2 + 1) / 2)
     assert metrics["in_distribution/oracle_progress_rate"] == pytest.approx(1 / 3)
+    # mean votes 1, 1, -1 vs labels +, -, -: the progress step ties one other step (half) and beats the third
+    assert metrics["in_distribution/judge_process_auc"] == pytest.approx(0.75)
 
     path = save_probes(tmp_path / "probe.json", [probe])
     loaded = load_probes(path)["in_distribution"]
     assert loaded.labels == probe.labels
     assert [[s.action for s in e.steps] for e in loaded.episodes] == [["go to sink 1", "look"], ["look"]]
     assert all(not s.judge for e in loaded.episodes for s in e.steps)  # votes are never persisted
+
+
+def _judged(votes_per_step: list[list[int]], labels: list[int]) -> JudgeProbe:
+    episode = _episode("g1", [f"step {i}" for i in range(len(labels))], [0] * len(labels))
+    for step, votes in zip(episode.steps, votes_per_step):
+        step.judge = [JudgeSample(vote=v, text="") for v in votes]
+    return JudgeProbe("in_distribution", [episode], [labels])
+
+
+def test_the_auc_sees_a_ranking_that_the_majority_vote_hides() -> None:
+    # every step's majority is +1 (balanced accuracy 0.5), but progress steps get more +1 votes: the reward's judge
+    # term ranks them first (AUC 1); a format failure (vote 0) is left out of the mean, as in the reward
+    probe = _judged([[1, 1, 1], [1, 1, -1], [1, 0, 1], [1, -1, 1]], [1, -1, 1, -1])
+    metrics = probe_accuracy(probe)
+    assert metrics["in_distribution/judge_process_bacc"] == pytest.approx(0.5)
+    assert metrics["in_distribution/judge_process_auc"] == pytest.approx(1.0)
+    reversed_ = probe_accuracy(_judged([[1, 1, 1], [1, 1, -1]], [-1, 1]))
+    assert reversed_["in_distribution/judge_process_auc"] == pytest.approx(0.0)
+
+
+def test_the_auc_is_absent_when_the_probe_has_one_class() -> None:
+    metrics = probe_accuracy(_judged([[1, 1, 1], [-1, -1, 0]], [-1, -1]))
+    assert "in_distribution/judge_process_auc" not in metrics
+    assert metrics["in_distribution/judge_process_bacc"] == pytest.approx(0.5)
 
 
 def test_a_label_per_step_is_required() -> None:
