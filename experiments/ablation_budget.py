@@ -23,7 +23,7 @@ from hydra import compose, initialize_config_dir
 
 from rlanything_core.envs.alfworld.data import list_games, resolve_data_root
 
-__all__ = ["AblationPlan", "StepCosts", "estimate_seconds", "plan_from_config"]
+__all__ = ["AblationPlan", "StepCosts", "arm_seconds", "estimate_seconds", "plan_from_config"]
 
 
 @dataclass(frozen=True)
@@ -161,6 +161,11 @@ def estimate_seconds(plan: AblationPlan, costs: StepCosts | None = None) -> dict
     work = (plan.seeds - reused) * sum(fresh.values()) + reused * sum(partial.values())
     runs = plan.seeds * (len(plan.arms) + 1)  # the unit of work a worker takes (ablation_runs.RunJob)
     return {"warm_start": warm, **fresh, "total": warm + work / min(plan.jobs, plan.cores, runs)}
+
+
+def arm_seconds(plan: AblationPlan, arm: str, costs: StepCosts | None = None) -> float:
+    """The estimated seconds of one seed's run of ``arm`` (its training, final evaluation, judge probes, overhead)."""
+    return sum(_seed_parts(plan, costs or StepCosts(), (arm,), before=False).values())
 
 
 def _seed_parts(plan: AblationPlan, c: StepCosts, arms: tuple[str, ...], *, before: bool) -> dict[str, float]:

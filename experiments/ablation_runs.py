@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from experiments import warm_start, warm_start_encoder
+from experiments.ablation_budget import arm_seconds, plan_from_config
 from experiments.ablation_results import final_eval, read_metrics
 from experiments.ablation_table import LABELS
 from experiments.eval_record import read_outcomes_iteration
@@ -319,9 +321,15 @@ class RunJob:
         return f"{self.arm}_seed{self.seed}"
 
 
-def run_jobs(seeds: list[int], arms: list[str]) -> list[RunJob]:
-    """Every run of the ablation in start order: seed by seed, "before" first (so whole seeds finish early)."""
-    return [RunJob(seed, arm) for seed in seeds for arm in ["before", *arms]]
+def run_jobs(seeds: list[int], arms: list[str], cost: Callable[[str], float] | None = None) -> list[RunJob]:
+    """Every run of the ablation in start order: seed by seed (so whole seeds finish early), "before" first.
+
+    Within a seed the costliest arm (by ``cost``, seconds of one run: the budget's estimate) starts first, so that the
+    last run of the ablation is a short one: with the slowest arm last, one worker ran the last seed's full arm alone
+    while the other had nothing left. Without ``cost`` the arms keep their given order.
+    """
+    ordered = sorted(arms, key=lambda arm: -cost(arm)) if cost is not None else arms  # stable: ties keep their order
+    return [RunJob(seed, arm) for seed in seeds for arm in ["before", *ordered]]
 
 
 def prerequisites(job: RunJob, arms: list[str]) -> set[RunJob]:
@@ -361,7 +369,8 @@ def run_in_parallel(cfg: DictConfig, out: Path) -> None:
     short loses at most the runs in flight. On 2 cores, two single-threaded workers keep both cores busy.
     """
     arms = [str(a) for a in cfg.arms]
-    waiting = run_jobs([int(s) for s in cfg.seeds], arms)
+    plan, costs = plan_from_config(cfg, os.cpu_count() or 1)
+    waiting = run_jobs([int(s) for s in cfg.seeds], arms, cost=lambda arm: arm_seconds(plan, arm, costs))
     done: set[RunJob] = set()
     running: dict[RunJob, tuple[subprocess.Popen[bytes], Path, int]] = {}
     (out / "logs").mkdir(parents=True, exist_ok=True)

@@ -158,6 +158,27 @@ def test_runs_are_shared_out_run_by_run_in_seed_order_once_their_prerequisites_a
     assert ablation_runs.prerequisites(Job(2, "step_only"), ["step_only"]) == {Job(2, "before")}
 
 
+def test_within_a_seed_the_costliest_arm_starts_first_by_the_budgets_estimate() -> None:
+    from experiments.ablation_budget import AblationPlan, arm_seconds
+
+    Job = ablation_runs.RunJob
+    arms = ["outcome_only", "policy", "policy_judge", "full"]
+    plan = AblationPlan(seeds=2, jobs=2, arms=tuple(arms), iterations=12, episodes_per_iteration=16,
+                        rewrite_episodes=16, max_steps=20, eval_max_steps=30, eval_episodes=137, eval_splits=2,
+                        judge_episodes=16, oracle_episodes=4, judge_every=1)  # fmt: skip
+    seconds = {arm: arm_seconds(plan, arm) for arm in arms}
+    # the estimate ranks what a run does: rewrites and a trained judge > a trained judge > votes > none
+    assert seconds["full"] > seconds["policy_judge"] > seconds["policy"] > seconds["outcome_only"] > 0
+    order = ablation_runs.run_jobs([0, 1], arms, cost=seconds.__getitem__)
+    assert order[:5] == [Job(0, "before"), Job(0, "full"), Job(0, "policy_judge"), Job(0, "policy"),
+                         Job(0, "outcome_only")]  # fmt: skip
+    assert order[5] == Job(1, "before") and len(order) == 10
+    # step_only still waits for its seed's full arm however early it is listed
+    order = ablation_runs.run_jobs([0], ["step_only", "full"], cost={"step_only": 9.0, "full": 1.0}.__getitem__)
+    assert order == [Job(0, "before"), Job(0, "step_only"), Job(0, "full")]
+    assert ablation_runs.next_ready(order[1:], {Job(0, "before")}, ["step_only", "full"]) == Job(0, "full")
+
+
 def test_coding_tables_report_pass_at_1_and_the_unit_test_rewards() -> None:
     from omegaconf import OmegaConf
 
