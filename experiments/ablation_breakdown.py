@@ -1,12 +1,19 @@
 """Success rates of an ablation's committed ``episodes.csv`` broken down by seed, split and task type.
 
     python experiments/ablation_breakdown.py experiments/results/alfworld/hard [--reference policy_judge]
+    python experiments/ablation_breakdown.py experiments/results/alfworld/full \
+        lr3e-4=experiments/results/alfworld/judge_study/full_judge_lr3e-4 --reference outcome_only
 
 The table (``table.md``) gives each arm's mean over seeds and the paired differences with their intervals; this shows
 what the means hide: whether every seed moved the same way, and which task types moved. An ALFWorld game's type is
 the part of its id before the first ``-`` (``pick_clean_then_place_in_recep-...``). ``--reference`` adds every arm's
 paired difference from another arm than outcome-only, pooled over both splits, with the table's seed-level interval
 (``ablation_stats.hierarchical_bootstrap_difference``).
+
+Several folders can be read at once, so that a variant run on its own (one arm, other settings) is paired with a
+profile's arms: ``NAME=DIR`` renames that folder's arms ``<arm> (NAME)``. The pairs are (training seed, split, game,
+run): an ablation seeds its evaluation episodes by (``eval.seed``, training seed), so two folders with the same
+evaluation settings play the same episodes (their "before" rows then agree game by game; the printout shows it).
 """
 
 from __future__ import annotations
@@ -25,14 +32,24 @@ if __name__ == "__main__" and not __package__:
 from experiments.ablation_stats import hierarchical_bootstrap_difference  # noqa: E402
 from experiments.ablation_table import LABELS, REFERENCE  # noqa: E402
 
-__all__ = ["by_seed_and_split", "by_task_type", "paired_differences", "read_episodes", "render"]
-
+__all__ = ["by_seed_and_split", "by_task_type", "paired_differences", "read_episodes", "read_folders", "render"]
 
 
 def _arms(keys: Iterable[str]) -> list[str]:
     """The arms in the table's order (``ablation_table.LABELS``), unknown ones after."""
     order = list(LABELS)
     return sorted(set(keys), key=lambda a: (order.index(a) if a in order else len(order), a))
+
+
+def read_folders(specs: Sequence[str]) -> list[dict[str, str]]:
+    """The ``episodes.csv`` rows of every ``DIR`` or ``NAME=DIR``; a named folder's arms become ``<arm> (NAME)``."""
+    rows: list[dict[str, str]] = []
+    for spec in specs:
+        named = "=" in spec and not Path(spec).is_dir()  # a folder whose path holds "=" is read as a folder
+        name, _, folder = spec.partition("=") if named else ("", "", spec)
+        for row in read_episodes(Path(folder) / "episodes.csv"):
+            rows.append({**row, "arm": f"{row['arm']} ({name})"} if name else row)
+    return rows
 
 
 def read_episodes(path: Path) -> list[dict[str, str]]:
@@ -116,11 +133,11 @@ def render(lines: Sequence[Sequence[str]]) -> str:
 def main(argv: Sequence[str] | None = None) -> None:
     """Print both breakdowns of ``<results dir>/episodes.csv``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", type=Path, help="an ablation's results folder (holding episodes.csv)")
+    parser.add_argument("results", nargs="+", help="ablation results folders (holding episodes.csv): DIR or NAME=DIR")
     parser.add_argument("--reference", help="also print every arm's paired difference from this arm")
     args = parser.parse_args(argv)
-    rows = read_episodes(args.results / "episodes.csv")
-    print(f"Success (%) per seed and split, {args.results}:\n")
+    rows = read_folders(args.results)
+    print(f"Success (%) per seed and split, {', '.join(args.results)}:\n")
     print(render(by_seed_and_split(rows)))
     print("\nSuccess (%) per task type, all seeds and splits:\n")
     print(render(by_task_type(rows)))

@@ -61,3 +61,17 @@ def test_paired_differences_from_another_arm_match_a_hand_count(tmp_path: Path) 
     assert full[0] == "full" and full[1].startswith("+50.0 [")
     with pytest.raises(ValueError, match="reference: expected one of the arms"):
         paired_differences(rows, "step_only")
+
+
+def test_a_named_folders_arms_are_renamed_and_paired_with_anothers(tmp_path: Path) -> None:
+    from experiments.ablation_breakdown import paired_differences, read_folders
+
+    profile, variant = tmp_path / "profile", tmp_path / "lr=3e-4"  # a folder's path may hold '=': the name cannot
+    profile.mkdir(), variant.mkdir()
+    _write(profile, ["outcome_only,0,in,g-a/t,0,7,0,30", "outcome_only,0,in,g-b/t,0,7,0,30",
+                     "full,0,in,g-a/t,0,7,0,30", "full,0,in,g-b/t,0,7,1,9"])  # fmt: skip
+    _write(variant, ["full,0,in,g-a/t,0,7,1,5", "full,0,in,g-b/t,0,7,1,5"])
+    rows = read_folders([str(profile), f"lr3e-4={variant}"])
+    assert sorted({r["arm"] for r in rows}) == ["full", "full (lr3e-4)", "outcome_only"]
+    lines = {line[0]: line[1] for line in paired_differences(rows, "outcome_only")[1:]}
+    assert lines["full"].startswith("+50.0 [") and lines["full (lr3e-4)"].startswith("+100.0 [")
