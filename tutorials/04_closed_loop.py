@@ -39,7 +39,6 @@ from omegaconf import OmegaConf
 
 REPO = Path.cwd().parent if Path.cwd().name == "tutorials" else Path.cwd()
 sys.path.insert(0, str(REPO))
-OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 from rlanything_core.assembly import build_run  # the same wiring experiments/train.py uses
 
 run_dir = Path(tempfile.mkdtemp(prefix="rlanything-loop-"))

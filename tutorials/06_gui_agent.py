@@ -173,7 +173,6 @@ from omegaconf import OmegaConf
 shutdown_browsers()  # this process's browsers; the loop's workers start their own
 REPO = Path.cwd().parent if Path.cwd().name == "tutorials" else Path.cwd()
 sys.path.insert(0, str(REPO))
-OmegaConf.register_new_resolver("add", lambda a, b: int(a) + int(b), replace=True)
 from rlanything_core.assembly import build_run
 from rlanything_core.assembly.agent import close_shared_env_pools
 
