@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import multiprocessing as mp
 import random
 import sys
@@ -63,6 +64,7 @@ from rlanything_core.loop.judge_probe import (  # noqa: E402
     step_majority_votes,
 )
 from rlanything_core.loop.protocol import Rollouts  # noqa: E402
+from rlanything_core.records import JudgeSample  # noqa: E402
 from rlanything_core.rewards.consistency import consistency_targets, standardize_votes  # noqa: E402
 from rlanything_core.rewards.targets import batch_votes  # noqa: E402
 from rlanything_core.seeding import derive_seed  # noqa: E402
@@ -324,19 +326,19 @@ def split_batches(batches: Any, held: set[str]) -> tuple[list[JudgeProbe], Judge
 
 def measure(source: Any, probe: JudgeProbe, cfg: DictConfig) -> dict[str, float]:
     """Balanced accuracy of the majority votes (the run's vote seeds) and AUC of ``P(+1)``, with bootstrap intervals."""
+    if not isinstance(source.judge_collector.votes, EncoderVotes):
+        raise SystemExit("the study measures the encoder judge (model=minilm-scorer); this run's judge is another")
     judged, _ = source.judge_collector.judge(probe.episodes, seed=derive_seed(int(cfg.eval.seed), probe.split, "probe"))
     votes = [step_majority_votes(e) for e in judged]
-    p_plus = [step_probabilities(source.judge_collector, e) for e in probe.episodes]
+    p_plus = [[step_probability(s.judge[0]) for s in e.steps] for e in judged]
     return summarize(votes, p_plus, probe.labels, seed=int(cfg.eval.seed))
 
 
-def step_probabilities(collector: Any, episode: Any) -> list[float]:
-    """``P(+1)`` of each step of ``episode`` under the encoder judge (the text its votes are sampled from)."""
-    if not isinstance(collector.votes, EncoderVotes):
-        raise SystemExit("the study measures the encoder judge (model=minilm-scorer); this run's judge is another")
-    judge = collector.backend
-    texts = [judge.text_ids(collector.votes.render_step(episode, s)[-1]["content"]) for s in episode.steps]
-    return judge.vote_log_probs(texts)[:, 1].exp().tolist() if texts else []
+def step_probability(vote: JudgeSample) -> float:
+    """``P(+1)`` of a step under the encoder judge, from one of its votes: each vote records the log-probability of
+    the sign it drew (``EncoderVotes.sample``), so no second pass of the encoder is needed."""
+    p = math.exp(vote.logprobs[0])
+    return p if vote.vote > 0 else 1.0 - p
 
 
 def summarize(votes: Sequence[Sequence[int]], p_plus: Sequence[Sequence[float]], labels: Sequence[Sequence[int]],

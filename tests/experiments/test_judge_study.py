@@ -20,6 +20,7 @@ from experiments.judge_study import (
     label_games,
     planner_targets,
     split_batches,
+    step_probability,
     study_config,
     summarize,
 )
@@ -131,3 +132,8 @@ def test_a_variant_changes_the_runs_resolved_config_by_name_and_a_wrong_key_is_r
         study_config(DEFAULT_RUN, tmp_path, "x", str(init), ["optim.judge_lr_typo=1"])
     with pytest.raises(SystemExit, match="KEY=VALUE"):
         study_config(DEFAULT_RUN, tmp_path, "x", str(init), ["optim.judge_optimizer.lr"])
+
+
+def test_p_plus_is_read_from_the_sign_a_vote_drew() -> None:
+    assert step_probability(JudgeSample(1, "+1", [], [1], [math.log(0.8)])) == pytest.approx(0.8)
+    assert step_probability(JudgeSample(-1, "-1", [], [0], [math.log(0.8)])) == pytest.approx(0.2)
