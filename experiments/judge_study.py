@@ -33,10 +33,8 @@ from __future__ import annotations
 import argparse
 import csv
 import math
-import multiprocessing as mp
 import random
 import sys
-import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -63,6 +61,7 @@ from rlanything_core.loop.judge_probe import (  # noqa: E402
     save_probes,
     step_majority_votes,
 )
+from rlanything_core.loop.oracle_labels import label_within_deadline  # noqa: E402
 from rlanything_core.loop.protocol import Rollouts  # noqa: E402
 from rlanything_core.records import JudgeSample  # noqa: E402
 from rlanything_core.rewards.consistency import consistency_targets, standardize_votes  # noqa: E402
@@ -139,8 +138,8 @@ def collect(args: argparse.Namespace) -> None:
     for _, episodes in played:
         for e in episodes:
             by_game.setdefault(e.task_id, []).append([s.action for s in e.steps])
-    labels = label_games(loop.evaluator.oracle, {g: (env_task[g], acts) for g, acts in by_game.items()},
-                         workers=args.workers, deadline=args.game_deadline)  # fmt: skip
+    labels = label_within_deadline(loop.evaluator.oracle, {g: (env_task[g], acts) for g, acts in by_game.items()},
+                                   deadline_s=args.game_deadline, workers=args.workers, progress=True)  # fmt: skip
     batches, position = [], {g: 0 for g in labels}
     for it, episodes in played:
         kept, kept_labels = [], []
@@ -160,38 +159,6 @@ def collect(args: argparse.Namespace) -> None:
         f"labelled {len(labels)} of {len(by_game)} games ({len(dropped)} over {args.game_deadline} s): "
         f"{sum(len(b.episodes) for b in batches)} episodes, {sum(len(y) for b in batches for y in b.labels)} steps"
     )
-
-
-def _label_game(oracle: Any, task: Any, actions: list[list[str]], conn: Any) -> None:
-    conn.send([list(oracle(task, a)) for a in actions])
-    conn.close()
-
-
-def label_games(oracle: Any, games: dict[str, tuple[Any, list[list[str]]]], *, workers: int,
-                deadline: float) -> dict[str, list[list[int]]]:  # fmt: skip
-    """Each game's episodes labelled in a forked process, ``workers`` at once; games past ``deadline`` are left out."""
-    ctx = mp.get_context("fork")  # the child runs the planner only (no torch), on the parent's loaded modules
-    pending, running, labels = list(games), {}, {}
-    bar = tqdm(total=len(games), desc="planner labels")
-    while pending or running:
-        while pending and len(running) < workers:
-            game = pending.pop(0)
-            parent, child = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_label_game, args=(oracle, *games[game], child), daemon=True)
-            proc.start()
-            running[game] = (proc, parent, time.monotonic())
-        for game, (proc, conn, started) in list(running.items()):
-            if conn.poll():
-                labels[game] = conn.recv()
-            elif proc.is_alive() and time.monotonic() - started < deadline:
-                continue
-            proc.kill()
-            proc.join()
-            del running[game]
-            bar.update(1)
-        time.sleep(0.05)
-    bar.close()
-    return labels
 
 
 # ------------------------------------------------------------------------------------------------ train

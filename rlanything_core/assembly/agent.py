@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from hydra.utils import instantiate
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from rlanything_core.assembly import components
 from rlanything_core.assembly.checks import band
@@ -218,6 +218,9 @@ def agent_loop(parts: LoopParts) -> tuple[Any, Any]:
         episode_seed=evaluation_episode_seed(cfg),
         judge_episodes=None if cfg.eval.judge_episodes is None else int(cfg.eval.judge_episodes),
         probe_file=cfg.eval.get("probe_file"),
+        # opt-in (+eval.oracle_deadline_s=60): absent from the shipped configs, so that adding it did not change the
+        # resolved config of the runs made before (experiments/reuse.py copies a finished run only when equal)
+        oracle_deadline_s=OmegaConf.select(cfg, "eval.oracle_deadline_s", default=None),
     )
     return driver, sharded_evaluator(evaluator)
 

@@ -92,6 +92,7 @@ class EvalSchema:
     judge_every: int = bounded(0, ge=0)
     judge_episodes: int | None = bounded(None, ge=1)
     probe_file: str | None = None
+    oracle_deadline_s: float | None = bounded(None, gt=0)  # opt-in: +eval.oracle_deadline_s=60
 
 
 @dataclass

@@ -123,9 +123,11 @@ class AgentEvaluator:
             A judge's vote costs about a policy step, so this keeps a large policy evaluation affordable.
         probe_file: where the probe set of planner-labelled episodes is read from (when it exists) or saved to (after
             the first evaluation labels it); ``None``: kept in memory only.
+        oracle_deadline_s: planner seconds one probe episode may take (``None``: no limit); episodes past it are left
+            out of the probe and named in it (``judge_probe.label_probe``). Recorded in the probe file's settings.
 
     Raises:
-        ValueError: ``oracle_episodes < 0`` or ``judge_episodes < 1``.
+        ValueError: ``oracle_episodes < 0``, ``judge_episodes < 1`` or ``oracle_deadline_s <= 0``.
     """
 
     sharded: bool = False  # sharded_evaluator's copy says True: every rank calls it (see loop.sharded_evaluation)
@@ -142,9 +144,13 @@ class AgentEvaluator:
         judge_episodes: int | None = None,
         probe_file: str | os.PathLike[str] | None = None,
         episode_seed: int | None = None,
+        oracle_deadline_s: float | None = None,
     ) -> None:
         if oracle_episodes < 0:
             raise ValueError(f"oracle_episodes: expected >= 0, got {oracle_episodes}")
+        if oracle_deadline_s is not None and not oracle_deadline_s > 0:
+            raise ValueError(f"oracle_deadline_s: expected > 0 seconds or None, got {oracle_deadline_s!r}")
+        self.oracle_deadline_s = oracle_deadline_s
         if judge_episodes is not None and judge_episodes < 1:
             raise ValueError(f"judge_episodes: expected >= 1 or None, got {judge_episodes}")
         self.judge_episodes = judge_episodes
@@ -174,6 +180,8 @@ class AgentEvaluator:
             "max_steps": int(self.collector.max_steps),
             "max_history_turns": self.collector.max_history_turns,
             "games": {s.name: list(s.task_ids[: self._probe_games(s)]) for s in self.splits},
+            # only when set: probe files labelled without a deadline keep matching the settings they were made under
+            **({"oracle_deadline_s": self.oracle_deadline_s} if self.oracle_deadline_s is not None else {}),
         }
 
     def _probe(self, split: EvalSplit) -> JudgeProbe | None:
@@ -187,7 +195,8 @@ class AgentEvaluator:
             list(split.tasks[:games]), seed=derive_seed(self.seed, split.name), task_ids=list(split.task_ids[:games])
         )
         by_id = dict(zip(split.task_ids, split.tasks))
-        probe = label_probe(split.name, episodes[: self.oracle_episodes], by_id.__getitem__, self.oracle)
+        probe = label_probe(split.name, episodes[: self.oracle_episodes], by_id.__getitem__, self.oracle,
+                            deadline_s=self.oracle_deadline_s)  # fmt: skip
         self.probes[split.name] = probe
         if self.probe_file is not None and all(s.name in self.probes for s in self.splits):
             save_probes(self.probe_file, [self.probes[s.name] for s in self.splits], self._probe_settings())

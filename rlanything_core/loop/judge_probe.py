@@ -24,6 +24,7 @@ from torchmetrics.classification import BinaryAccuracy
 from torchmetrics.functional.classification import binary_auroc
 
 from rlanything_core.files import CorruptFileError, atomic_write_json, read_json
+from rlanything_core.loop.oracle_labels import label_within_deadline
 from rlanything_core.records import AgentStep, Episode
 
 __all__ = [
@@ -84,11 +85,13 @@ class JudgeProbe:
         split: the split's name (metric prefix).
         episodes: the episodes, their judge votes empty (a judge is scored on judged copies of them).
         labels: per episode, per step, ``+1`` (the planner's ``PROGRESS``) or ``-1``.
+        left_out: the task ids of episodes played but not labelled in time (``label_probe``'s ``deadline_s``).
     """
 
     split: str
     episodes: list[Episode]
     labels: list[list[int]]
+    left_out: list[str] = dataclasses.field(default_factory=list)
 
     def __post_init__(self) -> None:
         if len(self.episodes) != len(self.labels):
@@ -106,13 +109,23 @@ def label_probe(
     episodes: Sequence[Episode],
     task_of: Callable[[str], Any],
     oracle: Callable[[Any, list[str]], list[int]],
+    *,
+    deadline_s: float | None = None,
 ) -> JudgeProbe:
-    """Label every step of ``episodes`` with ``oracle(task_of(task_id), actions)``; copies, judge votes dropped."""
-    kept = [
+    """Label every step of ``episodes`` with ``oracle(task_of(task_id), actions)``; copies, judge votes dropped.
+
+    With ``deadline_s`` each episode is labelled in its own process and left out (``JudgeProbe.left_out``) when the
+    planner needs longer (:func:`rlanything_core.loop.oracle_labels.label_within_deadline`): a bigger probe's cost
+    stays bounded where a few kitchens take the planner tens of seconds a state.
+    """
+    played = [
         dataclasses.replace(e, steps=[dataclasses.replace(s, judge=[]) for s in e.steps]) for e in episodes if e.steps
     ]
-    labels = [list(oracle(task_of(e.task_id), [s.action for s in e.steps])) for e in kept]
-    return JudgeProbe(split, kept, labels)
+    items = {i: (task_of(e.task_id), [[s.action for s in e.steps]]) for i, e in enumerate(played)}
+    labelled = label_within_deadline(oracle, items, deadline_s=deadline_s)
+    kept = [i for i in range(len(played)) if i in labelled]
+    left_out = [played[i].task_id for i in range(len(played)) if i not in labelled]
+    return JudgeProbe(split, [played[i] for i in kept], [labelled[i][0] for i in kept], left_out)
 
 
 def probe_accuracy(probe: JudgeProbe) -> dict[str, float]:
@@ -156,7 +169,8 @@ def save_probes(
         "format": _FORMAT,
         "settings": settings,
         "probes": [
-            {"split": p.split, "labels": p.labels, "episodes": [dataclasses.asdict(e) for e in p.episodes]}
+            {"split": p.split, "labels": p.labels, "episodes": [dataclasses.asdict(e) for e in p.episodes],
+             "left_out": p.left_out}  # fmt: skip
             for p in probes
         ],
     }
@@ -197,6 +211,7 @@ def load_probes(path: str | os.PathLike[str], settings: dict[str, Any] | None = 
                 p["split"],
                 [_episode(e) for e in p["episodes"]],
                 [list(map(int, labels)) for labels in p["labels"]],
+                [str(t) for t in p.get("left_out", [])],  # files written before the deadline have none
             )
             for p in data["probes"]
         ]

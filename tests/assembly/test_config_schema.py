@@ -49,6 +49,7 @@ def _refused(*overrides: str) -> ConfigError:
         (["+setting=alfworld", "model.temperature=0"], "model.temperature", "> 0"),
         (["+setting=alfworld", "+optim.lr=1"], "optim.lr", "policy_lr"),
         (["+setting=alfworld", "eval.at_start=maybe"], "eval.at_start", "bool"),
+        (["+setting=alfworld", "+eval.oracle_deadline_s=0"], "eval.oracle_deadline_s", "> 0"),
         (["+setting=alfworld", "+setting.max_step=3"], "setting.max_step", "max_steps"),
         (["+setting=livebench", "setting.tests_per_task=0"], "setting.tests_per_task", ">= 1"),
         (["+profile=smoke"], "setting", "+setting=alfworld"),

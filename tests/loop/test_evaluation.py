@@ -24,7 +24,8 @@ def evaluated(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unty
     run_dir = tmp_path_factory.mktemp("eval")
     overrides = ["+setting=alfworld", "arm=full", f"run_dir={run_dir}", "eval.games=2", "eval.runs=2",
                  "eval.oracle_episodes=3", "setting.eval_max_steps=3", "setting.train_games=2",
-                 "setting.env_workers=1", "progress=false", f"++eval.probe_file={run_dir / 'probe.json'}"]  # fmt: skip
+                 "setting.env_workers=1", "progress=false", f"++eval.probe_file={run_dir / 'probe.json'}",
+                 "+eval.oracle_deadline_s=300"]  # fmt: skip  # the real planner in forked processes, none past it
     with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base=None):
         cfg = compose("train", overrides=overrides)
     evaluator = build_run(cfg).loop.evaluator
@@ -76,14 +77,23 @@ def test_a_later_evaluator_reads_the_probe_file_and_never_plans(evaluated) -> No
     def no_planner(task, actions):  # type: ignore[no-untyped-def]
         raise AssertionError("the planner ran although the probe file holds the labels")
 
+    assert evaluator.oracle_deadline_s == 300  # +eval.oracle_deadline_s reaches the evaluator
     later = type(evaluator)(evaluator.collector, evaluator.splits, judge=evaluator.judge, oracle=no_planner,
-                            oracle_episodes=3, seed=evaluator.seed, probe_file=evaluator.probe_file)  # fmt: skip
+                            oracle_episodes=3, seed=evaluator.seed, probe_file=evaluator.probe_file,
+                            oracle_deadline_s=300)  # fmt: skip
     assert later.judge_accuracy() == {k: v for k, v in metrics.items() if _process_key(k)}
     assert sum(len(p.episodes) for p in later.probes.values()) == 2 * 3  # oracle_episodes per split
+    assert all(p.left_out == [] for p in later.probes.values())  # every episode labelled within the deadline
 
 
 def test_a_probe_file_of_other_evaluation_settings_is_refused(evaluated) -> None:  # type: ignore[no-untyped-def]
     evaluator, _, _ = evaluated
     with pytest.raises(ValueError, match="other evaluation settings .*oracle_episodes: file 3 vs now 2"):
         type(evaluator)(evaluator.collector, evaluator.splits, judge=evaluator.judge, oracle_episodes=2,
+                        seed=evaluator.seed, probe_file=evaluator.probe_file, oracle_deadline_s=300)  # fmt: skip
+    # labelled under a deadline, the file is not another run's without one (it may leave slow rooms out)
+    with pytest.raises(ValueError, match="oracle_deadline_s: file 300 vs now None"):
+        type(evaluator)(evaluator.collector, evaluator.splits, judge=evaluator.judge, oracle_episodes=3,
                         seed=evaluator.seed, probe_file=evaluator.probe_file)  # fmt: skip
+    with pytest.raises(ValueError, match="oracle_deadline_s: expected > 0"):
+        type(evaluator)(evaluator.collector, evaluator.splits, oracle_deadline_s=0)

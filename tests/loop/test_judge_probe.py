@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 
 import pytest
@@ -97,3 +99,26 @@ def test_a_file_labelled_under_other_settings_is_refused_by_name(tmp_path: Path)
     assert load_probes(path, {"seed": 1, "max_steps": 30})["in_distribution"].labels == probe.labels
     with pytest.raises(ValueError, match="probe.json: .*max_steps: file 30 vs now 20\\); delete it"):
         load_probes(path, {"seed": 1, "max_steps": 20})
+
+
+def _slow_kitchen(task: str, actions: list[str]) -> list[int]:
+    if task.startswith("kitchen"):
+        time.sleep(30)
+    return _oracle(task, actions)
+
+
+def test_episodes_past_the_planner_deadline_are_left_out_and_named(tmp_path: Path) -> None:
+    episodes = [_episode("g1", ["go to sink 1"], [1]), _episode("kitchen-7", ["look"], [1]),
+                _episode("g2", ["look", "go to desk 1"], [1, 1])]  # fmt: skip
+    started = time.monotonic()
+    probe = label_probe("in_distribution", episodes, lambda task_id: task_id, _slow_kitchen, deadline_s=2.0)
+    assert time.monotonic() - started < 20
+    assert [e.task_id for e in probe.episodes] == ["g1", "g2"] and probe.labels == [[1], [-1, 1]]
+    assert probe.left_out == ["kitchen-7"]
+    loaded = load_probes(save_probes(tmp_path / "probe.json", [probe]))["in_distribution"]
+    assert loaded.left_out == ["kitchen-7"] and loaded.labels == probe.labels
+    # a file written before the deadline existed has no left_out: it reads as none left out
+    data = json.loads((tmp_path / "probe.json").read_text())
+    del data["probes"][0]["left_out"]
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    assert load_probes(tmp_path / "old.json")["in_distribution"].left_out == []
