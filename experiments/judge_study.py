@@ -24,7 +24,8 @@ steps higher even while its votes drift to one class), with 95% intervals from a
     python experiments/judge_study.py collect --out DIR --policy-init PT [--run RUN_DIR] [--iterations 16]
     python experiments/judge_study.py train --out DIR --targets consistency|planner [--epochs 6]
         [--set optim.judge_optimizer.lr=3e-4 --tag lr3e-4]
-    python experiments/judge_study.py score --out DIR --checkpoints RUN/checkpoints/last.ckpt ...
+    python experiments/judge_study.py probe --out DIR [--episodes 16 --game-deadline 60]
+    python experiments/judge_study.py score --out DIR --checkpoints RUN/checkpoints/last.ckpt ... [--probe FILE]
     python experiments/judge_study.py report --out DIR
 """
 
@@ -35,6 +36,7 @@ import csv
 import math
 import random
 import sys
+import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -225,12 +227,47 @@ def train(args: argparse.Namespace) -> None:
         )
 
 
-def study_sets(out: Path, seed: int) -> tuple[list[JudgeProbe], dict[str, JudgeProbe]]:
-    """The training batches, and the labelled sets a judge is measured on: the held-out games' and the probe's."""
+def study_sets(
+    out: Path, seed: int, probe_file: Path = DEFAULT_PROBE
+) -> tuple[list[JudgeProbe], dict[str, JudgeProbe]]:
+    """The training batches, and the labelled sets a judge is measured on: the held-out games' and a probe file's.
+
+    The committed probe's sets are named by their split; another file's ``<split> (<file stem>)``.
+    """
     rollouts = load_probes(out / ROLLOUTS)
     held = held_out_games([e.task_id for p in rollouts.values() for e in p.episodes], seed)
     train_batches, held_probe = split_batches(rollouts.values(), held)
-    return train_batches, {"held_out": held_probe, **load_probes(DEFAULT_PROBE)}
+    probes = load_probes(probe_file)
+    if Path(probe_file) != DEFAULT_PROBE:
+        probes = {f"{split} ({Path(probe_file).stem})": p for split, p in probes.items()}
+    return train_batches, {"held_out": held_probe, **probes}
+
+
+def probe(args: argparse.Namespace) -> None:
+    """A bigger probe set: the evaluation's first ``--episodes`` episodes per split, planner-labelled in time.
+
+    Played like the ablation's probe (the run's evaluation settings and seed, the warm-start policy), but with more
+    episodes; each is labelled in its own process within ``--game-deadline`` seconds, slower ones left out and named
+    (``+eval.oracle_deadline_s``). Written to ``<out>/probe_<episodes>.json``; ``score --probe`` measures judges on it.
+    """
+    out = Path(args.out)
+    cfg = study_config(Path(args.run), out, "probe", args.policy_init)
+    path = out / f"probe_{args.episodes}.json"
+    cfg.eval.oracle_episodes = args.episodes
+    cfg.eval.oracle_deadline_s = args.game_deadline
+    cfg.eval.probe_file = str(path)
+    loop = build_run(cfg).loop
+    loop.setup()
+    started = time.monotonic()
+    with loop.rollout_mode(), torch.no_grad():
+        loop.evaluator.judge_accuracy()  # plays, labels and saves the probe
+    for split, p in load_probes(path).items():
+        labels = [x for y in p.labels for x in y]
+        print(
+            f"{split}: {len(p.episodes)} episodes ({sum(e.won for e in p.episodes)} won), {len(labels)} steps, "
+            f"{sum(x > 0 for x in labels)} progress; left out past {args.game_deadline:g} s: {p.left_out}"
+        )
+    print(f"played and labelled in {(time.monotonic() - started) / 60:.1f} min -> {path}")
 
 
 def score(args: argparse.Namespace) -> None:
@@ -246,7 +283,7 @@ def score(args: argparse.Namespace) -> None:
     run = build_run(cfg)
     loop, source = run.loop, run.loop.driver
     loop.setup()
-    _, probes = study_sets(out, args.seed)
+    _, probes = study_sets(out, args.seed, Path(args.probe))
     judges: list[tuple[str, Callable[[], dict[str, torch.Tensor]]]] = [
         (f"untrained/seed{s}", partial(_untrained_judge, cfg, s)) for s in args.untrained_seeds
     ]
@@ -257,7 +294,7 @@ def score(args: argparse.Namespace) -> None:
     rows = [r for r in csv.DictReader(path.open())] if path.is_file() else []
     for name, weights in judges:
         loop.judge.load_state_dict(weights())
-        rows = [r for r in rows if r["judge"] != name]
+        rows = [r for r in rows if r["judge"] != name or r["set"] not in probes]  # other probes' rows stay
         with loop.rollout_mode(), torch.no_grad():
             for set_name, probe in probes.items():
                 rows.append({"judge": name, "set": set_name, **measure(source, probe, cfg)})
@@ -397,13 +434,14 @@ def report(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("stage", choices=["collect", "train", "score", "report"])
+    parser.add_argument("stage", choices=["collect", "train", "probe", "score", "report"])
     parser.add_argument("--out", required=True, help="the study's folder (rollouts.json, scores_*.csv, the table)")
     parser.add_argument("--run", default=str(DEFAULT_RUN), help="a committed ablation run with a judge (its config)")
     parser.add_argument("--policy-init", default=None, help="the warm-start policy (default: the run's policy_init)")
     parser.add_argument("--iterations", type=int, default=16, help="collect: training batches to play and label")
     parser.add_argument("--workers", type=int, default=2, help="collect: games labelled at once")
-    parser.add_argument("--game-deadline", type=float, default=120.0, help="collect: planner seconds per game")
+    parser.add_argument("--game-deadline", type=float, default=120.0,
+                        help="collect: planner seconds per game; probe: per episode")  # fmt: skip
     parser.add_argument("--targets", choices=["consistency", "planner"], default="consistency")
     parser.add_argument("--epochs", type=int, default=6, help="train: passes over the fixed training batches")
     parser.add_argument(
@@ -415,10 +453,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--tag", default="", help="train: a name for the variant (scores_<targets>_<tag>.csv)")
     parser.add_argument("--checkpoints", nargs="*", default=[], help="score: runs' checkpoints/last.ckpt")
+    parser.add_argument("--episodes", type=int, default=16, help="probe: episodes per evaluation split")
+    parser.add_argument("--probe", default=str(DEFAULT_PROBE), help="score: the probe file (default: the committed)")
     parser.add_argument("--untrained-seeds", nargs="*", type=int, default=[1000], help="score: untrained judges")
     parser.add_argument("--seed", type=int, default=0, help="which half of the pool's games is held out")
     args = parser.parse_args(argv)
-    {"collect": collect, "train": train, "score": score, "report": report}[args.stage](args)
+    {"collect": collect, "train": train, "probe": probe, "score": score, "report": report}[args.stage](args)
 
 
 if __name__ == "__main__":

@@ -20,9 +20,10 @@ from experiments.judge_study import (
     split_batches,
     step_probability,
     study_config,
+    study_sets,
     summarize,
 )
-from rlanything_core.loop.judge_probe import JudgeProbe
+from rlanything_core.loop.judge_probe import JudgeProbe, save_probes
 from rlanything_core.records import AgentStep, Episode, JudgeSample
 from rlanything_core.types import RolloutBatch
 
@@ -121,3 +122,13 @@ def test_a_variant_changes_the_runs_resolved_config_by_name_and_a_wrong_key_is_r
 def test_p_plus_is_read_from_the_sign_a_vote_drew() -> None:
     assert step_probability(JudgeSample(1, "+1", [], [1], [math.log(0.8)])) == pytest.approx(0.8)
     assert step_probability(JudgeSample(-1, "-1", [], [0], [math.log(0.8)])) == pytest.approx(0.2)
+
+
+def test_another_probe_files_sets_are_named_by_the_file_beside_the_held_out_games(tmp_path: Path) -> None:
+    ids = [f"game{i}" for i in range(4)]
+    episodes = [Episode(g, i, "g", [_step([1])], won=False) for i, g in enumerate(ids)]
+    save_probes(tmp_path / "rollouts.json", [JudgeProbe("iteration_0", episodes, [[1], [-1], [1], [-1]])])
+    bigger = save_probes(tmp_path / "probe_16.json", [JudgeProbe("in_distribution", episodes[:1], [[1]])])
+    train, sets = study_sets(tmp_path, 0, bigger)
+    assert list(sets) == ["held_out", "in_distribution (probe_16)"]
+    assert len(sets["held_out"].episodes) == 2 and sum(len(b.episodes) for b in train) == 2
