@@ -69,15 +69,14 @@ _STARTS_FROM_BEFORE = ("policy", "policy_judge", "full")
 
 def _judge(axes: Any, results: Mapping[str, Sequence[ArmRun]], split: str) -> None:
     before = {r.seed: r for r in results.get("before", [])}
-    panels = [  # (metric, title, (solid suffix, dotted suffix...))
-        ("judge_process", "process accuracy vs the planner\n(solid: balanced accuracy, band min-max over seeds; "
-         "dotted: accuracy)", ("bacc", "acc")),
-        ("judge_outcome", "outcome accuracy\n(solid: balanced accuracy, band min-max over seeds; dotted: accuracy)",
+    bands = "band min-max over seeds"
+    panels = [  # (metric, title, what the lines are, (the solid line's suffix, the dotted line's))
+        ("judge_process", "process accuracy vs the planner", f"solid: balanced accuracy, {bands}; dotted: accuracy",
          ("bacc", "acc")),
-        ("judge_process", "process AUC of the mean vote vs the planner\n(threshold-free; band min-max over seeds)",
-         ("auc",)),
+        ("judge_outcome", "outcome accuracy", f"solid: balanced accuracy, {bands}; dotted: accuracy", ("bacc", "acc")),
+        ("judge_process", "process AUC of the mean vote vs the planner", f"threshold-free; {bands}", ("auc",)),
     ]  # fmt: skip
-    for col, (metric, title, suffixes) in enumerate(panels):
+    for col, (metric, title, lines, suffixes) in enumerate(panels):
         for k, (arm, runs) in enumerate(results.items()):
             if arm == "before":
                 continue
@@ -95,7 +94,7 @@ def _judge(axes: Any, results: Mapping[str, Sequence[ArmRun]], split: str) -> No
                 if solid:
                     axes[col].fill_between(x, low, high, color=f"C{k}", alpha=0.12)
         axes[col].axhline(0.5, color="grey", lw=0.8)
-        axes[col].set_title(f"Judge {title.replace(chr(10), f', {split}' + chr(10), 1)}", fontsize=8)
+        axes[col].set_title(f"Judge {title}, {split}\n({lines})", fontsize=8)
         axes[col].set_xlabel("iteration")
         axes[col].xaxis.get_major_locator().set_params(integer=True)
         if axes[col].get_legend_handles_labels()[0]:
