@@ -21,8 +21,14 @@ K = TypeVar("K", bound=Hashable)
 Oracle = Callable[[Any, list[str]], Sequence[int]]
 
 
-def _label(oracle: Oracle, task: Any, actions: Sequence[list[str]], conn: Any) -> None:
-    conn.send([list(oracle(task, list(a))) for a in actions])
+def _labels(oracle: Oracle, task: Any, actions: Sequence[list[str]]) -> list[list[int]]:
+    """One item's labels: one list per action sequence."""
+    return [list(oracle(task, list(a))) for a in actions]
+
+
+def _send_labels(oracle: Oracle, task: Any, actions: Sequence[list[str]], conn: Any) -> None:
+    """A child's work: label the item, send the labels to the parent."""
+    conn.send(_labels(oracle, task, actions))
     conn.close()
 
 
@@ -66,7 +72,7 @@ def label_within_deadline(
     if deadline_s is None:
         labels: dict[K, list[list[int]]] = {}
         for key, (task, actions) in items.items():
-            labels[key] = [list(oracle(task, list(a))) for a in actions]
+            labels[key] = _labels(oracle, task, actions)
             bar.update(1)
         bar.close()
         return labels
@@ -79,7 +85,7 @@ def label_within_deadline(
         while pending and len(running) < workers:
             key = pending.pop(0)
             parent, child = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_label, args=(oracle, *items[key], child), daemon=True)
+            proc = ctx.Process(target=_send_labels, args=(oracle, *items[key], child), daemon=True)
             proc.start()
             child.close()
             running[key] = (proc, parent, time.monotonic())
