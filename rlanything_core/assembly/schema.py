@@ -65,6 +65,8 @@ class OptimSchema:
     judge_updates: int = bounded(1, ge=1)
     policy_epochs: int = bounded(1, ge=1)
     judge_epochs: int = bounded(1, ge=1)
+    policy_warmup_steps: int = bounded(0, ge=0)
+    judge_warmup_steps: int = bounded(0, ge=0)
     micro_batch_tokens: int = bounded(8192, ge=1)
     max_grad_norm: float = bounded(1.0, gt=0)
     clip_eps_low: float = bounded(0.2, ge=0, lt=1)

@@ -52,10 +52,11 @@ def make_loop(
     runtime = FabricRuntime(make_fabric(cfg, run_dir), rollout_context=rollout_context)
     o = cfg.optim
 
-    def update(role: str, model: Any, loss: Any) -> ModelUpdate:  # optim.<role>_optimizer, _updates, _epochs
+    def update(role: str, model: Any, loss: Any) -> ModelUpdate:  # optim.<role>_optimizer, _updates, _epochs, ...
         return ModelUpdate(
             role, model, loss, runtime, optimizer=instantiate(o[f"{role}_optimizer"]),
             updates=int(o[f"{role}_updates"]), epochs=int(o.get(f"{role}_epochs", 1)),
+            warmup_steps=int(o.get(f"{role}_warmup_steps", 0)),
             micro_batch_tokens=int(o.micro_batch_tokens), max_grad_norm=float(o.max_grad_norm),
         )  # fmt: skip
 

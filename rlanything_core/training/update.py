@@ -36,6 +36,7 @@ from rlanything_core.losses.policy import PolicyLoss
 from rlanything_core.training.logprobs import sequence_token_logprobs
 from rlanything_core.training.microbatch import pack_by_length, pack_by_tokens
 from rlanything_core.training.packing import packable, packed_token_logprobs
+from rlanything_core.training.warmup import warm_up
 from rlanything_core.types import LossOutput, TokenRows, TrainingRows
 
 __all__ = ["ModelUpdate", "OptimizerFactory", "default_optimizer"]
@@ -67,6 +68,8 @@ class ModelUpdate:
             metrics of the passes after the first are logged as ``<name>/later/<metric>``.
         micro_batch_tokens: token budget of one forward/backward (real tokens when packed, padded ones otherwise).
         max_grad_norm: gradient clipping (the paper's DeepSpeed config: 1.0; 0: none).
+        warmup_steps: optimizer steps over which the learning rate ramps linearly to the optimizer's
+            (``training.warmup``; 0: none, as in the paper). Counted in the optimizer's state, so it survives resume.
         packing: pack each micro-batch's rows into one sequence where ``training.packing.packable`` accepts the model.
     """
 
@@ -82,12 +85,15 @@ class ModelUpdate:
         epochs: int = 1,
         micro_batch_tokens: int = 8192,
         max_grad_norm: float = 1.0,
+        warmup_steps: int = 0,
         packing: bool = True,
     ) -> None:
         if updates < 1:
             raise ValueError(f"{name}_updates: expected >= 1, got {updates}")
         if epochs < 1:
             raise ValueError(f"{name}_epochs: expected >= 1, got {epochs}")
+        if warmup_steps < 0:
+            raise ValueError(f"{name}_warmup_steps: expected >= 0, got {warmup_steps}")
         if micro_batch_tokens < 1:
             raise ValueError(f"micro_batch_tokens: expected >= 1, got {micro_batch_tokens}")
         if not isinstance(loss, PolicyLoss):
@@ -104,6 +110,7 @@ class ModelUpdate:
         self.epochs = epochs
         self.micro_batch_tokens = micro_batch_tokens
         self.max_grad_norm = max_grad_norm
+        self.warmup_steps = warmup_steps
         self.packing = packing
         self.optimizer: torch.optim.Optimizer | None = None
 
@@ -263,6 +270,8 @@ class ModelUpdate:
         return out
 
     def _sync_and_step(self, optimizer: torch.optim.Optimizer) -> None:
+        if self.warmup_steps:
+            warm_up(optimizer, self.warmup_steps)
         params = [p for p in self.model.parameters() if p.requires_grad]
         if is_sharded(self.model):  # FSDP reduce-scattered (summed) every backward; clip by the whole model's norm
             if self.max_grad_norm > 0:

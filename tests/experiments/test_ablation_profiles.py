@@ -84,9 +84,11 @@ def test_the_smoke_profile_keeps_every_arm_and_its_three_minutes() -> None:
 
 
 def test_the_arms_get_the_ablations_judge_target_and_epoch_settings() -> None:
-    """ablate.py forwards them to every arm's train.py config (balance_judge_targets was dropped before)."""
+    """ablate.py forwards them to every arm's train.py config (balance_judge_targets was dropped before), the opt-in
+    warmup included."""
     from experiments.ablation_runs import _overrides
 
-    cfg = _compose("balance_judge_targets=true", "optim.policy_epochs=3")
+    cfg = _compose("balance_judge_targets=true", "optim.policy_epochs=3", "+optim.policy_warmup_steps=8")
     forwarded = _overrides(cfg)
     assert "++balance_judge_targets=true" in forwarded and "++optim.policy_epochs=3" in forwarded
+    assert "++optim.policy_warmup_steps=8" in forwarded  # opt-in: absent from the shipped configs
