@@ -42,8 +42,13 @@ lint: setup
 	.venv/bin/ruff check rlanything_core tests experiments benchmarks tutorials
 	.venv/bin/mypy rlanything_core benchmarks
 
+# Everything the tests and notebooks write to the temporary directory (pytest's tmp_path, the tutorials' results
+# folders, the engines' copies) goes to a private one, removed afterwards whatever the outcome: a run used to leave
+# 1-2 GB in /tmp (tutorial 05's smoke ablation alone 1.2 GB), and repeated runs filled the disk.
 unit: setup docs-assets
-	.venv/bin/pytest tests tutorials --nbmake --nbmake-timeout=1200 -p no:cacheprovider
+	tmp=$$(mktemp -d /tmp/rlanything-tests-XXXXXX); \
+	TMPDIR=$$tmp .venv/bin/pytest tests tutorials --nbmake --nbmake-timeout=1200 -p no:cacheprovider; \
+	status=$$?; rm -rf "$$tmp"; exit $$status
 
 # The documentation site (mkdocs-material + mkdocstrings + mkdocs-jupyter), built strictly: broken links, missing
 # references and docstring errors fail it. KaTeX is served from the site itself (the npm package, not a CDN).
