@@ -32,6 +32,7 @@ __all__ = [
     "is_writer_rank",
     "judge_max_new_tokens",
     "load_models",
+    "policy_weights",
     "prepare",
     "rollout_backends",
     "rollout_context",
@@ -71,6 +72,17 @@ def apply_lora(model: Any, lora: DictConfig) -> Any:
     return wrapped
 
 
+def policy_weights(path: str) -> dict[str, Any]:
+    """The policy's weights in ``path``: a saved state dict (a warm start), or a run's one-file checkpoint.
+
+    From a checkpoint (``last.ckpt``) its ``policy.*`` entries, so that ``eval_only`` evaluates what a run trained.
+    """
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    if isinstance(state.get("state_dict"), dict) and "loop" in state:  # lightning/checkpoint.py's layout
+        return {k[len("policy.") :]: v for k, v in state["state_dict"].items() if k.startswith("policy.")}
+    return dict(state)
+
+
 def load_models(cfg: DictConfig) -> tuple[Any, Any | None, Any]:
     """``(policy, judge or None, tokenizer)``; the judge shares the policy's tokenizer; LoRA-wrapped with ``lora``."""
     built = instantiate(cfg.model.policy)
@@ -78,8 +90,8 @@ def load_models(cfg: DictConfig) -> tuple[Any, Any | None, Any]:
     if tokenizer is None:
         tokenizer = AutoTokenizer.from_pretrained(str(cfg.model.tokenizer))
     policy_init = OmegaConf.select(cfg, "model.policy_init")
-    if policy_init is not None:  # e.g. a supervised warm start (experiments/warm_start.py)
-        policy.load_state_dict(torch.load(str(policy_init), map_location="cpu", weights_only=True))
+    if policy_init is not None:  # a supervised warm start (experiments/warm_start.py), or a run's checkpoint
+        policy.load_state_dict(policy_weights(str(policy_init)))
     judge = None
     if cfg.arm.use_judge:
         built = instantiate(cfg.model.judge)
