@@ -106,8 +106,11 @@ def by_task_type(rows: Sequence[Mapping[str, str]]) -> list[list[str]]:
 def paired_differences(rows: Sequence[Mapping[str, str]], reference: str, *, seed: int = 0) -> list[list[str]]:
     """Every other arm minus ``reference`` on the same (seed, split, game, run) episodes, both splits pooled.
 
+    An arm run on fewer seeds (a variant run on its own) is paired on the seeds both have, named in the last column.
+
     Raises:
-        ValueError: ``reference`` is not an arm of ``rows``.
+        ValueError: ``reference`` is not an arm of ``rows``; an arm shares no seed with it; a shared seed's episodes
+            differ (other evaluation settings).
     """
     success: dict[str, dict[tuple[int, str], float]] = defaultdict(dict)
     for row in rows:
@@ -115,10 +118,15 @@ def paired_differences(rows: Sequence[Mapping[str, str]], reference: str, *, see
         success[row["arm"]][unit] = float(row["success"])
     if reference not in success:
         raise ValueError(f"reference: expected one of the arms {_arms(success)}, got {reference!r}")
-    lines = [["arm", f"minus {reference}, points [95% CI]", "paired episodes"]]
+    lines = [["arm", f"minus {reference}, points [95% CI]", "paired episodes", "seeds"]]
     for arm in _arms(a for a in success if a != reference):
-        d = hierarchical_bootstrap_difference(success[arm], success[reference], seed=seed)
-        lines.append([arm, f"{100 * d.estimate:+.1f} [{100 * d.low:+.1f}, {100 * d.high:+.1f}]", str(d.units)])
+        seeds = sorted({s for s, _ in success[arm]} & {s for s, _ in success[reference]})
+        if not seeds:
+            raise ValueError(f"arm {arm!r}: no seed in common with {reference!r}")
+        mine, theirs = ({u: v for u, v in success[a].items() if u[0] in seeds} for a in (arm, reference))
+        d = hierarchical_bootstrap_difference(mine, theirs, seed=seed)
+        interval = f"{100 * d.estimate:+.1f} [{100 * d.low:+.1f}, {100 * d.high:+.1f}]"
+        lines.append([arm, interval, str(d.units), ", ".join(map(str, seeds))])
     return lines
 
 

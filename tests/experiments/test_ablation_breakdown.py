@@ -75,3 +75,18 @@ def test_a_named_folders_arms_are_renamed_and_paired_with_anothers(tmp_path: Pat
     assert sorted({r["arm"] for r in rows}) == ["full", "full (lr3e-4)", "outcome_only"]
     lines = {line[0]: line[1] for line in paired_differences(rows, "outcome_only")[1:]}
     assert lines["full"].startswith("+50.0 [") and lines["full (lr3e-4)"].startswith("+100.0 [")
+
+
+def test_a_variant_on_fewer_seeds_is_paired_on_the_seeds_it_has(tmp_path: Path) -> None:
+    from experiments.ablation_breakdown import paired_differences
+
+    rows = read_episodes(_write(tmp_path, [
+        "before,0,in,g-a/t,0,7,0,30", "before,0,in,g-b/t,0,7,1,9", "before,1,in,g-a/t,0,8,1,5",
+        "before,1,in,g-b/t,0,8,1,5", "variant,0,in,g-a/t,0,7,1,5", "variant,0,in,g-b/t,0,7,1,5",
+    ]))
+    head, variant = paired_differences(rows, "before")
+    assert head[3] == "seeds" and variant[3] == "0"  # seed 1's before episodes (both won) are not in the difference
+    assert variant[1].startswith("+50.0 [") and variant[2] == "2"
+    rows += read_episodes(_write(tmp_path, ["other,5,in,g-a/t,0,9,1,5"]))
+    with pytest.raises(ValueError, match="arm 'other': no seed in common with 'before'"):
+        paired_differences(rows, "before")
