@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import torch
 from _update_rows import FixedRows, cpu_runtime, fit_one_step, ragged_rows, updates
 
@@ -48,7 +49,8 @@ def _eager(model: Any) -> Any:
     return model
 
 
-def test_the_whole_update_follows_the_models_device() -> None:
+@pytest.mark.parametrize("warmup_steps", [0, 3])  # the learning-rate warmup's step on the models' device too
+def test_the_whole_update_follows_the_models_device(warmup_steps: int) -> None:
     runtime = _OnMeta(cpu_runtime().fabric)
     policy, judge = updates(
         _eager(tiny_causal_lm(64, hidden=16, layers=1, seed=0)),
@@ -59,6 +61,7 @@ def test_the_whole_update_follows_the_models_device() -> None:
         judge_updates=2,
         micro_batch_tokens=24,  # several micro-batches per minibatch
         max_grad_norm=1.0,
+        warmup_steps=warmup_steps,
     )
     assert judge is not None
     data = IterationData(iteration=0, policy=ragged_rows(6, 12, seed=0), judge=ragged_rows(8, 10, seed=1))
