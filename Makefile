@@ -45,7 +45,8 @@ lint: setup
 # Everything the tests and notebooks write to the temporary directory (pytest's tmp_path, the tutorials' results
 # folders, the engines' copies) goes to a private one, removed afterwards whatever the outcome: a run used to leave
 # 1-2 GB in /tmp (tutorial 05's smoke ablation alone 1.2 GB), and repeated runs filled the disk. Its mode is /tmp's
-# (1777): the sandbox's fallback runs programs as an unprivileged uid, which must reach its folder in there.
+# (1777), so that what a test runs as another uid finds a temporary folder as under /tmp (the code sandbox's fallback
+# checks this itself: rlanything_core/sandbox/sandbox.py::fallback_work_root).
 unit: setup docs-assets
 	tmp=$$(mktemp -d /tmp/rlanything-tests-XXXXXX) && chmod 1777 "$$tmp"; \
 	TMPDIR=$$tmp .venv/bin/pytest tests tutorials --nbmake --nbmake-timeout=1200 -p no:cacheprovider; \

@@ -114,6 +114,34 @@ def resolve_python(python: str | None, *, unprivileged: bool) -> str:
     )
 
 
+def _others_can_traverse(path: Path) -> bool:
+    """Whether every folder from ``/`` down to ``path`` lets other users through (``o+x``)."""
+    try:
+        return all(p.stat().st_mode & stat.S_IXOTH for p in (path, *path.parents))
+    except OSError:
+        return False
+
+
+def fallback_work_root() -> str:
+    """Where the fallback (no bubblewrap) makes each run's folder: the programs' unprivileged uids must reach it.
+
+    The first of ``tempfile.gettempdir()`` (``TMPDIR``), ``/tmp`` and ``/var/tmp`` that every user can traverse; a
+    private ``TMPDIR`` (mode 0700, as a test runner may set) would otherwise fail every program with "Permission
+    denied". The run's own folder inside is still created 0700 by root and handed to the program's uid by the runner.
+
+    Raises:
+        RuntimeError: none of them can be traversed by other users.
+    """
+    candidates = (tempfile.gettempdir(), "/tmp", "/var/tmp")
+    for root in candidates:
+        if os.path.isdir(root) and _others_can_traverse(Path(root).resolve()):
+            return root
+    raise RuntimeError(
+        f"sandbox fallback: none of {', '.join(candidates)} can be traversed by other users (o+x), so the programs' "
+        "unprivileged uids could not reach their files; set TMPDIR to such a folder or install bubblewrap"
+    )
+
+
 def _count_uid_processes(uids: set[int]) -> int:
     count = 0
     for name in os.listdir("/proc"):
@@ -133,7 +161,8 @@ class Sandbox:
 
     Raises:
         RuntimeError: ``config.use_bwrap`` is True and bubblewrap does not work here, or bubblewrap is not in use
-            and the caller is not root (without either, a program could signal every process of the caller).
+            and the caller is not root (without either, a program could signal every process of the caller), or
+            the fallback finds no temporary folder its programs' uids can reach (:func:`fallback_work_root`).
     """
 
     def __init__(self, config: SandboxConfig | None = None) -> None:
@@ -155,6 +184,7 @@ class Sandbox:
         self.python = resolve_python(self.config.python, unprivileged=self._root)
         self.runner_python = resolve_python(None, unprivileged=self._root)
         self._slots = UidSlots(self.config.uid, self.config.max_slots) if self._root else None
+        self._work_root = None if self._bwrap else fallback_work_root()
         if not self._bwrap:
             warnings.warn(
                 "SANDBOX FALLBACK: bubblewrap is not in use (" + reason + "); untrusted programs run WITHOUT network "
@@ -261,7 +291,7 @@ class Sandbox:
         """
         limits = [self._time_limit(t) for t in tests]
         raw_tests: list[dict[str, object]]
-        host_dir = None if self._bwrap else tempfile.mkdtemp(prefix="rla_sandbox_")
+        host_dir = None if self._work_root is None else tempfile.mkdtemp(prefix="rla_sandbox_", dir=self._work_root)
         spec = self._spec(program, tests, limits, slot, "/tmp/rla" if host_dir is None else host_dir)
         # without -S: the forked functional harness sees the same site-packages as the programs
         cmd = [*self._prefix, self.runner_python, "-I", "-c", _RUNNER_SRC]

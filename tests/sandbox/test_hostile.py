@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import rlanything_core
+import rlanything_core.sandbox.sandbox as sandbox_module
 from rlanything_core.sandbox import FunctionalTest, Sandbox, SandboxConfig, StdinTest, Verdict, bwrap_status
 
 UID_BASE = SandboxConfig().uid
@@ -567,3 +568,22 @@ def test_bwrap_command_runs_a_tool_unprivileged_with_one_bind(tmp_path: Path) ->
         assert proc.stdout.split() == ["65534", "seen", "False", "False"], proc.stderr
     finally:
         shutil.rmtree(d)
+
+
+def test_fallback_runs_programs_under_a_private_tmpdir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A 0700 TMPDIR (as `make unit` once set) must not deny the programs' uids their files: the fallback avoids it."""
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
+    with pytest.warns(RuntimeWarning, match="SANDBOX FALLBACK"):
+        sandbox = Sandbox(SandboxConfig(time_limit_s=2.0, use_bwrap=False))
+    assert sandbox_module.fallback_work_root() != str(private)
+    assert sandbox.run("print(int(input()) * 2)", [StdinTest("21\n", "42")]).verdicts == [Verdict.PASSED]
+    assert list(private.iterdir()) == []
+    assert_no_leftovers()
+
+
+def test_fallback_without_a_reachable_tmp_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox_module, "_others_can_traverse", lambda path: False)
+    with pytest.raises(RuntimeError, match="can be traversed by other users"):
+        Sandbox(SandboxConfig(use_bwrap=False))
