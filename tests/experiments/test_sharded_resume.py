@@ -27,6 +27,10 @@ SHARDED = [
     "trainer.strategy=fsdp2",
     "++fsdp.param_dtype=float32",
     "++fsdp.sharded_checkpoint=true",
+    # a learning-rate warmup still ramping when the run is killed: its step count lives in the optimizers' parameter
+    # groups, which the sharded checkpoint must carry like the Adam moments (compared below)
+    "+optim.policy_warmup_steps=50",
+    "+optim.judge_warmup_steps=50",
 ]
 
 
@@ -80,6 +84,8 @@ def test_a_killed_sharded_fsdp2_run_resumes_to_the_uninterrupted_weights_and_opt
     assert _assert_identical(reference["state_dict"], got["state_dict"], "state_dict") > 0
     for optimizer in ("optimizer_0", "optimizer_1"):  # policy, judge: Adam moments and step counts
         assert _assert_identical(reference[optimizer], got[optimizer], optimizer) > 0
+        groups = got[optimizer]["param_groups"]
+        assert all(0 < g["warmup_step"] < 50 for g in groups), f"{optimizer}: the warmup was not under way: {groups}"
     # the per-iteration metrics survive the restart (wall-clock timings aside)
     def untimed(checkpoint: dict[str, Any]) -> list[dict[str, float]]:
         return [{k: v for k, v in e.items() if "time/" not in k} for e in checkpoint["update_history"]]
