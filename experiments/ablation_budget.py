@@ -229,6 +229,13 @@ def _eval_games(cfg: Any) -> int:
 
 def main(argv: list[str]) -> None:
     """Print the estimate of ``python experiments/ablate.py <argv>`` (minutes by part) without running anything."""
+    if any(a in ("-h", "--help") for a in argv):
+        print(
+            "usage: python experiments/ablation_budget.py [HYDRA OVERRIDES of ablate.py...]\n"
+            "  e.g. +profile=full, or iterations=36 seeds=[0,1,2]; prints the estimated minutes by part\n\n"
+            + (__doc__ or "")
+        )
+        return
     setting = [] if any(a.lstrip("+").startswith("setting=") for a in argv) else ["+setting=alfworld"]
     with initialize_config_dir(config_dir=str(Path(__file__).resolve().parent / "conf"), version_base=None):
         cfg = compose("ablate", overrides=[*setting, *argv])

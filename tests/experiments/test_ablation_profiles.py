@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from _runs import REPO
 
-from experiments.ablation_budget import estimate_seconds, plan_from_config
+from experiments.ablation_budget import estimate_seconds, main, plan_from_config
 from experiments.ablation_power import minimum_detectable_difference
 
 pytestmark = pytest.mark.alfworld  # the whole splits' sizes come from the games
@@ -92,3 +92,9 @@ def test_the_arms_get_the_ablations_judge_target_and_epoch_settings() -> None:
     forwarded = _overrides(cfg)
     assert "++balance_judge_targets=true" in forwarded and "++optim.policy_epochs=3" in forwarded
     assert "++optim.policy_warmup_steps=8" in forwarded  # opt-in: absent from the shipped configs
+
+
+def test_the_estimate_explains_itself_on_help(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--help`` went to Hydra as an override and ended in a traceback."""
+    main(["--help"])
+    assert "usage: python experiments/ablation_budget.py" in capsys.readouterr().out
