@@ -587,3 +587,27 @@ def test_fallback_without_a_reachable_tmp_says_so(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(sandbox_module, "_others_can_traverse", lambda path: False)
     with pytest.raises(RuntimeError, match="can be traversed by other users"):
         Sandbox(SandboxConfig(use_bwrap=False))
+
+
+def test_fallback_neighbours_cannot_read_each_others_files() -> None:
+    """A policy's program looks for a neighbour's files in the fallback's shared temporary root and reads them."""
+    with pytest.warns(RuntimeWarning, match="SANDBOX FALLBACK"):
+        sandbox = Sandbox(SandboxConfig(time_limit_s=4.0, use_bwrap=False))
+    root = sandbox_module.fallback_work_root()
+    owner = "import time\nopen('secret.txt', 'w').write('gold')\ntime.sleep(2)\nprint('kept')\n"
+    thief = (
+        "import glob, os, time\ntime.sleep(0.5)\nmine = os.getcwd()\nseen, read = 0, []\n"
+        f"for d in glob.glob({root!r} + '/rla_sandbox_*'):\n"
+        "    if os.path.realpath(mine).startswith(os.path.realpath(d) + os.sep):\n        continue\n    seen += 1\n"
+        "    for t in [d, os.path.join(d, 't0')]:\n"
+        "        try:\n            read += [open(os.path.join(t, n)).read() for n in os.listdir(t)]\n"
+        "        except OSError:\n            pass\n"
+        "        try:\n            read.append(open(os.path.join(t, 'secret.txt')).read())\n"
+        "        except OSError:\n            pass\n"
+        "print('seen' if seen else 'none', 'LEAK' if read else 'blocked')\n"
+    )
+    results = sandbox.run_many([(owner, [StdinTest("", "kept")]), (thief, [StdinTest("", "seen blocked")])])
+    assert results[0].verdicts == [Verdict.PASSED]
+    # "none blocked" would mean the neighbour's folder was not even found: the attempt then proves nothing
+    assert results[1].verdicts == [Verdict.PASSED], results[1]
+    assert_no_leftovers()
