@@ -32,7 +32,7 @@ import yaml
 if __name__ == "__main__" and not __package__:
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from experiments.ablation_results import read_metrics  # noqa: E402
+from experiments.ablation_results import read_arm_run  # noqa: E402
 from experiments.ablation_stats import PairedDifference, hierarchical_bootstrap_difference  # noqa: E402
 
 __all__ = ["Run", "paired_blocks", "read_run", "render"]
@@ -58,20 +58,14 @@ def read_run(run_dir: Path) -> Run:
     if not config.is_file():
         raise ValueError(f"{run_dir}: no config.yaml (expected a run folder of train.py or ablate.py)")
     seed = int(yaml.safe_load(config.read_text())["seed"])
-    rows = [r for r in read_metrics(run_dir) if "rollout/success_rate" in r]
-    if not rows:
+    run = read_arm_run("trained", seed, run_dir)  # the table's reader: the same metric keys, read in one place
+    cumulative, success = run.curve
+    if not success:
         raise ValueError(f"{run_dir}: no training iterations in logs/metrics.csv")
-    paired = len(rows)
-    for i, row in enumerate(rows):
-        if row.get("rollout/env/accepted_total", 0.0) > 0:  # the draws of the next iteration come from a new pool
-            paired = i + 1
-            break
-    return Run(
-        seed,
-        tuple(r["rollout/success_rate"] for r in rows),
-        tuple(r.get("rollout/steps", float("nan")) for r in rows),
-        paired,
-    )
+    steps = tuple(b - a for a, b in zip([0.0, *cumulative], cumulative, strict=False))
+    # the draws of the iteration after the first accepted rewrite come from a new pool
+    paired = next((i + 1 for i, total in enumerate(run.accepted) if total > 0), len(success))
+    return Run(seed, tuple(success), steps, paired)
 
 
 def paired_blocks(
