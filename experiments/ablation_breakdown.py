@@ -29,6 +29,7 @@ from pathlib import Path
 if __name__ == "__main__" and not __package__:
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
+from experiments.ablation_power import observed_noise  # noqa: E402
 from experiments.ablation_stats import hierarchical_bootstrap_difference  # noqa: E402
 from experiments.ablation_table import LABELS, REFERENCE  # noqa: E402
 
@@ -107,6 +108,9 @@ def paired_differences(rows: Sequence[Mapping[str, str]], reference: str, *, see
     """Every other arm minus ``reference`` on the same (seed, split, game, run) episodes, both splits pooled.
 
     An arm run on fewer seeds (a variant run on its own) is paired on the seeds both have, named in the last column.
+    The MDD column is the smallest difference these pairs detect with 80% power (two-sided 5%), from their own
+    within-seed and between-seed noise (``ablation_power.observed_noise``; the seed spread is estimated from the
+    seeds shown, so with two or three seeds it is rough).
 
     Raises:
         ValueError: ``reference`` is not an arm of ``rows``; an arm shares no seed with it; a shared seed's episodes
@@ -118,7 +122,7 @@ def paired_differences(rows: Sequence[Mapping[str, str]], reference: str, *, see
         success[row["arm"]][unit] = float(row["success"])
     if reference not in success:
         raise ValueError(f"reference: expected one of the arms {_arms(success)}, got {reference!r}")
-    lines = [["arm", f"minus {reference}, points [95% CI]", "paired episodes", "seeds"]]
+    lines = [["arm", f"minus {reference}, points [95% CI]", "MDD (80%, measured)", "paired episodes", "seeds"]]
     for arm in _arms(a for a in success if a != reference):
         seeds = sorted({s for s, _ in success[arm]} & {s for s, _ in success[reference]})
         if not seeds:
@@ -126,7 +130,8 @@ def paired_differences(rows: Sequence[Mapping[str, str]], reference: str, *, see
         mine, theirs = ({u: v for u, v in success[a].items() if u[0] in seeds} for a in (arm, reference))
         d = hierarchical_bootstrap_difference(mine, theirs, seed=seed)
         interval = f"{100 * d.estimate:+.1f} [{100 * d.low:+.1f}, {100 * d.high:+.1f}]"
-        lines.append([arm, interval, str(d.units), ", ".join(map(str, seeds))])
+        mdd = f"{100 * observed_noise(mine, theirs).mdd():.1f}"
+        lines.append([arm, interval, mdd, str(d.units), ", ".join(map(str, seeds))])
     return lines
 
 

@@ -57,7 +57,7 @@ def test_paired_differences_from_another_arm_match_a_hand_count(tmp_path: Path) 
     ]))
     head, outcome_only, full = paired_differences(rows, "policy_judge")
     assert head[1] == "minus policy_judge, points [95% CI]"
-    assert outcome_only[0] == "outcome_only" and outcome_only[1].startswith("-50.0 [") and outcome_only[2] == "2"
+    assert outcome_only[0] == "outcome_only" and outcome_only[1].startswith("-50.0 [") and outcome_only[3] == "2"
     assert full[0] == "full" and full[1].startswith("+50.0 [")
     with pytest.raises(ValueError, match="reference: expected one of the arms"):
         paired_differences(rows, "step_only")
@@ -85,8 +85,26 @@ def test_a_variant_on_fewer_seeds_is_paired_on_the_seeds_it_has(tmp_path: Path) 
         "before,1,in,g-b/t,0,8,1,5", "variant,0,in,g-a/t,0,7,1,5", "variant,0,in,g-b/t,0,7,1,5",
     ]))
     head, variant = paired_differences(rows, "before")
-    assert head[3] == "seeds" and variant[3] == "0"  # seed 1's before episodes (both won) are not in the difference
-    assert variant[1].startswith("+50.0 [") and variant[2] == "2"
+    assert head[4] == "seeds" and variant[4] == "0"  # seed 1's before episodes (both won) are not in the difference
+    assert variant[1].startswith("+50.0 [") and variant[3] == "2"
     rows += read_episodes(_write(tmp_path, ["other,5,in,g-a/t,0,9,1,5"]))
     with pytest.raises(ValueError, match="arm 'other': no seed in common with 'before'"):
         paired_differences(rows, "before")
+
+
+def test_the_measured_mdd_grows_with_the_seeds_spread(tmp_path: Path) -> None:
+    """Two seeds, four games each, the same within-seed noise: seeds that agree give the units-only MDD
+    (2.80 x 0.577 / sqrt(8) = 57.2 points); seeds that disagree (+0 and +100 points) add their spread."""
+    from experiments.ablation_breakdown import paired_differences
+
+    def episodes(arm: str, seed: int, wins: str) -> list[str]:
+        return [f"{arm},{seed},in,g-{i}/t,0,7,{w},5" for i, w in enumerate(wins)]
+
+    agree = episodes("before", 0, "0000") + episodes("before", 1, "0000")
+    agree += episodes("full", 0, "1100") + episodes("full", 1, "0011")
+    disagree = episodes("before", 0, "0000") + episodes("before", 1, "0000")
+    disagree += episodes("full", 0, "0000") + episodes("full", 1, "1111")
+    _, same = paired_differences(read_episodes(_write(tmp_path, agree)), "before")
+    _, spread = paired_differences(read_episodes(_write(tmp_path, disagree)), "before")
+    assert same[2] == "57.2"
+    assert spread[2] == "140.1"  # within-seed noise 0, seed spread 70.7 points: 2.80 x 70.7 / sqrt(2)
