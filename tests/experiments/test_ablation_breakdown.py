@@ -93,7 +93,7 @@ def test_a_variant_on_fewer_seeds_is_paired_on_the_seeds_it_has(tmp_path: Path) 
 
 
 def test_the_measured_mdd_grows_with_the_seeds_spread(tmp_path: Path) -> None:
-    """Two seeds, four games each, the same within-seed noise: seeds that agree give the units-only MDD
+    """Two seeds, four games each: seeds that agree (the same mean difference) give the units-only MDD
     (2.80 x 0.577 / sqrt(8) = 57.2 points); seeds that disagree (+0 and +100 points) add their spread."""
     from experiments.ablation_breakdown import paired_differences
 
