@@ -11,26 +11,32 @@ socket, and the episode's own folders bound writable at the paths an OSWorld VM 
   lands in the host's ``/tmp``);
 * whatever the app needs besides (LibreOffice: its fresh profile at ``/profile``).
 
-As root, bubblewrap keeps only CAP_SETUID/CAP_SETGID and ``setpriv`` drops to the episode's unprivileged uid
-before the app starts (no capabilities, no supplementary groups, ``no_new_privs``). :meth:`AppSandbox.close` kills
-every sandbox of the episode: killing a namespace's init ends every process inside it, ``setsid`` daemons included,
-and each descendant is also killed by pid, then waited for.
+As root, bubblewrap keeps only CAP_SETUID/CAP_SETGID and ``setpriv`` drops to the episode's unprivileged uid before the
+app starts (no capabilities, no supplementary groups, ``no_new_privs``). Every sandbox gets the coding sandbox's seccomp
+filter (:func:`~rlanything_core.sandbox._procs.seccomp_filter`: no new user namespace, so ``unshare -Ur`` fails inside).
+The home folder is given to the app uid only while no agent acts (:meth:`AppSandbox.hand_over`, walking by directory
+descriptors without following links; :meth:`AppSandbox.seal` ends it before the agent's first action): a walk by path
+while the agent runs would follow a folder it swapped for a link. :meth:`AppSandbox.close` kills every sandbox of the
+episode: killing a namespace's init ends every process inside it, ``setsid`` daemons included, and each descendant is
+also killed by pid, then waited for.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from rlanything_core.envs.desktop.display import XDisplay
+from rlanything_core.sandbox._procs import seccomp_filter
 from rlanything_core.sandbox.bwrap import bwrap_command, bwrap_status
 
-__all__ = ["APP_HOME", "APP_READ_ONLY", "AppSandbox", "descendants"]
+__all__ = ["APP_HOME", "APP_READ_ONLY", "AppSandbox", "descendants", "give_tree", "sandbox_fds"]
 
 APP_HOME = "/home/user"
 """Where the episode's home folder appears inside (OSWorld's VM user)."""
@@ -74,6 +80,56 @@ def descendants(roots: Iterable[int]) -> list[int]:
     return found
 
 
+def give_tree(top: str | Path, uid: int) -> None:
+    """``chown`` ``top`` and everything below it to ``uid`` without following a link, whatever changes meanwhile.
+
+    Directory by directory through descriptors (:func:`os.fwalk` opens each folder with ``O_NOFOLLOW`` relative to
+    its parent's descriptor and checks it is the folder it listed), each entry changed relative to its folder's
+    descriptor with ``AT_SYMLINK_NOFOLLOW``: a folder swapped for a link is never entered and a link is changed
+    itself. An entry that vanished meanwhile is skipped.
+    """
+    try:
+        os.chown(top, uid, uid, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    for _folder, dirs, files, fd in os.fwalk(top, follow_symlinks=False):
+        for name in (*dirs, *files):
+            with contextlib.suppress(FileNotFoundError):
+                os.chown(name, uid, uid, dir_fd=fd, follow_symlinks=False)
+
+
+@contextlib.contextmanager
+def sandbox_fds(files: Mapping[str, bytes] | None = None) -> Iterator[tuple[list[str], tuple[int, ...]]]:
+    """Bubblewrap arguments and the descriptors they name: the seccomp filter and ``files`` (path inside -> bytes).
+
+    Each comes from an anonymous memory file (nothing on disk); pass the descriptors to the child
+    (``pass_fds``); they are closed when the block ends.
+    """
+    fds: list[int] = []
+    args: list[str] = []
+    try:
+        code = seccomp_filter()
+        if code is not None:
+            fds.append(_memfd("rla-seccomp", code))
+            args += ["--seccomp", str(fds[-1])]
+        for inside, data in (files or {}).items():
+            for parent in reversed(Path(inside).parents[:-1]):  # bubblewrap would make them 0700 root
+                args += ["--perms", "0755", "--dir", str(parent)]
+            fds.append(_memfd("rla-file", data))
+            args += ["--perms", "0644", "--ro-bind-data", str(fds[-1]), inside]
+        yield args, tuple(fds)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _memfd(name: str, data: bytes) -> int:
+    fd = os.memfd_create(name, 0)  # no MFD_CLOEXEC: the child inherits it through pass_fds
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
 class AppSandbox:
     """The GUI applications of one episode, each started in its own bubblewrap sandbox.
 
@@ -115,9 +171,13 @@ class AppSandbox:
         self.rw_binds = rw_binds
         self.hidden_paths = hidden_paths
         self._procs: list[subprocess.Popen[bytes]] = []
+        self.sealed = False  # True from the agent's first action until close(): no more hand-over
 
-    def command(self, argv: list[str]) -> list[str]:
-        """The whole argv that runs ``argv`` (a program under ``/usr``) in a fresh sandbox of this episode."""
+    def command(self, argv: list[str], *, extra: tuple[str, ...] = ()) -> list[str]:
+        """The whole argv that runs ``argv`` (a program under ``/usr``) in a fresh sandbox of this episode.
+
+        ``extra``: more bubblewrap options (:func:`sandbox_fds`'s), placed before the command.
+        """
         if not argv:
             raise ValueError("an app command needs at least the program")
         self.tmp_dir.mkdir(parents=True, exist_ok=True)
@@ -130,25 +190,26 @@ class AppSandbox:
         prefix += ["--new-session", "--perms", "0755", "--dir", "/home", "--bind", str(self.home), APP_HOME]
         for source, target in self.rw_binds:
             prefix += ["--bind", str(Path(source).resolve()), target]
-        prefix += ["--chdir", APP_HOME, "--"]
+        prefix += [*extra, "--chdir", APP_HOME, "--"]
         if self.uid is not None:
             prefix += [_SETPRIV, f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups", "--"]
         return prefix + list(argv)
 
     def hand_over(self) -> None:
-        """Give the home folder (and what the host put there) to the app's uid, so that the app can save in it.
+        """Give the home folder and ``/tmp`` (and what the host put there) to the app's uid, so that the app can save.
 
-        Links are changed, not followed (``lchown``): the app never gets a host file through one.
+        Runs only before :meth:`seal` (the episode's set-up, when no agent process exists): :func:`give_tree` walks
+        by descriptors and never follows a link, and a vanished entry is no error.
         """
-        if self.uid is None:
+        if self.uid is None or self.sealed:
             return
         for top in (self.home, self.tmp_dir):
-            if not top.exists():
-                continue
-            os.chown(top, self.uid, self.uid, follow_symlinks=False)
-            for folder, dirs, files in os.walk(top):
-                for name in (*dirs, *files):
-                    os.chown(os.path.join(folder, name), self.uid, self.uid, follow_symlinks=False)
+            give_tree(top, self.uid)
+
+    def seal(self) -> None:
+        """Hand the folders over one last time; from now until :meth:`close` nothing is chowned (the agent acts)."""
+        self.hand_over()
+        self.sealed = True
 
     def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """What an app's environment holds: the display, the VM's home and a private ``/tmp``."""
@@ -156,18 +217,24 @@ class AppSandbox:
         env.update({"LANG": "C.UTF-8", "TMPDIR": "/tmp", **(extra or {})})
         return env
 
-    def launch(self, argv: list[str], *, env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
-        """Start ``argv`` in a new sandbox of this episode; it is killed by :meth:`close` with all it started."""
-        command = self.command(argv)
+    def launch(
+        self, argv: list[str], *, env: Mapping[str, str] | None = None, files: Mapping[str, bytes] | None = None
+    ) -> subprocess.Popen[bytes]:
+        """Start ``argv`` in a new sandbox of this episode; it is killed by :meth:`close` with all it started.
+
+        ``files``: read-only files laid into the sandbox from memory (path inside -> content).
+        """
         self.hand_over()
-        proc = subprocess.Popen(
-            command,
-            env=self.environment(env),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        with sandbox_fds(files) as (extra, fds):
+            proc = subprocess.Popen(
+                self.command(argv, extra=tuple(extra)),
+                env=self.environment(env),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                pass_fds=fds,
+            )
         self._procs.append(proc)
         return proc
 
@@ -215,6 +282,7 @@ class AppSandbox:
         for proc in self._procs:
             proc.wait(timeout=timeout_s)
         self._procs.clear()
+        self.sealed = False  # no app of the episode runs now
         if clear_tmp:
             shutil.rmtree(self.tmp_dir, ignore_errors=True)
 

@@ -1,11 +1,13 @@
 """One virtual X display (Xvfb) per worker: start on a free display number, screenshot, stop.
 
 Xvfb picks the number itself (``-displayfd``), so parallel workers never race for ``:99``. The display listens on its
-Unix socket only (``-nolisten tcp``), which is the one thing the action sandbox is allowed to reach.
+Unix socket only (``-nolisten tcp``), which is the one thing the action sandbox is allowed to reach. It runs as the
+episode's app uid when the environment is root (never as root: a client can make the server read font paths).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -34,15 +36,20 @@ def require_binaries(*names: str) -> None:
 class XDisplay:
     """An Xvfb server of ``width x height x 24`` on a free display number.
 
+    The server runs bare: the window manager is an app of the episode (:mod:`.window_manager`, started in the app
+    sandbox as the app uid), never a program of this trusted process. :meth:`restart` replaces the server with a
+    fresh one (a new episode starts on a display no earlier episode touched: no atom, property, retained window or
+    font path carries over, whatever the last episode stored, at the cost of one server start, about 0.1 s).
+
     Args:
         width: screen width, pixels.
         height: screen height, pixels.
         start_timeout_s: how long to wait for Xvfb to announce its display number.
-        window_manager: a window manager to run on the display (``openbox``: dialogs get the keyboard focus and
-            windows can be activated, as on a desktop); ``None`` runs bare X, where focus follows the pointer.
+        uid: the unprivileged uid the server runs as when this process is root (``None``: as the caller); the
+            server reads the font paths a client sets, so it holds no more rights than the apps.
 
     Attributes:
-        name: the ``DISPLAY`` value (``":N"``).
+        name: the ``DISPLAY`` value (``":N"``; a restart may change it).
         socket_path: the server's Unix socket, ``/tmp/.X11-unix/XN``.
     """
 
@@ -52,38 +59,64 @@ class XDisplay:
         width: int = 1280,
         height: int = 800,
         start_timeout_s: float = 20.0,
-        window_manager: str | None = "openbox",
+        uid: int | None = None,
     ) -> None:
         if width < 64 or height < 64:
             raise ValueError(f"width/height must be >= 64, got {width}x{height}")
+        if uid is not None and (uid <= 0 or os.getuid() != 0):
+            raise ValueError(f"uid must be an unprivileged uid (> 0) and needs root to switch to, got {uid!r}")
         require_binaries("Xvfb")
         self.width = width
         self.height = height
+        self.uid = uid
+        self.start_timeout_s = start_timeout_s
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._spare: tuple[subprocess.Popen[bytes], int] | None = None  # the next episode's server, starting
+        self._adopt(self._launch())
+
+    def _launch(self) -> tuple[subprocess.Popen[bytes], int]:
+        """Start a server; returns it and the pipe on which it will announce its number."""
+        if self.uid is not None:
+            # an unprivileged server creates its socket in the shared socket folder only when that folder exists
+            os.makedirs("/tmp/.X11-unix", mode=0o1777, exist_ok=True)
         read_fd, write_fd = os.pipe()
+        screen = f"{self.width}x{self.height}x24"
         try:
-            self._proc: subprocess.Popen[bytes] | None = subprocess.Popen(
-                ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", f"{width}x{height}x24", "-nolisten", "tcp"],
+            proc = subprocess.Popen(
+                ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", screen, "-nolisten", "tcp"],
                 pass_fds=(write_fd,),
+                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,
+                user=self.uid,
+                group=self.uid,
+                extra_groups=None if self.uid is None else [],
             )
+        except BaseException:
+            os.close(read_fd)
+            raise
         finally:
             os.close(write_fd)
-        number = self._read_number(read_fd, start_timeout_s)
+        return proc, read_fd
+
+    def _adopt(self, started: tuple[subprocess.Popen[bytes], int]) -> None:
+        self._proc, read_fd = started
+        number = self._read_number(read_fd, self.start_timeout_s)
         self.number = number
         self.name = f":{number}"
         self.socket_path = f"/tmp/.X11-unix/X{number}"
-        self._wm: subprocess.Popen[bytes] | None = None
-        if window_manager is not None:
-            require_binaries(window_manager)
-            self._wm = subprocess.Popen(
-                [window_manager, "--sm-disable"] if window_manager == "openbox" else [window_manager],
-                env={**self.env(), "HOME": "/nonexistent"},
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-            )
+
+    def restart(self) -> None:
+        """Stop the server and switch to a fresh one (every client of the old one is disconnected).
+
+        The fresh server was started by the previous restart and has had no client (no sandbox binds its socket
+        before it is the display); the next one starts now, in the background, so a restart costs no server start.
+        """
+        spare, self._spare = self._spare, None
+        self._stop_current()
+        self._adopt(spare if spare is not None and spare[0].poll() is None else self._launch())
+        self._spare = self._launch()
 
     def _read_number(self, fd: int, timeout_s: float) -> int:
         deadline = time.monotonic() + timeout_s
@@ -101,7 +134,7 @@ class XDisplay:
                         return int(data.strip())
                 elif chunk == b"" or (self._proc is not None and self._proc.poll() is not None):
                     break
-                time.sleep(0.02)
+                time.sleep(0.01)
         finally:
             os.close(fd)
         self.close()
@@ -115,47 +148,6 @@ class XDisplay:
     def env(self) -> dict[str, str]:
         """A minimal environment for programs on this display."""
         return {"DISPLAY": self.name, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
-
-    def root_properties(self) -> dict[str, tuple[int, int, Any]]:
-        """The root window's properties: name -> ``(type atom, format, value)`` (read with python-xlib)."""
-        from Xlib.display import Display
-
-        conn = Display(self.name)
-        try:
-            root = conn.screen().root
-            found: dict[str, tuple[int, int, Any]] = {}
-            for atom in root.list_properties():
-                prop = root.get_full_property(atom, 0)  # 0: AnyPropertyType
-                if prop is not None:
-                    found[conn.get_atom_name(atom)] = (prop.property_type, prop.format, prop.value)
-            return found
-        finally:
-            conn.close()
-
-    def restore_root_properties(self, saved: dict[str, tuple[int, int, Any]]) -> list[str]:
-        """Put the root window's properties back to ``saved``; returns the names deleted or restored.
-
-        Cut buffers and any property a client added are deleted; a changed value is restored, except the window
-        manager's own state (``_NET_*``, ``_OB_*``), which it keeps current itself.
-        """
-        from Xlib.display import Display
-
-        conn = Display(self.name)
-        changed = []
-        try:
-            root = conn.screen().root
-            for name, (kind, fmt, value) in self.root_properties().items():
-                if name not in saved:
-                    root.delete_property(conn.intern_atom(name))
-                    changed.append(name)
-                elif not name.startswith(("_NET_", "_OB_")) and saved[name] != (kind, fmt, value):
-                    old_kind, old_fmt, old_value = saved[name]
-                    root.change_property(conn.intern_atom(name), old_kind, old_fmt, old_value)
-                    changed.append(name)
-            conn.sync()
-            return changed
-        finally:
-            conn.close()
 
     def screenshot(self) -> Any:
         """The whole screen as a ``PIL.Image`` (RGB, ``height x width``)."""
@@ -172,13 +164,20 @@ class XDisplay:
         self.screenshot().save(out, format="PNG")
         return out
 
+    def _stop_current(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            _stop(proc)
+
     def close(self) -> None:
-        """Stop the window manager and the server (SIGTERM, then SIGKILL)."""
-        wm, self._wm = getattr(self, "_wm", None), None
-        for p in (wm, self._proc):
-            if p is not None and p.poll() is None:
-                _stop(p)
-        self._proc = None
+        """Stop the server and the spare one (SIGTERM, then SIGKILL: a terminated server removes its lock file)."""
+        spare, self._spare = getattr(self, "_spare", None), None
+        self._stop_current()
+        if spare is not None:
+            if spare[0].poll() is None:
+                _stop(spare[0])
+            with contextlib.suppress(OSError):
+                os.close(spare[1])
 
     def __enter__(self) -> XDisplay:
         return self

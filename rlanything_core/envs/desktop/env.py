@@ -7,13 +7,17 @@ episode ends at ``DONE``/``FAIL``, at ``max_steps`` (50, OSWorld's usual budget)
 (the reason is kept in :attr:`LocalDesktopEnv.failure`). One display per environment object (one per worker); the
 app restarts with every task; :meth:`close` leaves no Xvfb, LibreOffice or action worker running.
 
-Trust boundaries (``docs/sandbox.md``, GUI threat model): the agent's actions run in the action sandbox, a fresh
-worker per episode and a fresh child per action; every app runs in the episode's app sandbox (:mod:`.app_sandbox`)
-as an unprivileged uid of the environment's own uid slot, seeing ``/usr``, the display, ``/home/user`` and a profile
-made fresh at every reset. :meth:`evaluate` runs the task's postconfig (its own key presses) in a new worker after
-releasing any key or button the agent left pressed, then stops every app and worker, removes links and special files
-from the episode folder, and scores the files in a separate process with time, memory and file-size limits
-(:mod:`.checker`); a check that breaks a limit scores 0 and is counted in :attr:`LocalDesktopEnv.broken_limits`.
+Trust boundaries (``docs/sandbox.md``, GUI threat model): the agent's actions run in the action sandbox, a fresh worker
+per episode and a fresh child per action; every app runs in the episode's app sandbox (:mod:`.app_sandbox`) as an
+unprivileged uid of the environment's own uid slot, seeing ``/usr``, the display, ``/home/user`` and a profile made
+fresh at every reset; so does the window manager (:mod:`.window_manager`), and the X server runs as that uid. Every
+reset starts a fresh X server (nothing an episode stored on the display reaches the next one) and hands the episode's
+folders to the app uid before the agent's first action, never after. As root, the episode folder and the profile are
+tmpfs mounts of their own (the sandboxes' mount tables name no host path). :meth:`evaluate` runs the task's postconfig
+(its own key presses) in a new worker after releasing any key or button the agent left pressed, then stops every app and
+worker, removes links and special files from the episode folder, and scores the files in a separate process with time,
+memory and file-size limits (:mod:`.checker`); a check that breaks a limit scores 0 and is counted in
+:attr:`LocalDesktopEnv.broken_limits`.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlanything_core.envs.desktop._mounts import mount_tmpfs, unmount
 from rlanything_core.envs.desktop.action_sandbox import ActionSandbox
 from rlanything_core.envs.desktop.actions import ActionKind, InvalidAction, parse_action
 from rlanything_core.envs.desktop.app_sandbox import AppSandbox
@@ -39,11 +44,13 @@ from rlanything_core.envs.desktop.evaluator import Outcome, run_postconfig, verd
 from rlanything_core.envs.desktop.office import OfficeApp
 from rlanything_core.envs.desktop.task import DesktopTask, load_task
 from rlanything_core.envs.desktop.terminal import TerminalKey, open_terminal
+from rlanything_core.envs.desktop.window_manager import start_window_manager, wait_window_manager
 from rlanything_core.sandbox.slots import UidSlots
 
 __all__ = [
     "DESKTOP_UID_BASE",
     "DESKTOP_UID_SLOTS",
+    "EPISODE_TMPFS_BYTES",
     "PACKAGE_DIR",
     "RELEASE_INPUT",
     "DesktopObservation",
@@ -56,6 +63,8 @@ DESKTOP_UID_BASE = 61000
 action worker); the coding sandbox's range starts at 62000. Nothing else may use the range."""
 DESKTOP_UID_SLOTS = 64
 """Concurrent desktop environments on one machine (each holds one slot from its start to :meth:`close`)."""
+EPISODE_TMPFS_BYTES = 2 << 30
+"""Size of the episode folder's tmpfs (root only): what one episode's files may take, in memory."""
 
 RELEASE_INPUT = (
     "pyautogui.PAUSE = 0\n"
@@ -136,13 +145,19 @@ class LocalDesktopEnv:
         # one uid slot per environment, held until close(): the apps and the worker run as this env's own uids
         self._slot = contextlib.ExitStack()
         app_uid = worker_uid = None
+        self._mounts: list[Path] = []
         if os.getuid() == 0:
             slot = self._slot.enter_context(UidSlots(DESKTOP_UID_BASE, DESKTOP_UID_SLOTS).acquire())
             app_uid, worker_uid = slot.program_uid, slot.harness_uid
         try:
-            self.display = XDisplay(width=width, height=height)
-            self.fs = EpisodeFS(self.work_dir / "episode", owner=app_uid)
             profile = self.work_dir / "profile"
+            if os.getuid() == 0:
+                for folder, size in ((self.work_dir / "episode", EPISODE_TMPFS_BYTES), (profile, 512 << 20)):
+                    folder.mkdir(exist_ok=True)
+                    mount_tmpfs(folder, size_bytes=size)
+                    self._mounts.append(folder)
+            self.display = XDisplay(width=width, height=height, uid=app_uid)
+            self.fs = EpisodeFS(self.work_dir / "episode", owner=app_uid)
             self.apps = AppSandbox(
                 self.display,
                 home=self.fs.home,
@@ -163,6 +178,7 @@ class LocalDesktopEnv:
         except BaseException:
             if hasattr(self, "display"):
                 self.display.close()
+            self._unmount()
             self._slot.close()
             raise
         self.task: DesktopTask | None = None
@@ -172,7 +188,6 @@ class LocalDesktopEnv:
         self.last_action: str | None = None
         self.invalid_actions = 0
         self.action_errors = 0
-        self._root_properties: dict[str, tuple[int, int, Any]] | None = None  # the display's, before any episode
         self.broken_limits: Counter[str] = Counter()  # checks that broke a limit, by limit
         self.timings: dict[str, list[float]] = {"reset": [], "step": [], "screenshot": [], "evaluate": []}
 
@@ -209,18 +224,16 @@ class LocalDesktopEnv:
         # may read them
         self.sandbox.hidden_paths = (str(self.work_dir), PACKAGE_DIR, *self.task.private_paths)
         self.apps.hidden_paths = (PACKAGE_DIR, *self.task.private_paths)
-        self.office.reset_profile()  # stops the apps; the next start has a fresh profile
-        # the display outlives episodes: what an agent stored on its root window (cut buffers, properties) goes
-        if self._root_properties is None:
-            self._root_properties = self.display.root_properties()
-        else:
-            self.display.restore_root_properties(self._root_properties)
+        self.office.reset_profile()  # stops the apps (the window manager too); the next start has a fresh profile
         self.fs.reset()
+        # a fresh X server: no atom, property, retained window or font path of the last episode, at any size
+        self.display.restart()
+        self.terminal_key.reconnect()
         self.apps.hand_over()
         self.steps, self.done, self.failure, self.last_action = 0, False, "", None
         self.invalid_actions = self.action_errors = 0
         ctx = self._context()
-        self.terminal_key.pressed()  # a press left from the last episode opens nothing
+        wm = start_window_manager(self.apps)  # it starts while the set-up starts the apps
         for i, step in enumerate(self.task.config):
             try:
                 run_step(step, ctx)
@@ -229,6 +242,13 @@ class LocalDesktopEnv:
             except Exception as exc:  # the episode is over, failed, with the reason
                 self.done, self.failure = True, f"config[{i}] {step.get('type')}: {exc}"
                 break
+        if not self.done:
+            try:
+                wait_window_manager(self.display.name, wm)
+            except DisplayError as exc:
+                self.done, self.failure = True, f"window manager: {exc}"
+        # the agent acts from here on: the folders are handed over now, and never walked again in this episode
+        self.apps.seal()
         self.timings["reset"].append(time.perf_counter() - t0)
         return self._observe()
 
@@ -308,10 +328,15 @@ class LocalDesktopEnv:
             self.office.close()
             self.terminal_key.close()
             self.display.close()
+            self._unmount()
             if self._own_dir:
                 shutil.rmtree(self.work_dir, ignore_errors=True)
         finally:
             self._slot.close()
+
+    def _unmount(self) -> None:
+        while self._mounts:
+            unmount(self._mounts.pop())
 
     def __enter__(self) -> LocalDesktopEnv:
         return self

@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from rlanything_core.envs.desktop.app_sandbox import sandbox_fds
 from rlanything_core.envs.desktop.gsettings import GSETTINGS_ENV
 from rlanything_core.sandbox.bwrap import bwrap_command, bwrap_status
 
@@ -120,14 +121,18 @@ def run_task_command(
             os.chown(vm_tmp, fs.owner, fs.owner)  # the folder only: what is in it is the episode's own already
         prefix = bwrap_command(tmpfs_mb=64, tmp_dir=str(vm_tmp))[:-1]
         prefix += ["--tmpfs", "/home", "--bind", str(fs.home), HOME, "--chdir", HOME]
-        if fs.owner is not None and os.getuid() == 0:
-            uid = str(fs.owner)
-            prefix += ["--", "/usr/bin/setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
-        else:
-            prefix += ["--cap-drop", "ALL", "--"]
-        cmd = [*prefix, *argv]
-        cwd = None
-    else:  # documented fallback: no isolation beyond the working folder
-        cmd, env["HOME"], cwd = list(argv), str(fs.home), str(fs.home)
-        env["XDG_CONFIG_HOME"] = str(fs.home / ".config")
-    return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout_s, check=False)
+        with sandbox_fds() as (seccomp, fds):  # the apps' seccomp filter: no new user namespace
+            prefix += seccomp
+            if fs.owner is not None and os.getuid() == 0:
+                uid = str(fs.owner)
+                prefix += ["--", "/usr/bin/setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
+            else:
+                prefix += ["--cap-drop", "ALL", "--"]
+            return subprocess.run(
+                [*prefix, *argv], env=env, capture_output=True, text=True, timeout=timeout_s, check=False, pass_fds=fds
+            )
+    # documented fallback: no isolation beyond the working folder
+    env["HOME"], env["XDG_CONFIG_HOME"] = str(fs.home), str(fs.home / ".config")
+    return subprocess.run(
+        list(argv), env=env, cwd=str(fs.home), capture_output=True, text=True, timeout=timeout_s, check=False
+    )

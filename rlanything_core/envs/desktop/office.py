@@ -19,7 +19,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from rlanything_core.envs.desktop.app_sandbox import APP_HOME, AppSandbox
+from rlanything_core.envs.desktop.app_sandbox import APP_HOME, AppSandbox, give_tree
 from rlanything_core.envs.desktop.display import DisplayError, XDisplay, require_binaries
 
 __all__ = ["DISABLED_COMMANDS", "PROFILE_MOUNT", "OfficeApp", "find_windows", "focus_window", "write_profile"]
@@ -228,7 +228,7 @@ class OfficeApp:
         self.close()
         template = self.profile_dir.with_name(self.profile_dir.name + "-template")
         if not template.is_dir():
-            shutil.rmtree(self.profile_dir, ignore_errors=True)
+            _empty(self.profile_dir)
             write_profile(self.profile_dir)
             self._give_profile()
             self.launch(["--calc"], wait_for="LibreOffice Calc")
@@ -237,13 +237,21 @@ class OfficeApp:
             shutil.rmtree(staging, ignore_errors=True)
             shutil.copytree(self.profile_dir, staging, symlinks=True)
             staging.rename(template)  # atomic: a half-copied template is never used
-        shutil.rmtree(self.profile_dir, ignore_errors=True)
-        shutil.copytree(template, self.profile_dir, symlinks=True)
+        _empty(self.profile_dir)
+        # into the folder, not in its place: it may be a mount point (the environment's tmpfs)
+        shutil.copytree(template, self.profile_dir, symlinks=True, dirs_exist_ok=True)
         self._give_profile()
 
     def _give_profile(self) -> None:
-        if self.apps.uid is None:
-            return
-        for folder, dirs, files in os.walk(self.profile_dir):
-            for name in (".", *dirs, *files):
-                os.chown(os.path.join(folder, name), self.apps.uid, self.apps.uid, follow_symlinks=False)
+        if self.apps.uid is not None:
+            give_tree(self.profile_dir, self.apps.uid)
+
+
+def _empty(folder: Path) -> None:
+    """Remove everything in ``folder`` (kept itself, or created)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for entry in os.scandir(folder):
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            os.unlink(entry.path)

@@ -71,10 +71,15 @@ class TerminalKey:
     """
 
     def __init__(self, display: XDisplay) -> None:
+        self.display = display
+        self._conn: Any = None
+        self._connect()
+
+    def _connect(self) -> None:
         from Xlib import XK, X
         from Xlib.display import Display
 
-        self._conn: Any = Display(display.name)
+        self._conn = Display(self.display.name)
         root = self._conn.screen().root
         self._keycode = self._conn.keysym_to_keycode(XK.string_to_keysym("t"))
         self._press = X.KeyPress
@@ -82,6 +87,11 @@ class TerminalKey:
         for extra in (0, X.LockMask, X.Mod2Mask, X.LockMask | X.Mod2Mask):  # Caps Lock and Num Lock on or off
             root.grab_key(self._keycode, base | extra, True, X.GrabModeAsync, X.GrabModeAsync)
         self._conn.sync()
+
+    def reconnect(self) -> None:
+        """Grab the key again on the display's current server (after :meth:`XDisplay.restart`)."""
+        self.close()
+        self._connect()
 
     def pressed(self) -> bool:
         """Whether Ctrl+Alt+T was pressed since the last call (drains the queue)."""
@@ -103,5 +113,5 @@ class TerminalKey:
 
         try:
             self._conn.close()
-        except ConnectionClosedError:
+        except (ConnectionClosedError, OSError):  # the server is gone already (a restart stops it first)
             pass

@@ -46,5 +46,5 @@ def display() -> Iterator[object]:
         pytest.skip(desktop_missing())
     from rlanything_core.envs.desktop.display import XDisplay
 
-    with XDisplay(window_manager=None) as d:
+    with XDisplay() as d:
         yield d

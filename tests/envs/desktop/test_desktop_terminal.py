@@ -161,7 +161,7 @@ def test_a_dead_display_is_no_error_for_the_key(tmp_path: Path) -> None:
 
     from rlanything_core.envs.desktop.display import XDisplay
 
-    d = XDisplay(window_manager=None)
+    d = XDisplay()
     key = TerminalKey(d)
     os.killpg(d._proc.pid, signal.SIGKILL)
     d._proc.wait(timeout=10)
