@@ -225,8 +225,9 @@ link when it gets there."""
 def test_the_hand_over_never_follows_a_folder_swapped_for_a_link(env, tmp_path: Path) -> None:
     """Folders swapped for links to a root-only host folder while Ctrl+Alt+T opens terminals: the file stays root's.
 
-    (On the old code the walk by path stops at a folder renamed under it, with FileNotFoundError, in the first press
-    or two: that fails this test there; the link itself was followed in 1-8 presses in other runs.)
+    (On the old code the walk by path stopped at a folder renamed under it, with FileNotFoundError, within the first
+    presses, which fails this test there before the link is reached; with that error suppressed, 8 presses did not
+    make the old walk follow a link in the one run tried, so the test's strength there is the walk itself.)
     """
     if os.getuid() != 0:
         pytest.skip("the hand-over changes owners only as root")
