@@ -287,18 +287,22 @@ def test_the_mount_table_names_no_host_path(env) -> None:
 
 def test_close_leaves_no_process_and_no_file(env) -> None:
     """The root menu's shell (old code) and the sandboxed terminal each start a ``setsid`` sleep; close() ends all."""
+    marks = [f"{900000 + os.getpid() * 10 + i}" for i in (1, 2)]  # this run's own sleeps (pids are unique now)
     env.reset(SUM_TASK)
     env.step(SHOW_DESKTOP)
     env.step(ROOT_MENU_FIRST_ITEM)
-    env.step("pyautogui.write('setsid sleep 42431 </dev/null >/dev/null 2>&1 &\\n', interval=0.02); time.sleep(1)")
+    typed = "pyautogui.write('setsid sleep {} </dev/null >/dev/null 2>&1 &\\n', interval=0.02); time.sleep(1)"
+    env.step(typed.format(marks[0]))
     env.step("pyautogui.hotkey('ctrl', 'alt', 't'); time.sleep(2.0)")
-    env.step("pyautogui.write('setsid sleep 42432 </dev/null >/dev/null 2>&1 &\\n', interval=0.02); time.sleep(1)")
+    env.step(typed.format(marks[1]))
+    started = [p for p in env.apps.pids() if f"sleep\0{marks[1]}\0".encode() in _cmdline(p)]
+    assert started, "the terminal's setsid sleep did not start"  # the control: close() has something to end
     uids = {env.apps.uid, env.sandbox.uid} - {None}
     display, work_dir = env.display.name, env.work_dir
     lock = Path(f"/tmp/.X{env.display.number}-lock")
     env.close()
     time.sleep(0.5)
-    left = [p for p in _pids() if b"sleep\x0042431" in _cmdline(p) or b"sleep\x0042432" in _cmdline(p)]
+    left = [p for p in _pids() if any(f"sleep\0{m}\0".encode() in _cmdline(p) for m in marks)]
     assert not left, [_cmdline(p) for p in left]
     assert not [p for p in _pids() if _environ(p).get(b"DISPLAY") == display.encode() and p != os.getpid()]
     if os.getuid() == 0:
