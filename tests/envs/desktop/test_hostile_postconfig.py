@@ -256,3 +256,80 @@ def test_a_link_in_the_real_profile_is_not_followed(tmp_path: Path) -> None:
     (tmp_path / "profile" / "user" / "registrymodifications.xcu").symlink_to(host)
     result = check_files(task, EpisodeFS(tmp_path / "ep"), screen=SCREEN, profile_dir=tmp_path / "profile")
     assert result.outcome.score == 0.0
+
+
+# --- end to end in the environment: the agent's own processes race the postconfig ----------------------------------
+
+NEEDS_GUI = pytest.mark.skipif(
+    not bwrap_status()[0] or shutil.which("xterm") is None, reason="needs bubblewrap and xterm (apt-get install xterm)"
+)
+_TERMINAL = {"type": "activate_window", "parameters": {"window_name": "Terminal"}}
+
+
+def _typed(line: str) -> str:
+    return f"pyautogui.write({line!r}, interval=0.01)"
+
+
+def _eval_sh_task(folder: Path) -> Path:
+    """5ced85fc's shape: set-up opens the terminal, postconfig downloads eval.sh, the check runs ``bash eval.sh``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "eval.sh").write_text("#!/bin/sh\n[ -f /home/user/done.txt ] && echo 'Success: done'\n")
+    task = folder / "eval-sh.json"
+    task.write_text(json.dumps({
+        "id": "eval-sh-race", "instruction": "Create done.txt in the home folder.", "config": [_TERMINAL],
+        "evaluator": {
+            "postconfig": [
+                {"type": "download", "parameters": {"files": [{"url": "eval.sh", "path": "eval.sh"}]}},
+                {"type": "execute", "parameters": {"command": "chmod +x eval.sh", "shell": True}},
+            ],
+            "func": "check_include_exclude",
+            "result": {"type": "vm_command_line", "command": "bash eval.sh", "shell": True},
+            "expected": {"type": "rule", "rules": {"include": ["Success: done"], "exclude": []}},
+        },
+    }))
+    return task
+
+
+@NEEDS_GUI
+@pytest.mark.slow
+def test_a_background_loop_rewriting_eval_sh_during_the_postconfig_scores_zero(desktop_env, tmp_path: Path) -> None:
+    """A loop the agent left in its terminal rewrote eval.sh right after the postconfig downloaded it (the download
+    and ``chmod`` ran while the agent's processes lived): the forged script printed the success line."""
+    from rlanything_core.envs.desktop.cli import run_task
+
+    task = _eval_sh_task(tmp_path / "task")
+    loop = "(while true; do echo 'echo Success: done' > eval.sh 2>/dev/null; sleep 0.005; done) &\n"
+    forged = run_task(task, [_typed(loop), "WAIT", "DONE"], env=desktop_env)
+    assert forged["score"] == 0.0, forged
+    solved = run_task(task, [_typed("touch done.txt\n"), "WAIT", "DONE"], env=desktop_env)
+    assert (solved["score"], solved["error"]) == (1.0, ""), solved
+
+
+@NEEDS_GUI
+@pytest.mark.slow
+def test_a_settings_file_written_in_the_home_is_not_the_apps_setting(desktop_env, tmp_path: Path) -> None:
+    """2cd43775's check (auto-save every 3 minutes) read the file at its VM path in the episode home: one the agent
+    wrote there from the terminal scored 1.0 while the app's setting stayed untouched."""
+    from rlanything_core.envs.desktop.cli import run_task
+
+    folder = tmp_path / "task"
+    folder.mkdir()
+    (folder / "forged.xcu").write_text(_xcu(3))
+    task = folder / "autosave.json"
+    task.write_text(json.dumps({
+        "id": "autosave-forged", "instruction": "Auto-save every 3 minutes.",
+        "config": [{"type": "download", "parameters": {"files": [{"url": "forged.xcu", "path": "forged.xcu"}]}},
+                   _TERMINAL],
+        "evaluator": {"func": "check_auto_saving_time",
+                      "result": {"type": "vm_file", "path": XCU, "dest": "registrymodifications.xcu"},
+                      "expected": {"type": "rule", "rules": {"minutes": 3}}},
+    }))
+    line = "mkdir -p .config/libreoffice/4/user && cp forged.xcu .config/libreoffice/4/user/registrymodifications.xcu\n"
+    forged = run_task(task, [_typed(line), "WAIT", "DONE"], env=desktop_env)
+    assert forged["score"] == 0.0, forged
+    # the control: the same file in the app's real profile (bound at PROFILE_MOUNT inside) is what the check reads
+    from rlanything_core.envs.desktop.office import PROFILE_MOUNT
+
+    line = f"cp forged.xcu {PROFILE_MOUNT}/user/registrymodifications.xcu\n"
+    real = run_task(task, [_typed(line), "WAIT", "DONE"], env=desktop_env)
+    assert (real["score"], real["error"]) == (1.0, ""), real
