@@ -273,7 +273,9 @@ class LocalDesktopEnv:
         """Score the episode with the task's evaluator (see :mod:`.evaluator`); a failed episode scores 0.
 
         The episode is over afterwards: the apps and the action worker are stopped (the module docstring says
-        in which order and why).
+        in which order and why). The postconfig's file steps (exports, downloads, commands) run only after that and
+        after the links are removed; settings checks read the app's real profile (``docs/sandbox.md``, "Postconfig
+        and checks").
         """
         if self.task is None:
             raise RuntimeError("evaluate() before reset(task)")
