@@ -224,7 +224,7 @@ def postconfig_phases(steps: list[dict[str, Any]]) -> tuple[list[dict[str, Any]]
         >>> save = {"type": "execute", "parameters": {"command": ["python", "-c", "pass"]}}
         >>> export = {"type": "execute", "parameters": {"command": "libreoffice --convert-to csv /home/user/a.xlsx"}}
         >>> [len(p) for p in postconfig_phases([save, {"type": "sleep", "parameters": {"seconds": 1}}, export])]
-        [2, 1]
+        [1, 2]
     """
     last = max((i for i, step in enumerate(steps) if acts_on_desktop(step)), default=-1)
     return list(steps[: last + 1]), list(steps[last + 1 :])
