@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import tempfile
 import time
 from collections import Counter
@@ -273,9 +274,9 @@ class LocalDesktopEnv:
         """Score the episode with the task's evaluator (see :mod:`.evaluator`); a failed episode scores 0.
 
         The episode is over afterwards: the apps and the action worker are stopped (the module docstring says
-        in which order and why). The postconfig's file steps (exports, downloads, commands) run only after that and
-        after the links are removed; settings checks read the app's real profile (``docs/sandbox.md``, "Postconfig
-        and checks").
+        in which order and why). The agent's terminals are stopped before the postconfig; its file steps (exports,
+        downloads, commands) run only after every app stopped and the links are removed; settings checks read the
+        app's real profile (``docs/sandbox.md``, "Postconfig and checks").
         """
         if self.task is None:
             raise RuntimeError("evaluate() before reset(task)")
@@ -287,6 +288,19 @@ class LocalDesktopEnv:
         if outcome is None:
             # the agent's worker goes: the evaluator's key presses run in a fresh one, from a released keyboard
             self.sandbox.close()
+            # so do the agent's shells (each terminal is a sandbox of its own, with all it started): a loop left in
+            # one would race the evaluator's steps (rewrite a file the postconfig downloads and opens, or a result
+            # right after its Ctrl+S); the documents the steps save stay open
+            from rlanything_core.envs.desktop.app_sandbox import descendants
+            from rlanything_core.envs.desktop.terminal import terminal_argv
+
+            shell = terminal_argv()
+            for proc in list(self.apps._procs):
+                if proc.poll() is None and list(proc.args)[-len(shell) :] == shell:
+                    for pid in descendants([proc.pid]):
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(pid, signal.SIGKILL)
+                    proc.wait(timeout=10)
             released = self.sandbox.execute_code(RELEASE_INPUT)
             # the desktop steps (focus, Ctrl+S) need the apps; exports, downloads and commands wait until no agent
             # process is left to race them and no link is left for them to follow (config_steps.postconfig_phases)

@@ -333,3 +333,45 @@ def test_a_settings_file_written_in_the_home_is_not_the_apps_setting(desktop_env
     line = f"cp forged.xcu {PROFILE_MOUNT}/user/registrymodifications.xcu\n"
     real = run_task(task, [_typed(line), "WAIT", "DONE"], env=desktop_env)
     assert (real["score"], real["error"]) == (1.0, ""), real
+
+
+def _gold_in_home_task(folder: Path) -> Path:
+    """4e6fcf72's shape: the postconfig saves the result, downloads the gold workbook into the home, opens and saves it
+    there, and the check compares the two files of the home."""
+    (folder / "files").mkdir(parents=True)
+    for name in ("calc-04-sum.xlsx", "calc-04-sum_gold.xlsx"):
+        shutil.copyfile(TASKS_DIR / "files" / name, folder / "files" / name)
+    raw = json.loads((TASKS_DIR / "calc-04-sum.json").read_text())
+    save = raw["evaluator"]["postconfig"]
+    gold = "/home/user/sales_gold.xlsx"
+    raw["id"] = "gold-in-home"
+    raw["evaluator"]["postconfig"] = [
+        *save,
+        {"type": "download", "parameters": {"files": [{"url": "files/calc-04-sum_gold.xlsx", "path": gold}]}},
+        {"type": "open", "parameters": {"path": gold}},
+        {"type": "activate_window",
+         "parameters": {"window_name": "sales_gold.xlsx - LibreOffice Calc", "strict": True}},
+        *save[1:],
+    ]
+    raw["evaluator"]["expected"] = {"type": "vm_file", "path": gold, "dest": "sales_gold.xlsx"}
+    task = folder / "gold-in-home.json"
+    task.write_text(json.dumps(raw))
+    return task
+
+
+@NEEDS_GUI
+@pytest.mark.slow
+def test_a_loop_copying_the_result_over_the_gold_the_postconfig_opens_scores_zero(desktop_env, tmp_path: Path) -> None:
+    """A loop the agent left in its terminal copied its (wrong) result over the gold workbook the postconfig had just
+    downloaded into the home, before the postconfig opened and saved it: both files agreed."""
+    from rlanything_core.envs.desktop.cli import run_task
+
+    task = _gold_in_home_task(tmp_path / "task")
+    loop = "(while true; do cp -f sales.xlsx sales_gold.xlsx 2>/dev/null; sleep 0.005; done) &\n"
+    actions = ["pyautogui.hotkey('ctrl', 'alt', 't')", _typed(loop), "WAIT", "DONE"]
+    forged = run_task(task, actions, env=desktop_env)
+    assert forged["score"] == 0.0, forged
+    good = ["pyautogui.click(65, 107); pyautogui.write('C8\\n')", "pyautogui.write('=SUM(C2:C7)\\n', interval=0.01)",
+            "DONE"]
+    solved = run_task(task, good, env=desktop_env)
+    assert (solved["score"], solved["error"]) == (1.0, ""), solved
