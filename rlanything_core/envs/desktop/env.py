@@ -296,7 +296,8 @@ class LocalDesktopEnv:
 
             shell = terminal_argv()
             for proc in list(self.apps._procs):
-                if proc.poll() is None and list(proc.args)[-len(shell) :] == shell:
+                args = proc.args if isinstance(proc.args, list) else []  # AppSandbox.launch passes a list
+                if proc.poll() is None and args[-len(shell) :] == shell:
                     for pid in descendants([proc.pid]):
                         with contextlib.suppress(ProcessLookupError):
                             os.kill(pid, signal.SIGKILL)
