@@ -147,7 +147,8 @@ def _cloud_file(ctx: Any, cfg: dict[str, Any]) -> Any:
     urls, dests = _paths(cfg)[:2]
     dest_of = dict(zip(urls, dests))
     def source_of(url: str) -> tuple[Path, str]:
-        source = ctx.task_files.cloud_source(url, dest_of[url])  # the task's own file: never the agent's
+        # the task's own file, never the agent's: a cache may keep it as a link (resolved here, on the trusted side)
+        source = ctx.task_files.cloud_source(url, dest_of[url]).resolve()
         return source.parent, source.name
 
     return _copy_to_cache(ctx, cfg, source_of)
