@@ -215,19 +215,23 @@ def acts_on_desktop(step: dict[str, Any]) -> bool:
 
 
 def postconfig_phases(steps: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """``(live, after)``: the steps up to the last one that :func:`acts_on_desktop`, and the rest, in order.
+    """``(live, after)``: the steps up to the last desktop step and the sleeps right after it; then the rest.
 
-    The live ones run while the apps run (a Ctrl+S saves the agent's open document); the others (exports, downloads,
-    commands) after every app is stopped, so that no process of the agent races them.
+    A desktop step is one that :func:`acts_on_desktop`. The live ones run while the apps run (a Ctrl+S saves the
+    agent's open document; the sleep after it lets the app finish writing before it is stopped); the others
+    (exports, downloads, commands) after every app is stopped, so that no process of the agent races them.
 
     Examples:
         >>> save = {"type": "execute", "parameters": {"command": ["python", "-c", "pass"]}}
         >>> export = {"type": "execute", "parameters": {"command": "libreoffice --convert-to csv /home/user/a.xlsx"}}
-        >>> [len(p) for p in postconfig_phases([save, {"type": "sleep", "parameters": {"seconds": 1}}, export])]
-        [1, 2]
+        >>> sleep = {"type": "sleep", "parameters": {"seconds": 1}}
+        >>> [len(p) for p in postconfig_phases([save, sleep, export, sleep])]
+        [2, 2]
     """
-    last = max((i for i, step in enumerate(steps) if acts_on_desktop(step)), default=-1)
-    return list(steps[: last + 1]), list(steps[last + 1 :])
+    end = max((i + 1 for i, step in enumerate(steps) if acts_on_desktop(step)), default=0)
+    while end and end < len(steps) and steps[end]["type"] == "sleep":
+        end += 1
+    return list(steps[:end]), list(steps[end:])
 
 
 def _launch(ctx: StepContext, argv: list[str]) -> None:
