@@ -49,7 +49,9 @@ def _score(request: dict[str, Any]) -> dict[str, Any]:
             json_path=None if t["json_path"] is None else Path(t["json_path"]),
         )
         fs = EpisodeFS(request["root"], owner=request.get("owner"))
-        ctx = StepContext(fs, None, None, task.task_dir, tuple(request["screen"]), task.files)
+        profile = request.get("profile_dir")
+        ctx = StepContext(fs, None, None, task.task_dir, tuple(request["screen"]), task.files,
+                          profile_dir=None if profile is None else Path(profile))
         outcome = score_files(task, ctx, postconfig_error=request["postconfig_error"])
         return {"score": outcome.score, "metrics": [list(m) for m in outcome.metrics], "error": outcome.error}
     except MemoryError:

@@ -118,9 +118,18 @@ class Checker:
         return answer if isinstance(answer, dict) else None
 
     def check(
-        self, task: DesktopTask, fs: EpisodeFS, *, screen: tuple[int, int], postconfig_error: str = ""
+        self,
+        task: DesktopTask,
+        fs: EpisodeFS,
+        *,
+        screen: tuple[int, int],
+        postconfig_error: str = "",
+        profile_dir: str | Path | None = None,
     ) -> CheckResult:
         """Run the getters and metrics of ``task`` on the episode ``fs`` in a limited child process.
+
+        ``profile_dir``: LibreOffice's real profile, where a check of the app's settings reads them (the app must
+        have stopped); ``None``: such a check reads the file at its VM path in the episode home.
 
         Returns:
             The outcome (score 0 with the broken limit named when the check broke one) and that limit.
@@ -132,7 +141,8 @@ class Checker:
              "cache_dir": None if task.cache_dir is None else str(task.cache_dir), "cache_key": task.cache_key,
              "json_path": None if task.json_path is None else str(task.json_path)}
         request = {"task": t, "root": str(fs.root), "owner": fs.owner, "screen": list(screen),
-                   "postconfig_error": postconfig_error, "limits": asdict(self.limits)}
+                   "postconfig_error": postconfig_error, "limits": asdict(self.limits),
+                   "profile_dir": None if profile_dir is None else str(profile_dir)}
         assert proc.stdin is not None
         try:
             proc.stdin.write((json.dumps(request) + "\n").encode())
@@ -165,10 +175,11 @@ def check_files(
     screen: tuple[int, int],
     postconfig_error: str = "",
     limits: CheckLimits | None = None,
+    profile_dir: str | Path | None = None,
 ) -> CheckResult:
     """One check with a server of its own (:meth:`Checker.check`; an environment keeps one :class:`Checker`)."""
     checker = Checker(limits)
     try:
-        return checker.check(task, fs, screen=screen, postconfig_error=postconfig_error)
+        return checker.check(task, fs, screen=screen, postconfig_error=postconfig_error, profile_dir=profile_dir)
     finally:
         checker.close()

@@ -9,7 +9,8 @@
 ``launch``              ``command``: start ``libreoffice``/``soffice`` (other programs are refused at load)
 ``execute``/``command`` ``command`` (+ ``shell``): ``python -c CODE`` runs CODE in the action sandbox (it is
                         pyautogui code, e.g. the Ctrl+S of a postconfig); a LibreOffice command is a launch, or
-                        with ``--convert-to`` a headless export (the CSV a ``sheet_print`` rule reads);
+                        with ``--convert-to`` a headless export in a fresh sandbox on copies of its inputs
+                        (:mod:`.export`; the CSV a ``sheet_print`` rule reads);
                         any other command runs in the command sandbox with ``/home/user`` mapped; commands that need
                         the VM's root, desktop session or package manager (:data:`VM_ONLY`) are refused at load
 ``sleep``               ``seconds``
@@ -18,16 +19,19 @@
                         Ctrl+Alt+T, a key the local desktop does not bind)
 ======================  ===================================================================================
 
+A download is written without following a link the agent left (:func:`~.safe_paths.copy_in`). The evaluator runs
+a postconfig in two phases (:func:`postconfig_phases`): the steps up to the last one that needs the running desktop
+(:func:`acts_on_desktop`) while the apps live, the rest (exports, downloads, commands) after every app is stopped and
+the links and special files are gone.
+
 Every step is checked at load by :func:`check_step`, which raises the caller's error naming the step and what in it
 cannot run; a remote file missing from the cache is named with its task, URL and expected path.
 """
 
 from __future__ import annotations
 
+import os
 import shlex
-import shutil
-import subprocess
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,8 +39,10 @@ from typing import Any
 
 from rlanything_core.envs.desktop.actions import InvalidAction, parse_action
 from rlanything_core.envs.desktop.episode_fs import EpisodeFS, run_task_command
+from rlanything_core.envs.desktop.export import export_in_sandbox
 from rlanything_core.envs.desktop.gsettings import missing_schema
 from rlanything_core.envs.desktop.osworld_cache import MissingTaskFile, TaskFiles, check_vm_path, episode_path
+from rlanything_core.envs.desktop.safe_paths import copy_in
 from rlanything_core.envs.desktop.terminal import is_terminal, open_terminal
 
 __all__ = [
@@ -44,8 +50,11 @@ __all__ = [
     "STEP_TYPES",
     "VM_ONLY",
     "StepContext",
+    "acts_on_desktop",
     "check_step",
+    "is_export",
     "needs_display",
+    "postconfig_phases",
     "run_step",
     "vm_only_word",
 ]
@@ -81,6 +90,8 @@ class StepContext:
     task_dir: Path
     screen: tuple[int, int]
     files: TaskFiles | None = None
+    profile_dir: Path | None = None  # LibreOffice's real profile (read after the app stopped); None: the home's
+    downloads: tuple[tuple[str, str], ...] = ()  # the task's (url, VM path) downloads: the harness's own copies
 
     @property
     def task_files(self) -> TaskFiles:
@@ -187,18 +198,40 @@ def needs_display(step: dict[str, Any]) -> bool:
     return False
 
 
-def _convert(ctx: StepContext, argv: list[str]) -> str:
-    """``libreoffice --convert-to ... --outdir DIR FILE``: a headless export with its own throw-away profile.
+def is_export(step: dict[str, Any]) -> bool:
+    """Whether a checked step is a LibreOffice ``--convert-to`` export (a file step, run in its own sandbox)."""
+    if step["type"] not in ("execute", "command"):
+        return False
+    argv = _argv((step.get("parameters", {}) or {})["command"])
+    return _program(argv) in _OFFICE and "--convert-to" in argv
 
-    The profile is private so that the export does not hand itself to the GUI instance the agent works in.
+
+def acts_on_desktop(step: dict[str, Any]) -> bool:
+    """Whether a checked step needs the running desktop and apps.
+
+    :func:`needs_display`, less exports and sleeps (a sleep waits as well after the apps stopped).
     """
-    args = [str(ctx.fs.local(a)) if a.startswith(("/", "~")) else a for a in argv[1:]]
-    with tempfile.TemporaryDirectory(prefix="lo-convert-") as profile:
-        cmd = ["soffice", f"-env:UserInstallation={Path(profile).as_uri()}", "--headless", "--norestore", *args]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(f"libreoffice --convert-to failed ({proc.returncode}): {proc.stderr.strip()[-300:]}")
-    return f"converted: {proc.stdout.strip()[-200:]}"
+    return needs_display(step) and not is_export(step) and step["type"] != "sleep"
+
+
+def postconfig_phases(steps: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(live, after)``: the steps up to the last desktop step and the sleeps right after it; then the rest.
+
+    A desktop step is one that :func:`acts_on_desktop`. The live ones run while the apps run (a Ctrl+S saves the
+    agent's open document; the sleep after it lets the app finish writing before it is stopped); the others
+    (exports, downloads, commands) after every app is stopped, so that no process of the agent races them.
+
+    Examples:
+        >>> save = {"type": "execute", "parameters": {"command": ["python", "-c", "pass"]}}
+        >>> export = {"type": "execute", "parameters": {"command": "libreoffice --convert-to csv /home/user/a.xlsx"}}
+        >>> sleep = {"type": "sleep", "parameters": {"seconds": 1}}
+        >>> [len(p) for p in postconfig_phases([save, sleep, export, sleep])]
+        [2, 2]
+    """
+    end = max((i + 1 for i, step in enumerate(steps) if acts_on_desktop(step)), default=0)
+    while end and end < len(steps) and steps[end]["type"] == "sleep":
+        end += 1
+    return list(steps[:end]), list(steps[end:])
 
 
 def _launch(ctx: StepContext, argv: list[str]) -> None:
@@ -220,9 +253,8 @@ def run_step(step: dict[str, Any], ctx: StepContext) -> str:
     if kind == "download":
         for f in params["files"]:
             source = ctx.task_files.download_source(f["url"], f["path"])
-            target = episode_path(ctx.fs, f["path"])
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, target)
+            target = episode_path(ctx.fs, f["path"]).relative_to(ctx.fs.root)
+            copy_in(source, ctx.fs.root, target, owner=ctx.fs.owner if os.getuid() == 0 else None)
         return f"downloaded {len(params['files'])} file(s)"
     if kind == "open":
         local = episode_path(ctx.fs, params["path"])
@@ -245,7 +277,7 @@ def run_step(step: dict[str, Any], ctx: StepContext) -> str:
         return f"no window {params['window_name']!r} to activate"  # OSWorld logs and goes on
     argv = _argv(params["command"])
     if _program(argv) in _OFFICE and "--convert-to" in argv:
-        return _convert(ctx, argv)
+        return export_in_sandbox(ctx.fs, argv)
     if kind == "launch" or _program(argv) in _OFFICE:
         _launch(ctx, argv)
         return f"launched {' '.join(argv)}"

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import tempfile
 import time
 from collections import Counter
@@ -37,10 +38,10 @@ from rlanything_core.envs.desktop.action_sandbox import ActionSandbox
 from rlanything_core.envs.desktop.actions import ActionKind, InvalidAction, parse_action
 from rlanything_core.envs.desktop.app_sandbox import AppSandbox
 from rlanything_core.envs.desktop.checker import Checker, CheckLimits
-from rlanything_core.envs.desktop.config_steps import StepContext, run_step
+from rlanything_core.envs.desktop.config_steps import StepContext, postconfig_phases, run_step
 from rlanything_core.envs.desktop.display import DisplayError, XDisplay
 from rlanything_core.envs.desktop.episode_fs import EpisodeFS
-from rlanything_core.envs.desktop.evaluator import Outcome, run_postconfig, verdict_without_files
+from rlanything_core.envs.desktop.evaluator import Outcome, run_steps, verdict_without_files
 from rlanything_core.envs.desktop.office import OfficeApp
 from rlanything_core.envs.desktop.task import DesktopTask, load_task
 from rlanything_core.envs.desktop.terminal import TerminalKey, open_terminal
@@ -293,7 +294,9 @@ class LocalDesktopEnv:
         """Score the episode with the task's evaluator (see :mod:`.evaluator`); a failed episode scores 0.
 
         The episode is over afterwards: the apps and the action worker are stopped (the module docstring says
-        in which order and why).
+        in which order and why). The agent's terminals are stopped before the postconfig; its file steps (exports,
+        downloads, commands) run only after every app stopped and the links are removed; settings checks read the
+        app's real profile (``docs/sandbox.md``, "Postconfig and checks").
         """
         if self.task is None:
             raise RuntimeError("evaluate() before reset(task)")
@@ -305,15 +308,37 @@ class LocalDesktopEnv:
         if outcome is None:
             # the agent's worker goes: the evaluator's key presses run in a fresh one, from a released keyboard
             self.sandbox.close()
+            # so do the agent's shells (each terminal is a sandbox of its own, with all it started): a loop left in
+            # one would race the evaluator's steps (rewrite a file the postconfig downloads and opens, or a result
+            # right after its Ctrl+S); the documents the steps save stay open
+            from rlanything_core.envs.desktop.app_sandbox import descendants
+            from rlanything_core.envs.desktop.terminal import terminal_argv
+
+            shell = terminal_argv()
+            for proc in list(self.apps._procs):
+                args = proc.args if isinstance(proc.args, list) else []  # AppSandbox.launch passes a list
+                if proc.poll() is None and args[-len(shell) :] == shell:
+                    for pid in descendants([proc.pid]):
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(pid, signal.SIGKILL)
+                    proc.wait(timeout=10)
             released = self.sandbox.execute_code(RELEASE_INPUT)
-            postconfig_error = run_postconfig(self.task, self._context())
+            # the desktop steps (focus, Ctrl+S) need the apps; exports, downloads and commands wait until no agent
+            # process is left to race them and no link is left for them to follow (config_steps.postconfig_phases)
+            live, after = postconfig_phases(list(self.task.evaluator.get("postconfig", []) or []))
+            postconfig_error = run_steps(live, self._context())
             if not released.ok:
                 postconfig_error = "; ".join(e for e in (f"releasing keys: {released.error}", postconfig_error) if e)
             self.sandbox.close()
             self.office.close(clear_tmp=False)  # a result may lie in the VM's /tmp; reset and close remove it
             self.fs.drop_links()
+            if not postconfig_error:
+                postconfig_error = run_steps(after, self._context())
             screen = (self.display.width, self.display.height)
-            checked = self.checker.check(self.task, self.fs, screen=screen, postconfig_error=postconfig_error)
+            checked = self.checker.check(
+                self.task, self.fs, screen=screen, postconfig_error=postconfig_error,
+                profile_dir=self.office.profile_dir,  # the app's real settings, written before it stopped
+            )
             if checked.limit is not None:
                 self.broken_limits[checked.limit.value] += 1
             outcome = checked.outcome

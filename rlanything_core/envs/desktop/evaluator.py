@@ -2,7 +2,9 @@
 
 1. ``func == "infeasible"``: 1.0 when the last action was ``FAIL``, else 0.0 (nothing else runs).
 2. Any other task whose last action was ``FAIL``: 0.0.
-3. Run ``postconfig`` (e.g. focus the window, Ctrl+S).
+3. Run ``postconfig`` (e.g. focus the window, Ctrl+S). The environment runs it in two phases
+   (:func:`~.config_steps.postconfig_phases`): the desktop steps while the apps run, the file steps (exports,
+   downloads, commands) after every app is stopped and every link is gone.
 4. One metric: ``metric(result, expected, **options)`` (or ``metric(result, **options)`` without ``expected``); a
    missing result file scores 0.0. A list of metrics with ``conj="and"``: 0.0 at the first metric scoring 0 (or the
    first missing result), else the mean; ``conj="or"``: 1.0 at the first metric scoring 1, else the maximum.
@@ -10,15 +12,25 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 from rlanything_core.envs.desktop.config_steps import StepContext, run_step
 from rlanything_core.envs.desktop.getters import GETTERS
 from rlanything_core.envs.desktop.metrics import METRICS
+from rlanything_core.envs.desktop.safe_paths import UnsafePath
 from rlanything_core.envs.desktop.task import DesktopTask
 
-__all__ = ["Outcome", "evaluate_task", "run_postconfig", "score_files", "verdict_without_files"]
+__all__ = [
+    "Outcome",
+    "evaluate_task",
+    "run_postconfig",
+    "run_steps",
+    "score_files",
+    "task_downloads",
+    "verdict_without_files",
+]
 
 
 @dataclass(frozen=True)
@@ -63,7 +75,12 @@ def verdict_without_files(task: DesktopTask, last_action: str | None) -> Outcome
 
 def run_postconfig(task: DesktopTask, ctx: StepContext) -> str:
     """Step 3: run ``postconfig``; returns the first failure (``""`` when none; scoring goes on, as in OSWorld)."""
-    for step in task.evaluator.get("postconfig", []) or []:
+    return run_steps(list(task.evaluator.get("postconfig", []) or []), ctx)
+
+
+def run_steps(steps: list[dict[str, Any]], ctx: StepContext) -> str:
+    """Run postconfig ``steps`` in order up to the first failure, which is returned (``""`` when none)."""
+    for step in steps:
         try:
             run_step(step, ctx)
         except Exception as exc:  # a failed save still leaves a file to score; OSWorld goes on too
@@ -71,9 +88,19 @@ def run_postconfig(task: DesktopTask, ctx: StepContext) -> str:
     return ""
 
 
+def task_downloads(task: DesktopTask) -> tuple[tuple[str, str], ...]:
+    """``(url, VM path)`` of every file the task's set-up and postconfig download (the harness's copies' sources)."""
+    out = []
+    for step in [*task.config, *(task.evaluator.get("postconfig", []) or [])]:
+        if step.get("type") == "download":
+            out += [(f["url"], f["path"]) for f in (step.get("parameters", {}) or {}).get("files", [])]
+    return tuple(out)
+
+
 def score_files(task: DesktopTask, ctx: StepContext, *, postconfig_error: str) -> Outcome:
     """Step 4: read the result and expected states with the getters and run the metrics."""
     ev = task.evaluator
+    ctx = dataclasses.replace(ctx, downloads=task_downloads(task))
     single = not isinstance(ev["func"], list)
     funcs = [ev["func"]] if single else list(ev["func"])
     results = [ev["result"]] if single else list(ev["result"])
@@ -85,7 +112,7 @@ def score_files(task: DesktopTask, ctx: StepContext, *, postconfig_error: str) -
     for name, result_cfg, expected_cfg, opts in zip(funcs, results, expected, options):
         try:
             result_state = _get(ctx, result_cfg)
-        except FileNotFoundError as exc:
+        except (FileNotFoundError, UnsafePath) as exc:  # a link or a FIFO in place of the result is no result
             if single or conj == "and":
                 return Outcome(0.0, tuple(scores), _join(postconfig_error, f"{name}: {exc}"))
             scores.append((name, 0.0))

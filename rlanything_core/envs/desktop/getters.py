@@ -3,23 +3,31 @@
 =====================  =======================================================================================
 ``vm_file``            ``path`` (+ ``dest``, or lists with ``multi``/``gives``): the VM file copied to the cache
                        as ``dest``; a missing file raises ``FileNotFoundError`` (OSWorld then scores 0); LibreOffice's
-                       profile (``~/.config/libreoffice/4/user/...``) is read from the running app's own profile
+                       profile (``~/.config/libreoffice/4/user/...``) is read from the app's real profile (the
+                       environment's, after the app stopped; a file of that name in the home is not read), and
+                       only from the home when no profile is given (the display-less checks of task authoring)
 ``cloud_file``         ``path`` = a URL: the file OSWorld's cache keeps as ``<task id>/<dest>`` (no network here;
                        without a cache, the file shipped beside the task), copied as ``dest``
 ``local_file``         ``path`` relative to the task's folder
 ``cache_file``         ``path``: a file already in the episode cache
 ``rule``               ``rules``: returned as given
 ``vm_command_line``    ``command`` (+ ``shell``): its stdout, run in the command sandbox (a command that needs
-                       the VM's root or desktop session, :data:`~.config_steps.VM_ONLY`, is refused at load)
+                       the VM's root or desktop session, :data:`~.config_steps.VM_ONLY`, is refused at load); a
+                       file the task downloads that the command names (``bash eval.sh``) is first replaced by a
+                       fresh copy of the task's own (the agent may have rewritten the one in its home)
 ``list_directory``     ``path``: the folder's tree, ``{"type": "directory", "name", "children": [...]}`` with
                        ``{"type": "file", "name"}`` leaves (OSWorld's server's layout); a missing folder raises
                        ``FileNotFoundError``
 =====================  =======================================================================================
+
+Every file is read without following a link or opening a special file (:mod:`.safe_paths`): the getters run as
+the harness, in folders the agent wrote.
 """
 
 from __future__ import annotations
 
-import shutil
+import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +36,7 @@ from typing import Any
 from rlanything_core.envs.desktop.config_steps import vm_only_word
 from rlanything_core.envs.desktop.episode_fs import run_task_command
 from rlanything_core.envs.desktop.osworld_cache import MissingTaskFile, TaskFiles, check_vm_path, episode_path
+from rlanything_core.envs.desktop.safe_paths import copy_in, copy_out
 
 __all__ = ["GETTERS", "VM_PROFILE", "Getter", "installed_program_check", "vm_local_path"]
 
@@ -70,13 +79,25 @@ def _check_vm_paths(cfg: dict[str, Any], files: TaskFiles) -> None:
             raise ValueError(f"vm_file {path!r}: only the profile's user folder ({VM_PROFILE}user/) is mapped")
 
 
+def _profile_dir(ctx: Any) -> Path | None:
+    profile = getattr(ctx, "profile_dir", None)
+    if profile is None:
+        profile = getattr(getattr(ctx, "office", None), "profile_dir", None)
+    return None if profile is None else Path(profile)
+
+
 def vm_local_path(ctx: Any, path: str) -> Path:
-    """The local file of a VM path: the episode folder, or for LibreOffice's profile the running app's own."""
+    """The local file of a VM path: the episode folder, or for LibreOffice's profile the app's real one."""
+    return Path(os.path.join(*_vm_root_and_rel(ctx, path)))
+
+
+def _vm_root_and_rel(ctx: Any, path: str) -> tuple[Path, str]:
+    """``(root, path under it)`` of a VM path (:func:`vm_local_path`), for a read that follows no link."""
     normal = check_vm_path(path)
-    office = getattr(ctx, "office", None)
-    if normal.startswith(VM_PROFILE) and office is not None and getattr(office, "profile_dir", None) is not None:
-        return Path(office.profile_dir) / normal[len(VM_PROFILE) :]
-    return episode_path(ctx.fs, path)
+    profile = _profile_dir(ctx)
+    if normal.startswith(VM_PROFILE) and profile is not None:
+        return profile, normal[len(VM_PROFILE) :]
+    return Path(ctx.fs.root), str(episode_path(ctx.fs, path).relative_to(ctx.fs.root))
 
 
 def _give(copies: list[Path], gives: set[int], multi: bool) -> Any:
@@ -84,7 +105,7 @@ def _give(copies: list[Path], gives: set[int], multi: bool) -> Any:
     return str(chosen[0]) if (len(chosen) == 1 or not multi) else [str(p) for p in chosen]
 
 
-def _copy_to_cache(ctx: Any, cfg: dict[str, Any], source_of: Callable[[str], Path]) -> Any:
+def _copy_to_cache(ctx: Any, cfg: dict[str, Any], source_of: Callable[[str], tuple[Path, str]]) -> Any:
     """Copy the file of each of ``cfg``'s paths, found by ``source_of``, into the episode's cache.
 
     Each copy takes its ``dest`` name; the copies are given as ``cfg`` asks (one path or a list).
@@ -92,21 +113,25 @@ def _copy_to_cache(ctx: Any, cfg: dict[str, Any], source_of: Callable[[str], Pat
     paths, dests, gives, multi = _paths(cfg)
     copies = []
     for path, dest in zip(paths, dests):
-        source = source_of(path)
+        root, rel = source_of(path)
         target = ctx.fs.cache / Path(dest).name
-        shutil.copyfile(source, target)
+        target.unlink(missing_ok=True)
+        copy_out(root, rel, target)
         copies.append(target)
     return _give(copies, gives, multi)
 
 
 def _vm_file(ctx: Any, cfg: dict[str, Any]) -> Any:
-    def source_of(path: str) -> Path:
-        source = vm_local_path(ctx, path)
-        if not source.is_file():
-            raise FileNotFoundError(f"vm_file {path!r} does not exist")
-        return source
+    def source_of(path: str) -> tuple[Path, str]:
+        try:
+            return _vm_root_and_rel(ctx, path)
+        except ValueError as exc:
+            raise FileNotFoundError(f"vm_file {path!r}: {exc}") from None
 
-    return _copy_to_cache(ctx, cfg, source_of)
+    try:
+        return _copy_to_cache(ctx, cfg, source_of)
+    except FileNotFoundError as exc:
+        raise FileNotFoundError(f"vm_file {cfg['path']!r} does not exist ({exc})") from None
 
 
 def _check_cloud(cfg: dict[str, Any], files: TaskFiles) -> None:
@@ -121,7 +146,12 @@ def _check_cloud(cfg: dict[str, Any], files: TaskFiles) -> None:
 def _cloud_file(ctx: Any, cfg: dict[str, Any]) -> Any:
     urls, dests = _paths(cfg)[:2]
     dest_of = dict(zip(urls, dests))
-    return _copy_to_cache(ctx, cfg, lambda url: ctx.task_files.cloud_source(url, dest_of[url]))
+    def source_of(url: str) -> tuple[Path, str]:
+        # the task's own file, never the agent's: a cache may keep it as a link (resolved here, on the trusted side)
+        source = ctx.task_files.cloud_source(url, dest_of[url]).resolve()
+        return source.parent, source.name
+
+    return _copy_to_cache(ctx, cfg, source_of)
 
 
 def _check_local(cfg: dict[str, Any], files: TaskFiles) -> None:
@@ -183,7 +213,26 @@ def _list_directory(ctx: Any, cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 def _command_line(ctx: Any, cfg: dict[str, Any]) -> str:
+    _restore_scripts(ctx, cfg["command"])
     return run_task_command(cfg["command"], shell=bool(cfg.get("shell", False)), fs=ctx.fs).stdout
+
+
+def _restore_scripts(ctx: Any, command: str | list[str]) -> None:
+    """Put a fresh copy of each file the task downloads and ``command`` names (its check script) in place.
+
+    The check runs after the episode (no agent process left, no link left in the episode folder); the copy comes
+    from the task's own source, so a script the agent rewrote, replaced or removed in its home is not what runs.
+    """
+    text = command if isinstance(command, str) else " ".join(str(c) for c in command)
+    words = set(re.split(r"[\s;|&<>()'\"]+", text))
+    owner = ctx.fs.owner if os.getuid() == 0 else None
+    for url, vm_path in getattr(ctx, "downloads", ()):
+        normal = check_vm_path(vm_path)
+        if not {vm_path, normal, Path(normal).name, f"./{Path(normal).name}"} & words:
+            continue
+        source = ctx.task_files.download_source(url, vm_path)
+        rel = episode_path(ctx.fs, vm_path).relative_to(ctx.fs.root)
+        copy_in(source, ctx.fs.root, rel, owner=owner, mode=0o755)
 
 
 def _check_cache(cfg: dict[str, Any], _files: TaskFiles) -> None:
@@ -193,7 +242,7 @@ def _check_cache(cfg: dict[str, Any], _files: TaskFiles) -> None:
 
 def _cache_file(ctx: Any, cfg: dict[str, Any]) -> str:
     path = ctx.fs.cache / cfg["path"]
-    if not path.is_file():
+    if not path.is_file() or path.is_symlink():
         raise FileNotFoundError(f"cache_file {cfg['path']!r} does not exist")
     return str(path)
 

@@ -117,6 +117,27 @@ def _check_not_default(name: str, result: dict[str, Any], rules: Any, i: int) ->
         )
 
 
+def _check_not_vacuous(name: str, result: dict[str, Any], rules: Any, i: int) -> None:
+    """Refuse a ``vm_command_line`` check that a command printing nothing passes.
+
+    Here a command runs in a fresh sandbox: its own pid namespace (no process of the set-up or of the agent is
+    listed), no package database, nothing of the VM's system state. A check that passes on empty output (only
+    ``exclude`` strings, e.g. ``ps -ef | grep my_process.sh`` must not show the process, ``dpkg -l | grep mahjongg``
+    must not list the package) then passes on the untouched episode: it cannot tell done from not done.
+    """
+    if result.get("type") != "vm_command_line" or name not in METRICS:
+        return
+    try:
+        empty = float(METRICS[name]("", rules))
+    except Exception:  # a metric that cannot read empty output does not pass on it
+        return
+    if empty > 0:
+        raise UnsupportedTaskError(
+            f"evaluator.expected[{i}]: the check passes when {result['command']!r} prints nothing, as it does here "
+            f"on the untouched episode (a fresh sandbox holds none of the VM's processes or packages)"
+        )
+
+
 def _check_evaluator(evaluator: Any, files: TaskFiles) -> None:
     if not isinstance(evaluator, dict):
         raise UnsupportedTaskError(f"'evaluator' must be a dict, got {type(evaluator).__name__}")
@@ -152,6 +173,7 @@ def _check_evaluator(evaluator: Any, files: TaskFiles) -> None:
                     except ValueError as exc:
                         raise UnsupportedTaskError(f"evaluator.expected[{i}]: {exc}") from None
                     _check_not_default(name, results[i], cfg["rules"], i)
+                    _check_not_vacuous(name, results[i], cfg["rules"], i)
     options = evaluator.get("options", {} if len(funcs) == 1 else [{}] * len(funcs))
     options_list = _as_list(options) if isinstance(func, list) else [options]
     if len(options_list) != len(funcs):

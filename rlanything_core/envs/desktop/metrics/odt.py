@@ -1,7 +1,10 @@
-"""OpenDocument text (``.odt``) readers for OSWorld's Writer metrics, on ``content.xml`` (no odfpy needed).
+"""OpenDocument text (``.odt``) readers for OSWorld's Writer metrics, on ``content.xml`` and ``styles.xml``.
 
 Source of the semantics: OSWorld's ``desktop_env/evaluators/metrics/docs.py`` (Apache-2.0; it reads with odfpy);
-the code here is ours.
+the code here is ours. odfpy's ``load`` builds one document from both parts: the body (``content.xml``) and the
+master pages with their headers and footers (``styles.xml``), and the automatic styles of both; its
+``getElementsByType`` finds elements of either part. So both readers here read both parts (the body first): a
+highlight or an edit left in a header or footer is seen, as OSWorld sees it.
 
 * :func:`odt_paragraphs`: each ``text:p`` of the document, in order, as the text directly inside it plus the text
   directly inside its ``text:span`` children (what OSWorld's ``compare_docx_files`` compares for ``.odt`` files).
@@ -24,8 +27,21 @@ _OFFICE = "{urn:oasis:names:tc:opendocument:xmlns:office:1.0}"
 _FO = "{urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0}"
 
 
-def _content(path: Any) -> ElementTree.Element | None:
-    return zip_xml(path, "content.xml") if str(path).endswith(".odt") else None
+_PARTS = ("content.xml", "styles.xml")
+
+
+def _parts(path: Any) -> list[ElementTree.Element] | None:
+    """The parsed ``content.xml`` and ``styles.xml`` of an ``.odt`` file (None: not an .odt or no content).
+
+    A file without ``styles.xml`` (valid: the part is optional) is read from its content alone.
+    """
+    if not str(path).endswith(".odt"):
+        return None
+    content = zip_xml(path, "content.xml")
+    if content is None:
+        return None
+    styles = zip_xml(path, "styles.xml")
+    return [content] if styles is None else [content, styles]
 
 
 def _direct_text(node: ElementTree.Element) -> list[str]:
@@ -37,11 +53,11 @@ def _direct_text(node: ElementTree.Element) -> list[str]:
 
 def odt_paragraphs(path: Any) -> list[str] | None:
     """The paragraph texts of an ``.odt`` file (module docstring), or None when it does not read."""
-    root = _content(path)
-    if root is None:
+    roots = _parts(path)
+    if roots is None:
         return None
     out = []
-    for paragraph in root.iter(f"{_TEXT}p"):
+    for paragraph in (p for root in roots for p in root.iter(f"{_TEXT}p")):
         parts = [paragraph.text or ""]
         for child in paragraph:
             if child.tag == f"{_TEXT}span":
@@ -52,13 +68,17 @@ def odt_paragraphs(path: Any) -> list[str] | None:
 
 
 def has_yellow_highlight(path: Any) -> bool | None:
-    """Whether a span of the ``.odt`` file uses a style with a yellow background; ``None`` if it cannot be read."""
-    root = _content(path)
-    if root is None:
+    """Whether a span (body, header or footer) has a yellow-background automatic style; ``None``: unreadable.
+
+    Only automatic styles count, as in OSWorld (``doc.automaticstyles``: both parts' ``office:automatic-styles``).
+    """
+    roots = _parts(path)
+    if roots is None:
         return None
     yellow = set()
-    for style in root.iter(f"{_STYLE}style"):
+    autos = [a for root in roots for a in root.iter(f"{_OFFICE}automatic-styles")]
+    for style in (s for auto in autos for s in auto.iter(f"{_STYLE}style")):
         for props in style:
             if props.get(f"{_FO}background-color", "").lower() == "#ffff00":
                 yellow.add(style.get(f"{_STYLE}name"))
-    return any(span.get(f"{_TEXT}style-name") in yellow for span in root.iter(f"{_TEXT}span"))
+    return any(span.get(f"{_TEXT}style-name") in yellow for root in roots for span in root.iter(f"{_TEXT}span"))
