@@ -186,9 +186,9 @@ class ModelUpdate:
                 model.eval()
                 self._sync_and_step(optimizer)
                 logs.setdefault(f"{name}/updates", []).append(1.0)
-        keys = [key for key, values in pending.items() for _ in values]
-        for key, value in zip(keys, _read_once([v for values in pending.values() for v in values])):
-            logs.setdefault(key, []).append(value)
+        keys = [key for key, tensors in pending.items() for _ in tensors]
+        for key, read in zip(keys, _read_once([t for tensors in pending.values() for t in tensors])):
+            logs.setdefault(key, []).append(read)
         summary = {key: sum(v) / len(v) for key, v in logs.items() if not key.endswith("/updates")}
         summary[f"{name}/updates"] = float(len(logs.get(f"{name}/updates", [])))
         summary[f"{name}/aggregation_is_token_mean"] = float(self.loss.aggregation is Aggregation.TOKEN_MEAN)
