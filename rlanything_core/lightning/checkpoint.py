@@ -215,12 +215,14 @@ def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
         return dict(torch.load(target, map_location="cpu", weights_only=False))
     if resume_path(target) is None:
         raise ValueError(f"path: expected a checkpoint file or a sharded checkpoint directory, got {str(target)!r}")
-    from torch.distributed.checkpoint import FileSystemReader
-    from torch.distributed.checkpoint.default_planner import _EmptyStateDictLoadPlanner
-    from torch.distributed.checkpoint.state_dict_loader import _load_state_dict
+    import tempfile
 
-    state: dict[str, Any] = {}
-    _load_state_dict(state, storage_reader=FileSystemReader(str(target)), planner=_EmptyStateDictLoadPlanner(),
-                     no_dist=True)
+    from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
+
+    # the public conversion (one process, no group): the shards assembled into one torch.save file, then loaded
+    with tempfile.TemporaryDirectory(prefix="rlanything-read-") as scratch:
+        whole = Path(scratch) / "whole.pt"
+        dcp_to_torch_save(target, whole)
+        state: dict[str, Any] = torch.load(whole, map_location="cpu", weights_only=False)
     meta = torch.load(target / METADATA, map_location="cpu", weights_only=False)
     return {**meta, **state}
