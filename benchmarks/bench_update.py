@@ -203,7 +203,7 @@ def _library_update(model: Any, rows: Any, device: torch.device, args: argparse.
         config = ShardingConfig(activation_checkpointing=args.checkpointing)
         shard_model(model, init_device_mesh(device.type, (1,)), config)
     elif args.checkpointing:  # unsharded: the layers recomputed as lora.activation_checkpointing does
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
     runtime = FabricRuntime(Fabric(accelerator=device.type, devices=1))
     update = ModelUpdate(
         "policy", model, PolicyLoss(), runtime, micro_batch_tokens=args.micro_batch_tokens, max_grad_norm=1.0,

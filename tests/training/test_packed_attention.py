@@ -212,3 +212,29 @@ def test_packed_attention_refuses_inconsistent_lengths() -> None:
         pa.packed_attention(segments, [4, 5], "varlen")
     with pytest.raises(ValueError, match="backend"):
         pa.packed_attention(segments, [10], "dense")
+
+
+def test_an_activation_checkpointing_recompute_runs_the_same_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The backward's recompute of a checkpointed layer calls attention with the forward's arguments: the varlen
+    kernel again, never the model's base attention without a mask (which would attend across sequences)."""
+    from torch.nn.attention import varlen
+
+    model = _model(device="meta")
+    model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    model.train()
+    pa.install_packed_attention(model)
+    calls = _record_attention(model, monkeypatch)
+    kernels: list[int] = []
+    real = varlen.varlen_attn
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        kernels.append(args[5])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(varlen, "varlen_attn", counting)
+    ids, attention, response = _rows([14, 6, 9])
+    packed_token_logprobs(model, ids.to("meta"), attention, score_mask=response, attention="varlen").sum().backward()
+    layers = model.config.num_hidden_layers
+    assert len(calls) == 2 * layers  # the forward, then the recompute in the backward
+    assert all(call["packed"] is not None and call["mask"] == (1, 1, 0, 0) for call in calls)
+    assert kernels == [14] * (2 * layers)
