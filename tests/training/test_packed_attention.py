@@ -67,10 +67,16 @@ def test_the_installed_wrapper_leaves_the_padded_path_unchanged(implementation: 
     model = _model(implementation)
     ids, attention, response = _rows([11, 4, 7])
     before = sequence_token_logprobs(model, ids, attention, score_mask=response)
+    prompt = ids[:2, :5]
+    greedy = {"max_new_tokens": 6, "do_sample": False, "pad_token_id": 0}
+    generated = model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), **greedy)
     name = pa.install_packed_attention(model)
     assert name == f"rlanything_packed_{implementation}" and pa.install_packed_attention(model) == name
     after = sequence_token_logprobs(model, ids, attention, score_mask=response)
     assert torch.equal(before, after)
+    # the rollouts' path too (a KV cache, the same model object): the same tokens
+    again = model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), **greedy)
+    assert torch.equal(generated, again)
 
 
 @pytest.mark.parametrize("implementation", ["sdpa", "eager"])
