@@ -172,6 +172,7 @@ def test_the_kernels_receive_host_offsets_and_compute_sum_of_squares_pairs(monke
         assert len(calls) == model.config.num_hidden_layers
         (built,) = captured
         assert built.lengths == tuple(lengths) and built.max_len == max(lengths)
+        assert all(cu is built.cu_seq_lens for cu in calls)  # every layer's kernel got these offsets, built once
         assert seen == [max(lengths)] * len(calls)
         work[tuple(lengths)] = pa.attention_pairs(built)
         assert work[tuple(lengths)] == sum(n * (n + 1) // 2 for n in lengths)
