@@ -211,7 +211,11 @@ def _save_sharded_async(target: Path, shards: Path, state: dict[str, Any]) -> No
         _GLOO.append(dist.new_group(backend="gloo"))
     pinned = torch.cuda.is_available()
     stager = DefaultStager(StagingOptions(pinned, False, False, False))
-    future: Any = dcp.async_save(converted, checkpoint_id=str(shards), process_group=_GLOO[0], async_stager=stager)
+    # no_dist: one process, so the background write needs no collective (the group may be gone when the run exits
+    # before the last write completes); the group is still passed, as async_save checks for a CPU backend
+    future: Any = dcp.async_save(
+        converted, checkpoint_id=str(shards), process_group=_GLOO[0], async_stager=stager, no_dist=True
+    )
     if not isinstance(future, Future):  # an AsyncSaveResponse (asynchronous staging): the upload's future
         future = future.upload_completion
 

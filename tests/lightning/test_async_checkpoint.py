@@ -22,7 +22,7 @@ def result(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     proc = subprocess.run([sys.executable, str(WORKER), str(out)], cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=600)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-4000:]
-    return dict(json.loads((out / "result.json").read_text()))
+    return dict(json.loads((out / "result.json").read_text()), out=str(out))
 
 
 def test_the_save_returns_with_the_write_in_flight_and_the_link_moves_when_it_completes(result: dict[str, Any]) -> None:
@@ -35,6 +35,14 @@ def test_the_background_save_reads_back_and_resumes_like_a_synchronous_one(resul
     assert result["loop"] == result["rest_loop"] == {"completed": 4}
     assert result["weights_equal"] and result["loaded_equal"]
     assert result["optimizer_keys"]  # the optimizer's state is in it, keyed by parameter name
+
+
+def test_the_last_save_of_a_run_is_complete_and_linked_after_the_process_exits(result: dict[str, Any]) -> None:
+    from rlanything_core.lightning.checkpoint import read_checkpoint, resume_path
+
+    last = Path(result["out"]) / "last.ckpt"
+    assert resume_path(last) == last
+    assert read_checkpoint(last)["loop"] == {"completed": 5}
 
 
 def test_asynchronous_saves_are_refused_for_several_processes() -> None:
