@@ -89,7 +89,14 @@ def _available(backend: str, device: torch.device) -> bool:
     if backend == "varlen":
         return importlib.util.find_spec("torch.nn.attention.varlen") is not None
     package = "flash_attn_interface" if backend == "flash_attention_3" else "flash_attn"
-    return importlib.util.find_spec(package) is not None
+    if importlib.util.find_spec(package) is None:
+        return False
+    try:  # installed is not enough: a build for another torch fails to import (then the next backend runs)
+        importlib.import_module(package)
+    except Exception as exc:  # noqa: BLE001 - any import failure means the kernel cannot run here
+        log.warning("packed attention: %s is installed but does not import (%s); trying the next backend", package, exc)
+        return False
+    return True
 
 
 def select_backend(device: torch.device | str, requested: str | None = None) -> str:

@@ -245,3 +245,13 @@ def test_an_activation_checkpointing_recompute_runs_the_same_kernel(monkeypatch:
     assert len(calls) == 2 * layers  # the forward, then the recompute in the backward
     assert all(call["packed"] is not None and call["mask"] == (1, 1, 0, 0) for call in calls)
     assert kernels == [14] * (2 * layers)
+
+
+def test_a_flash_attn_build_that_does_not_import_is_passed_over(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    package = tmp_path / "flash_attn"
+    package.mkdir()
+    (package / "__init__.py").write_text("raise ImportError('undefined symbol: built for another torch')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "flash_attn", raising=False)
+    assert not pa._available("flash_attention_2", torch.device("cuda"))
+    assert not pa._available("flash_attention_2", torch.device("cpu"))  # and never on a CPU
