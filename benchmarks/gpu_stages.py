@@ -39,7 +39,7 @@ def _small_model(args: argparse.Namespace, device: torch.device, seed: int = 0) 
 
 
 def stage_update(args: argparse.Namespace) -> dict[str, Any]:
-    """``benchmarks.bench_update`` at the issue-26 shape (Qwen2.5-1.5B, 48 rows of 512-2048 tokens), as trained.
+    """``benchmarks.bench_update`` at the Qwen2.5-1.5B shape (48 rows of 512-2048 tokens), as trained.
 
     Sharding, activation checkpointing and the micro-batch budget are ``train.py``'s at the device's scale
     (``bench_update.training_configuration``: FSDP2 with checkpointing on a GPU); the record names them, the
