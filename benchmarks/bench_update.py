@@ -16,9 +16,16 @@ micro-batch, one optimizer step over all rows per update, old log-probs recomput
   micro-batches (the library's ``pack_by_length``, generous to this side), ``model(...).logits`` at every position,
   full-vocabulary ``log_softmax``, a clipped-ratio token-mean loss, ``clip_grad_norm_``, AdamW; bf16 autocast on a GPU.
 
+The library side runs as ``experiments/train.py`` would at the device's scale (``training_configuration``: on a GPU
+``scale=1gpu``, FSDP2 with activation checkpointing; on a CPU ``scale=cpu``, neither; the micro-batch token budget of
+``optim.micro_batch_tokens``) and with the packed-attention backend ``training.packed_attention.select_backend``
+picks there; the JSON line names that configuration. The report adds the fraction of the device's bf16 dense matrix
+rate the library's update reaches (``update_flops`` over the seconds, where the device's peak is known).
+
 Each side runs in its own process (so that each peak memory is its own: the CUDA allocator's peak on a GPU, the
 resident set's high-water mark over its level before the first update on a CPU). Prints one JSON line per side, then
-``update_tokens_per_s library=<x> plain=<y> ratio=<x/y> peak_ratio=<library/plain>``.
+``update_tokens_per_s library=<x> plain=<y> ratio=<x/y> peak_ratio=<library/plain> matrix_fraction=<f|unknown>``
+and the configuration measured.
 """
 
 from __future__ import annotations
@@ -33,7 +40,16 @@ from typing import Any
 
 import torch
 
-__all__ = ["build_model", "compare", "make_rows", "measure_side", "single_process_group"]
+__all__ = [
+    "build_model",
+    "compare",
+    "make_rows",
+    "measure_side",
+    "peak_matrix_flops",
+    "single_process_group",
+    "training_configuration",
+    "update_flops",
+]
 
 REPO = Path(__file__).resolve().parents[1]
 MIB = 2**20
@@ -53,6 +69,74 @@ SMALL = {
     "max_position_embeddings": 4096,
     "tie_word_embeddings": True,
 }
+
+
+# bf16 dense (no sparsity) tensor-core peaks from the vendors' data sheets, FLOP/s; matched on the device's name
+PEAK_BF16_FLOPS = {
+    "H200": 989e12,
+    "H100 SXM": 989e12,
+    "H100 PCIe": 756e12,
+    "H100": 989e12,
+    "A100": 312e12,
+    "L40S": 362e12,
+    "L4": 121e12,
+    "A10G": 125e12,
+    "RTX 4090": 165e12,
+}
+
+
+def training_configuration(device: str) -> dict[str, Any]:
+    """What ``experiments/train.py`` trains with on ``device``'s scale, read from ``experiments/conf``.
+
+    Returns ``{scale, fsdp, activation_checkpointing, micro_batch_tokens}``: ``scale=1gpu`` on CUDA (``fsdp.*`` of
+    ``scale/gpu.yaml`` under ``trainer.strategy=fsdp2``), ``scale=cpu`` otherwise (no sharding, no checkpointing).
+    """
+    import yaml
+
+    conf = REPO / "experiments" / "conf"
+    tokens = int(yaml.safe_load((conf / "train.yaml").read_text())["optim"]["micro_batch_tokens"])
+    if torch.device(device).type != "cuda":
+        return {"scale": "cpu", "fsdp": False, "activation_checkpointing": False, "micro_batch_tokens": tokens}
+    gpu = yaml.safe_load((conf / "scale" / "gpu.yaml").read_text())
+    one = yaml.safe_load((conf / "scale" / "1gpu.yaml").read_text())
+    strategy = (one.get("trainer") or {}).get("strategy", gpu["trainer"]["strategy"])
+    checkpointing = bool({**gpu.get("fsdp", {}), **(one.get("fsdp") or {})}.get("activation_checkpointing", True))
+    fsdp = strategy == "fsdp2"
+    return {"scale": "1gpu", "fsdp": fsdp, "activation_checkpointing": fsdp and checkpointing,
+            "micro_batch_tokens": tokens}  # fmt: skip
+
+
+def update_flops(config: Any, lengths: list[int], response_tokens: int) -> float:
+    """Matrix FLOPs of one update (old log-probs forward, then training forward and backward) on these rows.
+
+    Counted as the useful work, not what a kernel wastes or recomputes: ``2`` FLOPs per weight and token forward and
+    ``4`` backward for the decoder's linear layers over all tokens; causal attention ``4 * hidden`` per query-key pair
+    (``QK^T`` and ``AV``) per layer forward, twice that backward, with ``sum(len (len + 1) / 2)`` pairs; the vocabulary
+    head at the response positions only. Activation checkpointing's recompute is not counted (it is overhead).
+    """
+    hidden, layers = int(config.hidden_size), int(config.num_hidden_layers)
+    heads, kv_heads = int(config.num_attention_heads), int(config.num_key_value_heads)
+    head_dim = int(getattr(config, "head_dim", None) or hidden // heads)
+    inter = int(config.intermediate_size)
+    per_layer = hidden * heads * head_dim * 2 + hidden * kv_heads * head_dim * 2 + 3 * hidden * inter
+    tokens = sum(lengths)
+    pairs = sum(n * (n + 1) // 2 for n in lengths)
+    forward = 2 * (layers * per_layer * tokens + int(config.vocab_size) * hidden * response_tokens)
+    forward += 4 * layers * heads * head_dim * pairs
+    return float(forward * 4)  # the no-grad forward (1x), the training forward (1x) and its backward (2x)
+
+
+def peak_matrix_flops(device: str) -> tuple[str, float | None]:
+    """The device's name and its bf16 dense matrix peak in FLOP/s (``None`` where not known: CPUs, other GPUs)."""
+    if torch.device(device).type != "cuda":
+        import platform
+
+        return platform.processor() or platform.machine(), None
+    name = torch.cuda.get_device_name(torch.device(device))
+    for key, peak in PEAK_BF16_FLOPS.items():  # the more specific names first
+        if key in name:
+            return name, peak
+    return name, None
 
 
 def build_model(shape: str, *, device: torch.device, dtype: torch.dtype = torch.float32, seed: int = 0) -> Any:
@@ -118,6 +202,8 @@ def _library_update(model: Any, rows: Any, device: torch.device, args: argparse.
         single_process_group(device)
         config = ShardingConfig(activation_checkpointing=args.checkpointing)
         shard_model(model, init_device_mesh(device.type, (1,)), config)
+    elif args.checkpointing:  # unsharded: the layers recomputed as lora.activation_checkpointing does
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
     runtime = FabricRuntime(Fabric(accelerator=device.type, devices=1))
     update = ModelUpdate(
         "policy", model, PolicyLoss(), runtime, micro_batch_tokens=args.micro_batch_tokens, max_grad_norm=1.0,
@@ -198,8 +284,27 @@ def measure_side(side: str, args: argparse.Namespace) -> dict[str, Any]:
             seconds.append(time.perf_counter() - started)
     peak = torch.cuda.max_memory_allocated(device) / MIB if device.type == "cuda" else _rss_mib("VmHWM")
     tokens = int(rows.rows.attention_mask.sum())
+    lengths = rows.rows.attention_mask.sum(dim=1).tolist()
+    flops = update_flops(model.config, lengths, int(rows.rows.response_mask.sum()))
+    device_name, peak_flops = peak_matrix_flops(args.device)
+    configuration = {
+        "fsdp": bool(args.fsdp),
+        "activation_checkpointing": bool(args.checkpointing),
+        "micro_batch_tokens": int(args.micro_batch_tokens),
+    }
+    if side == "library":
+        from rlanything_core.training.packed_attention import select_backend
+
+        configuration["attention"] = select_backend(device)
+    else:  # the plain loop: padded micro-batches under the model's own attention, no sharding, no recompute
+        configuration = dict(fsdp=False, activation_checkpointing=False, attention="sdpa (padding mask)")
+        configuration["micro_batch_tokens"] = int(args.micro_batch_tokens)
     return {
         "side": side,
+        "configuration": configuration,
+        "device_name": device_name,
+        "update_tflop": round(flops / 1e12, 3),
+        "matrix_fraction": None if peak_flops is None else round(flops / min(seconds) / peak_flops, 4),
         "seconds": [round(s, 4) for s in seconds],
         "tokens": tokens,
         "response_tokens": int(rows.rows.response_mask.sum()),
@@ -220,6 +325,7 @@ def compare(args: argparse.Namespace) -> dict[str, Any]:
     """Both sides, each in a fresh process; returns ``{library, plain, ratio, peak_ratio}`` and prints JSON lines."""
     context = multiprocessing.get_context("spawn")
     result: dict[str, Any] = {"shape": args.shape, "device": args.device, "rows": args.rows}
+    result["training_configuration"] = training_configuration(args.device)
     for side in ("library", "plain"):
         queue = context.Queue()
         process = context.Process(target=_child, args=(side, args, queue))
@@ -233,9 +339,14 @@ def compare(args: argparse.Namespace) -> dict[str, Any]:
     lib, plain = result["library"], result["plain"]
     result["ratio"] = round(lib["tokens_per_s"] / plain["tokens_per_s"], 3)
     result["peak_ratio"] = round(lib["peak_over_start_mib"] / max(plain["peak_over_start_mib"], 1e-9), 3)
+    result["matrix_fraction"] = lib["matrix_fraction"]
+    fraction = "unknown" if lib["matrix_fraction"] is None else lib["matrix_fraction"]
+    config = lib["configuration"]
     print(
         f"update_tokens_per_s library={lib['tokens_per_s']} plain={plain['tokens_per_s']} ratio={result['ratio']} "
-        f"peak_ratio={result['peak_ratio']}",
+        f"peak_ratio={result['peak_ratio']} matrix_fraction={fraction} device={lib['device_name']!r} "
+        f"fsdp={config['fsdp']} activation_checkpointing={config['activation_checkpointing']} "
+        f"micro_batch_tokens={config['micro_batch_tokens']} attention={config['attention']}",
         flush=True,
     )
     return result
@@ -244,6 +355,7 @@ def compare(args: argparse.Namespace) -> dict[str, Any]:
 def parser() -> argparse.ArgumentParser:
     """The command line (also used by ``benchmarks.gpu_check``)."""
     cuda = torch.cuda.is_available()
+    training = training_configuration("cuda" if cuda else "cpu")
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--shape", default="qwen2.5-1.5b" if cuda else "small", help=f"small or one of {sorted(SHAPES)}")
     p.add_argument("--device", default="cuda" if cuda else "cpu")
@@ -251,15 +363,19 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--min-len", type=int, default=512 if cuda else 64)
     p.add_argument("--max-len", type=int, default=2048 if cuda else 768)
     p.add_argument("--response-frac", type=float, default=0.25)
-    p.add_argument("--micro-batch-tokens", type=int, default=8192 if cuda else 2048)
+    p.add_argument(
+        "--micro-batch-tokens", type=int, default=training["micro_batch_tokens"], help="default: train.py's budget"
+    )
     p.add_argument("--reps", type=int, default=2 if cuda else 1)
     p.add_argument("--threads", type=int, default=2, help="CPU threads per side")
-    p.add_argument("--fsdp", action=argparse.BooleanOptionalAction, default=cuda, help="library side under FSDP2")
+    p.add_argument(
+        "--fsdp", action=argparse.BooleanOptionalAction, default=training["fsdp"], help="library side under FSDP2"
+    )
     p.add_argument(
         "--checkpointing",
         action=argparse.BooleanOptionalAction,
-        default=False,
-        help="activation checkpointing on the library side (FSDP2 only)",
+        default=training["activation_checkpointing"],
+        help="activation checkpointing on the library side (default: as train.py at this device's scale)",
     )
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per side")
     return p

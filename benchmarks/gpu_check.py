@@ -8,12 +8,15 @@ Each stage prints one JSON line (``{"stage": ..., "status": "ok" | "failed" | "s
 - ``fsdp2``: ``shard_model`` on a one-device mesh: one unit per decoder layer plus the root, fp32 master weights
   (``DTensor`` shards), bf16 compute inside ``gathered``, gradients against an unsharded fp32 copy (relative error),
   the clipped norm of both, and an AdamW step at lr 1e-6 that changes the fp32 masters (it would vanish in bf16);
-- ``packing``: packed log-probs against the padded ones on the device (``training/packing.py``);
+- ``packing``: packed log-probs against the padded ones on the device (``training/packing.py``): the dense-mask
+  fallback in fp32, and the variable-length kernel ``training/packed_attention.py`` chose (named) under bf16;
 - ``train``: ``experiments/train.py``, 2 iterations with evaluation (TextWorld; on a GPU at ``scale=1gpu`` with a
-  model of ~0.5B parameters), its contract line and its peak GPU memory;
+  model of ~0.5B parameters), its contract line, its peak GPU memory and the blocking part of each checkpoint;
 - ``memory_plan``: ``experiments/memory_plan.py``'s plan of that same run against the measured peak;
 - ``update`` (this and the next two in ``benchmarks/gpu_stages.py``): ``benchmarks.bench_update``: the library's update
-  against a plain transformers loop on the same tokens (tokens/s, ratio, peak memory);
+  against a plain transformers loop on the same tokens (tokens/s, ratio, peak memory), the library side as
+  ``train.py`` runs it at the scale (FSDP2, activation checkpointing, micro-batch budget: named in the record), and
+  the fraction of the device's bf16 matrix rate it reaches;
 - ``generation``: the transformers backend (``TransformersBackend``) against a plain ``model.generate`` on the same
   prompts (generated tokens/s);
 - ``vllm``: the vLLM backend's decode tokens/s next to the transformers backend's on the same model and prompts, when
@@ -146,13 +149,26 @@ def stage_packing(args: argparse.Namespace) -> dict[str, Any]:
     model = _small_model(args, device, seed=2).eval()
     rows = bench_update.make_rows(6, 8, 128, response_frac=0.5, vocab=model.config.vocab_size, seed=2)
     ids, mask, score = rows.rows.input_ids.to(device), rows.rows.attention_mask, rows.rows.response_mask
+    from rlanything_core.training.packed_attention import select_backend
+
+    backend = select_backend(device)
     with torch.no_grad():
         padded = sequence_token_logprobs(model, ids, mask, score_mask=score)
-        packed = packed_token_logprobs(model, ids, mask, score_mask=score)
+        packed = packed_token_logprobs(model, ids, mask, score_mask=score, attention="dense")
     err = float((padded - packed).abs().max())
     if err > 1e-3:
         raise AssertionError(f"packing: packed log-probs differ from the padded ones by {err}")
-    return {"max_abs_err": err, "attention": model.config._attn_implementation}
+    out: dict[str, Any] = {"max_abs_err": err, "attention": backend}
+    if backend != "dense":  # the varlen kernels run in half precision: against the padded path under the same bf16
+        with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16):
+            padded_bf16 = sequence_token_logprobs(model, ids, mask, score_mask=score)
+            varlen = packed_token_logprobs(model, ids, mask, score_mask=score)
+        err_varlen = float((padded_bf16 - varlen).abs().max())
+        err_bf16 = float((padded_bf16 - padded).abs().max())  # what bf16 itself costs the padded path
+        out.update(max_abs_err_varlen=err_varlen, max_abs_err_padded_bf16=err_bf16)
+        if err_varlen > 2 * err_bf16 + 1e-3:
+            raise AssertionError(f"packing: {backend} log-probs differ by {err_varlen} (bf16 alone: {err_bf16})")
+    return out
 
 
 def _train_overrides(args: argparse.Namespace) -> list[str]:
@@ -190,6 +206,22 @@ def _train_overrides(args: argparse.Namespace) -> list[str]:
     return [*quick, "scale=1gpu", *size, "model.max_new_tokens=32"]
 
 
+def _checkpoint_seconds(run_dir: Path) -> list[float]:
+    """The blocking part of each iteration's checkpoint (``time/checkpoint_s`` in the run's ``metrics.csv``).
+
+    At ``scale=1gpu`` the shards are written in the background (``lightning/checkpoint.py``): this is the copy.
+    """
+    from rlanything_core.lightning.csv_logger import read_metrics_csv
+
+    seconds: list[float] = []
+    for path in sorted(run_dir.rglob("metrics.csv")):
+        _, rows = read_metrics_csv(path)
+        seconds += [
+            round(float(r["time/checkpoint_s"]), 3) for r in rows if r.get("time/checkpoint_s") not in (None, "")
+        ]
+    return seconds
+
+
 def stage_train(args: argparse.Namespace) -> dict[str, Any]:
     run_dir = Path(args.work) / "train"
     overrides = [*_train_overrides(args), f"run_dir={run_dir}", "resume=false"]
@@ -220,6 +252,7 @@ def stage_train(args: argparse.Namespace) -> dict[str, Any]:
     assert match is not None
     evaluated = sorted(p.name for p in run_dir.rglob("*eval*"))
     out = {
+        "checkpoint_s": _checkpoint_seconds(run_dir),
         "contract": contract.strip(),
         "iterations": int(match.group(1)),
         "policy_updates": int(match.group(2)),

@@ -5,7 +5,12 @@ transformers, so it lives in its own environment (``.venv-vllm``; see ``experime
 
 Weights are refreshed in place from a trainer's tensors with the engine's ``reload_weights`` RPC followed by a prefix
 cache reset; that needs the engine in this process, so the constructor sets ``VLLM_ENABLE_V1_MULTIPROCESSING=0``
-(unless already set). ``vllm.LLM`` starts an engine that may spawn processes: create the backend under
+(unless already set). A whole push (``weight_sync.push_weights``) is one ``reload_weights`` call (its post-load
+processing runs once over the model) and one cache reset: with the engine's one worker in this process the buckets
+stream to it as one iterator; with workers in other processes (tensor parallelism) each bucket travels as a
+picklable list, and only the cache reset is shared. With sleep mode, weights pushed on every wake make the engine
+sleep at level 2 (its weights dropped, not copied to host and back) and wake its weights before the push, its KV
+cache after it. ``vllm.LLM`` starts an engine that may spawn processes: create the backend under
 ``if __name__ == "__main__":``.
 
 Log-probs are vLLM's default ``raw_logprobs`` (log-softmax of the raw logits, before temperature / top-p), one per
@@ -15,14 +20,25 @@ generated token: the same quantity as the HF backend's.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rlanything_core.generation.prompts import render_prompt
 from rlanything_core.generation.sampling import find_stop, prompt_seeds
 from rlanything_core.generation.types import FinishReason, Generation, Prompt, SamplingParams
 
-__all__ = ["VLLMBackend", "vllm_available"]
+__all__ = ["VLLMBackend", "in_process_worker", "vllm_available"]
+
+
+def in_process_worker(engine_kwargs: Mapping[str, Any]) -> bool:
+    """Whether the engine's only worker runs in this process (one GPU, V1 multiprocessing off).
+
+    Then an iterator of weights reaches it as it is, without pickling.
+    """
+    parallel = int(engine_kwargs.get("tensor_parallel_size", 1) or 1) * int(
+        engine_kwargs.get("pipeline_parallel_size", 1) or 1
+    )
+    return parallel == 1 and os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING") == "0"
 
 
 def vllm_available() -> bool:
@@ -71,6 +87,7 @@ class VLLMBackend:
         self._vllm = vllm
         self.max_model_len = max_model_len
         self.sleep_mode = bool(engine_kwargs.get("enable_sleep_mode", False))
+        self.in_process = in_process_worker(engine_kwargs)
         from vllm.platforms import current_platform
 
         if current_platform.is_cpu():
@@ -79,7 +96,11 @@ class VLLMBackend:
             # A rollout batch (32 agent prompts, ~7k tokens) passes the 4k-token step budget, so prefill whole prompts.
             engine_kwargs.setdefault("enable_chunked_prefill", False)
         self.llm = vllm.LLM(
-            model=str(model), dtype=dtype, max_model_len=max_model_len, seed=seed, enforce_eager=enforce_eager,
+            model=str(model),
+            dtype=dtype,
+            max_model_len=max_model_len,
+            seed=seed,
+            enforce_eager=enforce_eager,
             **engine_kwargs,
         )
         self.tokenizer = self.llm.get_tokenizer()
@@ -133,28 +154,57 @@ class VLLMBackend:
             return Generation(prompt_ids, tokens, logprobs, text, FinishReason.LENGTH)
         if isinstance(completion.stop_reason, str):
             cut = find_stop(text, params.stop)
-            return Generation(prompt_ids, tokens, logprobs, text[:cut] if cut is not None else text,
-                              FinishReason.STOP_STRING)
+            return Generation(
+                prompt_ids, tokens, logprobs, text[:cut] if cut is not None else text, FinishReason.STOP_STRING
+            )
         text = str(self.tokenizer.decode(tokens[:-1], skip_special_tokens=False, clean_up_tokenization_spaces=False))
         return Generation(prompt_ids, tokens, logprobs, text, FinishReason.EOS)
 
     def update_weights(self, named_tensors: Mapping[str, Any]) -> None:
         """Reload the engine's weights in place from ``(name, tensor)`` pairs (names as in the HF ``state_dict``).
 
-        A part of the model (one bucket of ``weight_sync.push_weights``) is enough: ``load_weights`` loads what it is
-        given. The pairs go as a list, which pickles to tensor-parallel workers in other processes (an iterator
-        would not), each worker taking its slice.
+        A part of the model is enough: ``load_weights`` loads what it is given. The pairs go as a list, which pickles
+        to tensor-parallel workers in other processes (an iterator would not), each worker taking its slice. A whole
+        push goes through ``update_weights_buckets`` instead (one reload).
         """
         items = [(name, tensor) for name, tensor in named_tensors.items()]
         self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": items})
         self.llm.reset_prefix_cache()
 
-    def sleep(self) -> None:
-        """Free the KV cache and offload the weights to host memory while the trainer updates (sleep mode only)."""
-        if self.sleep_mode:
-            self.llm.sleep(level=1)
+    def update_weights_buckets(self, parts: Iterable[Sequence[tuple[str, Any]]]) -> None:
+        """Reload the whole model from its buckets: one ``reload_weights`` and one cache reset per push.
 
-    def wake_up(self) -> None:
-        """Take the GPU memory back before the rollouts (sleep mode only)."""
+        The buckets are consumed in order, one at a time (each is gathered from the trainer's shards as it is
+        needed). With the worker in this process they stream as one iterator; otherwise each bucket is sent as a
+        list (picklable), and the prefix cache is still reset once.
+        """
+        if getattr(self, "in_process", False):
+            stream = (pair for part in parts for pair in part)
+            self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": stream})
+        else:
+            for part in parts:
+                self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": list(part)})
+        self.llm.reset_prefix_cache()
+
+    def sleep(self, level: int = 1) -> None:
+        """Free the KV cache while the trainer updates (sleep mode only).
+
+        Level 1 offloads the weights to host memory, level 2 drops them (for engines whose weights are pushed on
+        every wake).
+        """
+        if level not in (1, 2):
+            raise ValueError(f"level: expected 1 or 2, got {level}")
         if self.sleep_mode:
-            self.llm.wake_up()
+            self.llm.sleep(level=level)
+
+    def wake_up(self, tags: Sequence[str] | None = None) -> None:
+        """Take the GPU memory back before the rollouts (sleep mode only).
+
+        ``tags``: ``["weights"]`` or ``["kv_cache"]`` for a part (the weights first, to receive a push before the
+        cache is allocated); all by default.
+        """
+        if self.sleep_mode:
+            if tags is None:
+                self.llm.wake_up()
+            else:
+                self.llm.wake_up(tags=list(tags))

@@ -4,9 +4,11 @@ The pattern of verl's FSDP-to-vLLM sharding manager, written for this loop: befo
 rank gathers each parameter (``DTensor.full_tensor()``: one all-gather per tensor, in module order, the same on every
 rank), casts it to the engine's dtype, and the tensors go to the engine in buckets of at most ``bucket_bytes`` (so a
 7B model never needs a second full copy in memory). Names are the HF parameter names
-(``model.layers.0.mlp.up_proj.weight``), which vLLM's ``load_weights`` maps onto its fused layers. ``EngineCycle``
-wakes the engines for the rollouts and puts them to sleep afterwards, so their KV cache does not compete with training
-for GPU memory.
+(``model.layers.0.mlp.up_proj.weight``), which vLLM's ``load_weights`` maps onto its fused layers. A receiver with
+``update_weights_buckets`` gets the whole push as one call (one reload of the engine, not one per bucket).
+``EngineCycle`` wakes the engines for the rollouts and puts them to sleep afterwards, so their KV cache does not
+compete with training for GPU memory; as their weights are pushed on every wake, engines that can drop them while
+asleep (``VLLMBackend``: sleep level 2) do, and wake their weights before the push and their KV cache after it.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any, Protocol
 import torch
 from torch import Tensor, nn
 
-__all__ = ["EngineCycle", "WeightReceiver", "buckets", "named_full_tensors", "push_weights"]
+__all__ = ["EngineCycle", "WeightReceiver", "buckets", "named_full_tensors", "push_weights", "weights_droppable"]
 
 
 class WeightReceiver(Protocol):
@@ -75,13 +77,24 @@ def push_weights(
     Every rank must call it (the gathers are collective); a rank without an engine passes ``receiver=None`` and only
     takes part in the gathers.
     """
-    count = 0
+    count = [0]
+
+    def counted(parts: Iterator[list[tuple[str, Tensor]]]) -> Iterator[list[tuple[str, Tensor]]]:
+        for part in parts:
+            count[0] += 1
+            yield part
+
     with torch.no_grad():
-        for bucket in buckets(named_full_tensors(model, dtype=dtype), bucket_bytes=bucket_bytes):
-            if receiver is not None:
+        parts = counted(buckets(named_full_tensors(model, dtype=dtype), bucket_bytes=bucket_bytes))
+        whole = getattr(receiver, "update_weights_buckets", None)
+        if callable(whole):
+            whole(parts)
+        elif receiver is not None:
+            for bucket in parts:
                 receiver.update_weights(dict(bucket))
-            count += 1
-    return count
+        for _ in parts:  # what a receiver left unread (or this rank's share without one): the gathers are collective
+            pass
+    return count[0]
 
 
 class EngineCycle:
@@ -101,13 +114,35 @@ class EngineCycle:
 
     @contextmanager
     def awake(self) -> Iterator[None]:
-        """Wake the engines and push the weights; put the engines back to sleep at the end."""
-        for engine in self.engines:
-            engine.wake_up()
+        """Wake the engines and push the weights; put the engines back to sleep at the end.
+
+        With a ``sync`` the engines' weights are overwritten on every wake, so an engine that can
+        (``weights_droppable``) sleeps without keeping them and wakes its weights, then its KV cache after the push
+        (the cache is not allocated while the pushed tensors are in flight).
+        """
+        droppable = [self.sync is not None and weights_droppable(e) for e in self.engines]
+        for engine, drop in zip(self.engines, droppable):
+            if drop:
+                engine.wake_up(tags=["weights"])
+            else:
+                engine.wake_up()
         try:
             if self.sync is not None:
                 self.sync()
+            for engine, drop in zip(self.engines, droppable):
+                if drop:
+                    engine.wake_up(tags=["kv_cache"])
             yield
         finally:
-            for engine in self.engines:
-                engine.sleep()
+            for engine, drop in zip(self.engines, droppable):
+                if drop:
+                    engine.sleep(level=2)
+                else:
+                    engine.sleep()
+
+
+def weights_droppable(engine: Any) -> bool:
+    """Whether ``engine`` sleeps without its weights and wakes in parts (``VLLMBackend``: level 2, tags)."""
+    from rlanything_core.generation.vllm_backend import VLLMBackend
+
+    return isinstance(engine, VLLMBackend)

@@ -3,10 +3,11 @@
 A padded micro-batch computes ``rows * longest`` positions and carries a padding mask, which keeps attention off the
 flash kernels (and repeats grouped-query K/V); its LM head and log-softmax run over the whole vocabulary at every
 position. Packed, the same rows are one row of ``sum(lengths)`` tokens whose ``position_ids`` restart at 0 for each
-sequence, which transformers' decoders (Llama, Qwen2, ... through ``masking_utils.create_causal_mask``) read as
-per-sequence causal attention: a block-diagonal mask under SDPA, variable-length kernels under flash attention. The
-head then runs only on the positions that predict a scored (response) token, a chunk of positions at a time, each
-chunk recomputed in the backward instead of keeping its ``(chunk, vocabulary)`` logits.
+sequence. Attention stays within each sequence without a dense mask where a variable-length kernel runs
+(``training/packed_attention.py``: flash attention, torch's ``varlen_attn`` or flex attention, fed the sequences'
+offsets from the host); the dense block-causal mask (``block_causal_mask``) remains the CPU fallback. The head then
+runs only on the positions that predict a scored (response) token, a chunk of positions at a time, each chunk
+recomputed in the backward instead of keeping its ``(chunk, vocabulary)`` logits.
 
 Under FSDP2 the root unit gathers the embeddings, final norm and head only inside its own forward; the packed scoring
 is therefore installed on each model as an FSDP forward method (``torch.distributed.fsdp.register_fsdp_forward_method``,
@@ -26,6 +27,14 @@ from torch import Tensor
 from torch.utils.checkpoint import checkpoint
 
 from rlanything_core.training.logprobs import _is_fsdp_unit
+from rlanything_core.training.packed_attention import (
+    PACKED_KEYWORD,
+    PackedAttention,
+    install_packed_attention,
+    mask_argument,
+    packed_attention,
+    select_backend,
+)
 
 __all__ = ["PackedRows", "block_causal_mask", "head_logprobs", "pack_rows", "packable", "packed_token_logprobs"]
 
@@ -46,6 +55,7 @@ class PackedRows:
         rows: ``(K,)`` int64, the row of each scored token in the padded ``(N, L)`` grid (host).
         cols: ``(K,)`` int64, its column (host).
         targets: ``(K,)`` int64, the scored tokens' ids, on the ids' device.
+        lengths: the packed sequences' lengths in order (host ints; zero-length rows left out).
     """
 
     input_ids: Tensor
@@ -55,6 +65,7 @@ class PackedRows:
     rows: Tensor
     cols: Tensor
     targets: Tensor
+    lengths: tuple[int, ...] = ()
 
 
 def pack_rows(input_ids: Tensor, attention_mask: Tensor, score_mask: Tensor | None = None) -> PackedRows:
@@ -103,6 +114,7 @@ def pack_rows(input_ids: Tensor, attention_mask: Tensor, score_mask: Tensor | No
         rows=rows,
         cols=cols,
         targets=input_ids[rows.to(device), cols.to(device)],
+        lengths=tuple(int(n) for n in lengths.tolist() if n > 0),
     )
 
 
@@ -174,21 +186,30 @@ def _packed_scores(
     predict: Tensor,
     targets: Tensor,
     chunk_tokens: int,
+    attention: PackedAttention | None = None,
 ) -> Tensor:
     """The decoder on the packed row, then the head on the predicting positions (a forward method of the model)."""
     decoder = self.get_decoder()
-    # Under SDPA and eager attention the block-diagonal mask is given, in the form each takes (transformers would
-    # build the same one, after reading the position_ids back from the device to find the restarts); flash attention
-    # and the others take the restarting position_ids alone (variable-length kernels). No cache: transformers reads
-    # restarts as packing only without one.
-    implementation = getattr(self.config, "_attn_implementation", None)
-    mask: Tensor | None = None
-    if implementation in ("sdpa", "eager"):
-        mask = block_causal_mask(segments)
-        if implementation == "eager":  # an additive mask in the compute dtype, as transformers' eager_mask
-            dtype = self.get_input_embeddings().weight.dtype
-            mask = torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, torch.finfo(dtype).min)
-    hidden = decoder(input_ids=input_ids, position_ids=position_ids, attention_mask=mask, use_cache=False)
+    kwargs: dict[str, Any] = {}
+    if attention is not None:
+        # a variable-length kernel: no (T, T) mask; the wrapper installed on the model reads the keyword
+        mask: Any = mask_argument(attention, input_ids.device)
+        kwargs[PACKED_KEYWORD] = attention
+    else:
+        # The CPU fallback. Under SDPA and eager attention the block-diagonal mask is given, in the form each takes
+        # (transformers would build the same one, after reading the position_ids back from the device to find the
+        # restarts); flash attention and the others take the restarting position_ids alone. No cache: transformers
+        # reads restarts as packing only without one.
+        implementation = str(getattr(self.config, "_attn_implementation", None)).removeprefix("rlanything_packed_")
+        mask = None
+        if implementation in ("sdpa", "eager"):
+            mask = block_causal_mask(segments)
+            if implementation == "eager":  # an additive mask in the compute dtype, as transformers' eager_mask
+                dtype = self.get_input_embeddings().weight.dtype
+                mask = torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(
+                    ~mask, torch.finfo(dtype).min
+                )
+    hidden = decoder(input_ids=input_ids, position_ids=position_ids, attention_mask=mask, use_cache=False, **kwargs)
     hidden = hidden.last_hidden_state[0]  # (T, H)
     return head_logprobs(self.get_output_embeddings(), hidden[predict], targets, chunk_tokens=chunk_tokens)
 
@@ -216,6 +237,8 @@ def packed_token_logprobs(
     *,
     score_mask: Tensor | None = None,
     chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
+    attention: str | None = None,
+    block_size: int = 128,
 ) -> Tensor:
     """What ``training.logprobs.sequence_token_logprobs`` returns, computed on the rows packed into one sequence.
 
@@ -225,6 +248,9 @@ def packed_token_logprobs(
         attention_mask: ``(N, L)`` bool (host or device).
         score_mask: ``(N, L)`` bool, the tokens to score; default every real token but each row's first.
         chunk_tokens: positions per chunk of the vocabulary head.
+        attention: the attention backend (``packed_attention.BACKENDS``); default ``select_backend``'s choice for
+            the ids' device (a variable-length kernel on a GPU, the dense block-causal mask on a CPU).
+        block_size: the flex-attention block size (``flex_attention`` only).
 
     Returns:
         ``(N, L)`` float32 on ``input_ids``' device; unscored positions, column 0 and padding hold 0.
@@ -232,8 +258,13 @@ def packed_token_logprobs(
     if not packable(model):
         raise ValueError(f"model: {type(model).__name__} cannot be packed (see packable); use sequence_token_logprobs")
     packed = pack_rows(input_ids, attention_mask, score_mask)
+    backend = select_backend(input_ids.device, attention)
+    kernel = None
+    if backend != "dense" and packed.lengths:
+        install_packed_attention(model)
+        kernel = packed_attention(packed.segments, list(packed.lengths), backend, block_size=block_size)
     logp = _scorer(model)(
-        packed.input_ids, packed.position_ids, packed.segments, packed.predict, packed.targets, chunk_tokens
+        packed.input_ids, packed.position_ids, packed.segments, packed.predict, packed.targets, chunk_tokens, kernel
     )
     device = input_ids.device
     out = torch.zeros(input_ids.shape, dtype=torch.float32, device=device)

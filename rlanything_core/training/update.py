@@ -39,7 +39,7 @@ from rlanything_core.training.packing import packable, packed_token_logprobs
 from rlanything_core.training.warmup import warm_up
 from rlanything_core.types import LossOutput, TokenRows, TrainingRows
 
-__all__ = ["ModelUpdate", "OptimizerFactory", "default_optimizer"]
+__all__ = ["ModelUpdate", "OptimizerFactory", "default_optimizer", "to_device"]
 
 OptimizerFactory = Callable[[Iterator[nn.Parameter]], torch.optim.Optimizer]
 
@@ -49,9 +49,27 @@ def default_optimizer(params: Iterator[nn.Parameter]) -> torch.optim.Optimizer:
     return torch.optim.AdamW(params, lr=1e-6, betas=(0.9, 0.999), weight_decay=0.0, eps=1e-8)
 
 
-def _logged(value: Tensor) -> float:
-    """A one-element metric as a float; NaN for a tensor without data (a model on ``meta``, as in the device test)."""
-    return float("nan") if value.is_meta else float(value.detach())
+def _read_once(values: list[Tensor]) -> list[float]:
+    """One-element metrics as floats, read from the device in one copy (one synchronization per update).
+
+    Reading each metric with ``float()`` after every micro-batch would stall the host once per metric and
+    micro-batch; the values are stacked where they are and copied together. NaN for tensors without data (a model
+    on ``meta``, as in the device test).
+    """
+    if not values:
+        return []
+    if any(v.is_meta for v in values):
+        return [float("nan")] * len(values)
+    device = values[0].device
+    stacked = torch.stack([v.detach().reshape(()).to(device=device, dtype=torch.float32) for v in values])
+    return [float(x) for x in stacked.cpu().tolist()]
+
+
+def to_device(tensor: Tensor, device: torch.device) -> Tensor:
+    """``tensor`` (on the host) on ``device``: through pinned memory without blocking the host on a CUDA device."""
+    if device.type == "cuda" and tensor.device.type == "cpu":
+        return tensor.pin_memory().to(device, non_blocking=True)
+    return tensor.to(device)
 
 
 class ModelUpdate:
@@ -130,6 +148,8 @@ class ModelUpdate:
         assert optimizer is not None
         self._zero_grads_for_checkpoint(optimizer)
         model, name, updates = self.model, self.name, self.updates
+        # metrics stay on the device until the update ends (``_read_once``); the step counts are host numbers
+        pending: dict[str, list[Tensor]] = {}
         logs: dict[str, list[float]] = {}
         with self.runtime.autocast():
             old_all = self.old_logprobs(rows) if rows is not None or is_sharded(model) else None
@@ -161,11 +181,14 @@ class ModelUpdate:
                         )
                         for key, value in out.metrics.items():
                             if value.numel() == 1:
-                                logs.setdefault(f"{prefix}/{key}", []).append(_logged(value))
-                        logs.setdefault(f"{prefix}/loss", []).append(_logged(out.loss))
+                                pending.setdefault(f"{prefix}/{key}", []).append(value.detach())
+                        pending.setdefault(f"{prefix}/loss", []).append(out.loss.detach())
                 model.eval()
                 self._sync_and_step(optimizer)
                 logs.setdefault(f"{name}/updates", []).append(1.0)
+        keys = [key for key, tensors in pending.items() for _ in tensors]
+        for key, read in zip(keys, _read_once([t for tensors in pending.values() for t in tensors])):
+            logs.setdefault(key, []).append(read)
         summary = {key: sum(v) / len(v) for key, v in logs.items() if not key.endswith("/updates")}
         summary[f"{name}/updates"] = float(len(logs.get(f"{name}/updates", [])))
         summary[f"{name}/aggregation_is_token_mean"] = float(self.loss.aggregation is Aggregation.TOKEN_MEAN)
@@ -245,7 +268,7 @@ class ModelUpdate:
         Only the token ids travel to the device: the masks stay on the host, where the scored positions are chosen
         (no device synchronization, and a model on a device without data, ``meta``, runs the same path).
         """
-        ids = rows.input_ids.to(self.runtime.device)
+        ids = to_device(rows.input_ids, self.runtime.device)
         if self._packs():
             return packed_token_logprobs(self.model, ids, rows.attention_mask, score_mask=rows.response_mask)
         return sequence_token_logprobs(self.model, ids, rows.attention_mask, score_mask=rows.response_mask)
@@ -261,8 +284,8 @@ class ModelUpdate:
         out = self.loss(
             logp,
             old_logprobs[:, : logp.shape[1]].to(logp.device),
-            part.advantages.to(device=logp.device, dtype=logp.dtype),
-            part.rows.response_mask.to(logp.device),
+            to_device(part.advantages, logp.device).to(logp.dtype),
+            to_device(part.rows.response_mask, logp.device),
             num_tokens_global=n_tok,
             num_seqs_global=n_seq,
         )

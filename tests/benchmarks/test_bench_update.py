@@ -34,3 +34,45 @@ def test_bad_sizes_are_refused() -> None:
         bench_update.make_rows(2, 10, 5, response_frac=0.25, vocab=100)
     with pytest.raises(ValueError, match="shape: expected 'small'"):
         bench_update.build_model("qwen9", device=torch.device("cpu"))
+
+
+def test_the_configuration_is_train_py_s_at_the_scale_and_is_reported() -> None:
+    gpu, cpu = bench_update.training_configuration("cuda"), bench_update.training_configuration("cpu")
+    assert gpu == {"scale": "1gpu", "fsdp": True, "activation_checkpointing": True, "micro_batch_tokens": 8192}
+    assert cpu == {"scale": "cpu", "fsdp": False, "activation_checkpointing": False, "micro_batch_tokens": 8192}
+    defaults = bench_update.parser().parse_args([])
+    expected = gpu if torch.cuda.is_available() else cpu
+    assert (defaults.fsdp, defaults.checkpointing, defaults.micro_batch_tokens) == (
+        expected["fsdp"],
+        expected["activation_checkpointing"],
+        expected["micro_batch_tokens"],
+    )
+
+
+def test_update_flops_count_sum_of_squares_attention_and_the_head_at_responses_only() -> None:
+    from transformers import Qwen2Config
+
+    config = Qwen2Config(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                         num_key_value_heads=2, vocab_size=1000)  # fmt: skip
+    base = bench_update.update_flops(config, [8, 8], 0)
+    # one sequence of 16 tokens: the same linear work, (16*17/2) - 2*(8*9/2) = 64 more attention pairs
+    longer = bench_update.update_flops(config, [16], 0)
+    assert longer - base == 4 * (4 * 2 * 4 * 16 * 64)
+    assert bench_update.update_flops(config, [8, 8], 5) - base == 4 * 2 * 1000 * 64 * 5
+    name, peak = bench_update.peak_matrix_flops("cpu")
+    assert peak is None and isinstance(name, str)
+
+
+def test_a_cpu_run_reports_the_configuration_it_measured(capsys: pytest.CaptureFixture[str]) -> None:
+    args = bench_update.arguments(device="cpu", shape="small", rows=3, min_len=8, max_len=24, reps=1, threads=1)
+    result = bench_update.compare(args)
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    config = result["library"]["configuration"]
+    assert config == {
+        "fsdp": False,
+        "activation_checkpointing": False,
+        "micro_batch_tokens": 8192,
+        "attention": "dense",
+    }
+    assert "activation_checkpointing=False" in line and "attention=dense" in line and "matrix_fraction=unknown" in line
+    assert result["matrix_fraction"] is None and result["library"]["update_tflop"] > 0

@@ -64,6 +64,8 @@ def test_fsdp2_packing_and_generation_on_the_gpu(tmp_path: Path) -> None:
     assert [r["status"] for r in records] == ["ok"] * 4, records
     fsdp2 = records[1]
     assert fsdp2["compute_dtype"] == "torch.bfloat16" and fsdp2["adamw_1e-6_changed_fraction"] > 0.9
+    # a variable-length kernel, not the dense (T, T) mask, and its log-probs checked against the padded ones
+    assert records[2]["attention"] != "dense" and "max_abs_err_varlen" in records[2]
 
 
 @pytest.mark.gpu
@@ -73,3 +75,4 @@ def test_train_run_stays_within_the_memory_plan(tmp_path: Path) -> None:
     records = gpu_check.run_stages(args)
     assert [r["status"] for r in records] == ["ok", "ok"], records
     assert records[1]["measured_over_plan"] <= 1.0
+    assert len(records[0]["checkpoint_s"]) >= 1  # the blocking part of each save (written in the background)

