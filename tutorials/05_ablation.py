@@ -62,7 +62,7 @@ sys.path.insert(0, str(REPO))
 from experiments.ablation_breakdown import read_folders  # noqa: E402
 from experiments.ablation_plots import band_over_seeds, write_forest  # noqa: E402
 from experiments.ablation_results import read_metrics  # noqa: E402
-from experiments.summary_figure import FOLDERS, summary_rows  # noqa: E402
+from experiments.ablation_summary import FOLDERS, summary_rows  # noqa: E402
 
 RESULTS = REPO / "experiments" / "results" / "alfworld"
 rows = read_folders(FOLDERS)  # the full profile's episodes and the 36-iteration runs' (arms named "<arm> (36it)")
@@ -184,7 +184,7 @@ plt.show()
 # the interval excludes 0. MDD: the smallest difference these pairs would detect with 80% power, from their own noise.
 
 # %%
-groups = summary_rows()  # the same computation as `python experiments/summary_figure.py` (about 15 s)
+groups = summary_rows()  # the same computation as `python experiments/ablation_summary.py` (about 15 s)
 forest = Path.cwd() / "forest.png"
 write_forest(forest, groups, title="arm minus arm on the same episodes, both splits pooled")
 display(Image(filename=str(forest)))

@@ -1,6 +1,6 @@
 """The results page's summary figure: every paired difference of the committed ALFWorld runs, with its interval.
 
-    python experiments/summary_figure.py [--out experiments/results/alfworld/summary_forest.png]
+    python experiments/ablation_summary.py [--out experiments/results/alfworld/summary_forest.png]
 
 Reads the committed ``episodes.csv`` of the five-seed full profile (``experiments/results/alfworld/full``, 12
 iterations) and of the five-seed 36-iteration runs (``experiments/results/alfworld/training_gain``), computes each
