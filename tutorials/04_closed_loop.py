@@ -39,6 +39,7 @@
 # %%
 import csv
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -64,7 +65,7 @@ started = time.time()
 warm = subprocess.run(  # cached under ~/.cache/rlanything/warm_start by the recipe: a rerun takes seconds
     [sys.executable, "experiments/warm_start_encoder.py", "--games-per-type", "6", "--epochs", "2", "--eval-games", "0",
      "--heldout-per-type", "0", "--bench-steps", "0", "--no-progress", "--threads", "2", "--save", str(policy_init)],
-    cwd=REPO, capture_output=True, text=True,
+    cwd=REPO, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},  # this checkout's package
 )  # fmt: skip
 assert warm.returncode == 0, warm.stderr[-2000:]
 print(f"warm start: {(time.time() - started) / 60:.1f} min")
