@@ -1,4 +1,4 @@
-"""How many package files one batch crosses from the loop's entry to the policy's ``optimizer.step()`` (issue 29).
+"""How many package files one batch crosses from the loop's entry to the policy's ``optimizer.step()``.
 
     python -m benchmarks.batch_path                  # the ALFWorld smoke (full arm, seed 0)
     python -m benchmarks.batch_path --start rows     # from the rows stage (the batch's construction) instead

@@ -2,7 +2,7 @@
 
 Each stage prints one JSON line (``{"stage": ..., "status": "ok" | "failed" | "skipped", ...}``); the last line is
 ``gpu_check ok=<n> failed=<n> skipped=<n> seconds=<s>`` and the exit status is 1 when a stage failed. What it covers
-(the checks of issue 26, first run by hand on an H200):
+(the checks first run by hand on an H200):
 
 - ``env``: torch/transformers versions, the device, bf16 support, FSDP2's public API (``sharding.require_fsdp2``);
 - ``fsdp2``: ``shard_model`` on a one-device mesh: one unit per decoder layer plus the root, fp32 master weights

@@ -1,4 +1,4 @@
-"""Lines of the ``experiments/`` wiring (issue 29: "``experiments/`` wiring <= 600 lines"), file by file.
+"""Lines of the ``experiments/`` wiring (its target: at most 600 lines), file by file.
 
     python -m benchmarks.wiring_lines
 
@@ -7,7 +7,7 @@ objects of a run from a config. Left out (:data:`NOT_WIRING`): the ablation's an
 ``ablation_*.py``: statistics, tables, plots over finished runs), the warm start (``warm_start*.py``: a separate
 pre-training script), the memory planner's command line (``memory_plan.py``), ``reuse.py`` and ``eval_record.py``
 (reading finished runs). For each file: its physical lines (what ``wc -l`` counts) and its imports inside a
-function (the issue's second measure).
+function (the second measure of the wiring's size).
 """
 
 from __future__ import annotations

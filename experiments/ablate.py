@@ -178,7 +178,7 @@ def main(cfg: DictConfig) -> None:
         "versions": _versions(),
         "started": time.time(),
     }
-    if cfg.setting.name == "alfworld":  # which games RL trains on: every task type in proportion (issue 27)
+    if cfg.setting.name == "alfworld":  # which games RL trains on: every task type in proportion
         meta["training_pool"] = training_pool_summary(alfworld_games(cfg)[0])
     meta["estimated_seconds"] = _print_estimate(cfg)
     atomic_write_json(out / "meta.json", meta)

@@ -1,21 +1,61 @@
-"""The ablation's figures: learning curves, the judge's accuracy at every evaluation, accepted rewrites.
+"""The ablation's figures: learning curves, the judge's accuracy at every evaluation, accepted rewrites, and a
+forest plot of paired differences.
 
-Each figure draws the mean over seeds with a band from the lowest to the highest seed (with two or three seeds a
-t-interval would be wider than the axis). Figures are written atomically (a crash never leaves a truncated PNG).
+Each curve draws the mean over seeds with a band from the lowest to the highest seed (with two or three seeds a
+t-interval would be wider than the axis). The forest plot draws each comparison's paired difference with its 95%
+seed-level bootstrap interval (:func:`paired_forest`). Figures are written atomically (a crash never leaves a
+truncated PNG).
 """
 
 from __future__ import annotations
 
 import io
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from experiments.ablation_power import observed_noise
 from experiments.ablation_results import ArmRun
+from experiments.ablation_stats import PairedDifference, hierarchical_bootstrap_difference
 from experiments.ablation_table import LABELS
 from rlanything_core.files import atomic_write_bytes
 
-__all__ = ["band_over_seeds", "judge_trajectory", "write_plots"]
+__all__ = ["Comparison", "ForestRow", "band_over_seeds", "judge_trajectory", "paired_forest", "write_forest",
+           "write_plots"]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One line of a forest plot: ``arm - reference`` on the episodes both played.
+
+    Attributes:
+        label: what the line is called in the figure.
+        arm: the arm's name in ``episodes.csv`` (``ablation_breakdown.read_folders`` names, e.g. ``full (36it)``).
+        reference: the arm it is compared with.
+    """
+
+    label: str
+    arm: str
+    reference: str
+
+
+@dataclass(frozen=True)
+class ForestRow:
+    """A comparison's measured difference, in points of success.
+
+    Attributes:
+        comparison: what was compared.
+        difference: the mean paired difference (fraction) with its 95% seed-level bootstrap interval.
+        mdd: the smallest difference these pairs detect with 80% power (fraction; ``ablation_power.observed_noise``).
+        seeds: the training seeds both arms have, on which they were paired.
+    """
+
+    comparison: Comparison
+    difference: PairedDifference
+    mdd: float
+    seeds: tuple[int, ...]
 
 
 def band_over_seeds(
@@ -137,4 +177,86 @@ def write_plots(out: Path, results: Mapping[str, Sequence[ArmRun]], split: str) 
         ax.legend(fontsize=8)
     fig.tight_layout()
     _save(fig, out / "accepted.png")
+    plt.close(fig)
+
+
+def paired_forest(
+    rows: Sequence[Mapping[str, str]], comparisons: Sequence[Comparison], *, seed: int = 0
+) -> list[ForestRow]:
+    """Every comparison's paired difference, both splits pooled, on the (seed, split, game, run) episodes both played.
+
+    The same statistic as ``ablation_breakdown.paired_differences`` (and so as the table's "All" column): a
+    two-level bootstrap over seeds, then games (10,000 resamples seeded by ``seed``).
+
+    Args:
+        rows: ``episodes.csv`` rows (``ablation_breakdown.read_folders``).
+        comparisons: the lines to compute, in order.
+        seed: the bootstrap's seed.
+
+    Raises:
+        ValueError: a comparison names an arm that ``rows`` lack, or two arms that share no seed.
+    """
+    success: dict[str, dict[tuple[int, str], float]] = defaultdict(dict)
+    for row in rows:
+        unit = (int(row["seed"]), f"{row['split']}/{row['game']}/{row.get('run', '0')}")
+        success[row["arm"]][unit] = float(row["success"])
+    out = []
+    for c in comparisons:
+        for name in (c.arm, c.reference):
+            if name not in success:
+                raise ValueError(f"comparisons: {c.label!r} names {name!r}, not an arm of rows ({sorted(success)})")
+        seeds = tuple(sorted({s for s, _ in success[c.arm]} & {s for s, _ in success[c.reference]}))
+        if not seeds:
+            raise ValueError(f"comparisons: {c.label!r}: {c.arm!r} and {c.reference!r} share no seed")
+        mine, theirs = ({u: v for u, v in success[a].items() if u[0] in seeds} for a in (c.arm, c.reference))
+        difference = hierarchical_bootstrap_difference(mine, theirs, seed=seed)
+        out.append(ForestRow(c, difference, observed_noise(mine, theirs).mdd(), seeds))
+    return out
+
+
+def write_forest(path: Path, groups: Mapping[str, Sequence[ForestRow]], *, title: str = "") -> None:
+    """Draw a forest plot of paired differences (points, 95% interval) into ``path``, one panel block per group.
+
+    Args:
+        path: the PNG to write.
+        groups: heading -> its rows (:func:`paired_forest`), drawn top to bottom.
+        title: the figure's title.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    lines: list[tuple[str, ForestRow | None]] = []
+    for heading, rows in groups.items():
+        lines.append((heading, None))
+        lines += [(r.comparison.label, r) for r in rows]
+    fig, ax = plt.subplots(figsize=(9, 0.32 * len(lines) + 1.2))
+    labels = []
+    for k, (label, row) in enumerate(lines):
+        y = len(lines) - 1 - k
+        labels.append((y, label, row is None))
+        if row is None:
+            continue
+        d = row.difference
+        resolved = d.low > 0 or d.high < 0  # the interval excludes 0
+        color = ("C2" if d.estimate > 0 else "C3") if resolved else "C7"
+        ax.errorbar(100 * d.estimate, y, xerr=[[100 * (d.estimate - d.low)], [100 * (d.high - d.estimate)]],
+                    fmt="o", color=color, ecolor=color, capsize=3, ms=5)  # fmt: skip
+        ax.annotate(f"{100 * d.estimate:+.1f} [{100 * d.low:+.1f}, {100 * d.high:+.1f}]", (1.01, y),
+                    xycoords=("axes fraction", "data"), va="center", fontsize=8)  # fmt: skip
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_yticks([y for y, _, _ in labels])
+    ax.set_yticklabels([label for _, label, _ in labels], fontsize=8)
+    for tick, (_, _, heading) in zip(ax.get_yticklabels(), labels, strict=True):
+        if heading:
+            tick.set_fontweight("bold")
+    ax.set_ylim(-0.7, len(lines) - 0.3)
+    ax.set_xlabel("paired difference in success, points (both splits pooled; 95% seed-level bootstrap interval)",
+                  fontsize=8)  # fmt: skip
+    ax.grid(axis="x", alpha=0.3)
+    if title:
+        ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    _save(fig, path)
     plt.close(fig)

@@ -3,7 +3,7 @@
 The table compares two arms by their paired difference in success: every arm of a training seed plays the same
 evaluation episodes (``loop/evaluation.py``), so a unit is a ``(seed, game)`` pair and its value the arm's success on
 that game minus the reference's. Two sources of noise reach the mean difference over ``k`` seeds of ``n`` games each:
-the units' spread within a seed (``unit_sd``: an episode's paired difference is -1, 0 or +1; issue 27 measured a
+the units' spread within a seed (``unit_sd``: an episode's paired difference is -1, 0 or +1; the CPU default measured a
 standard deviation of 0.37-0.49 per episode on this setting) and the training seeds' own spread of the true difference
 (``seed_sd``), so ``Var(mean) = seed_sd^2 / k + unit_sd^2 / (k n)``. A two-sided test at level ``alpha`` detects a
 true difference ``delta`` with probability ``power`` when ``delta >= (z_{1-alpha/2} + z_power) * sqrt(Var(mean))``

@@ -154,7 +154,7 @@ def hierarchical_bootstrap_difference(
     Each resample draws the training seeds with replacement, then, within each drawn seed, its games with
     replacement; its statistic is the mean of the drawn differences. Unlike :func:`paired_bootstrap_difference`,
     which pools every ``(seed, game)`` unit as if independent, the seeds' own spread (training runs that differ
-    beyond their games' noise) widens the interval: the seed is the unit of replication (issue 27). With one seed it
+    beyond their games' noise) widens the interval: the seed is the unit of replication. With one seed it
     reduces to the games' bootstrap. It is conservative: the drawn seeds' means already carry their games' noise,
     which the second level draws again, so with seeds that do not differ its variance is up to
     ``(2 - 1/k)`` times the pooled one (width up to ``sqrt(2)`` times) for ``k`` seeds.

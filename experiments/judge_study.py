@@ -1,4 +1,4 @@
-"""Can the encoder judge learn the process at all? The judge trained on fixed rollouts, by two targets (issue 27).
+"""Can the encoder judge learn the process at all? The judge trained on fixed rollouts, by two targets.
 
 The ablation's judge gains no balanced process accuracy in 12 iterations (``docs/results.md``). Two causes are told
 apart here, on identical data:

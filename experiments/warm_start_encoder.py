@@ -7,7 +7,7 @@ followed by DAgger rounds (the policy plays training games, the expert labels th
 weights are cached under ``~/.cache/rlanything/warm_start/`` by the recipe's hash (every argument that changes the
 weights), so seeds, arms and profiles share one warm start; an interrupted fit resumes from its checkpoint.
 
-Printed figures (the targets of issue 14): held-out top-1 agreement with the expert (``valid_train`` games, never
+Printed figures (the warm start's targets): held-out top-1 agreement with the expert (``valid_train`` games, never
 trained on), success within ``--eval-steps`` at each temperature on ``valid_seen`` (and ``valid_unseen``) games drawn
 in proportion to the split's task types, per task type; the milliseconds per scored step on one thread (wall and
 thread CPU time, with the load average: CPU time is what an idle thread would take); the warm start's wall time.

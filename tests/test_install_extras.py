@@ -1,4 +1,4 @@
-"""The install paths: the CPU default of `make setup` and the GPU extras of pyproject.toml (issue 19, item 6).
+"""The install paths: the CPU default of `make setup` and the GPU extras of pyproject.toml.
 
 Read from the files themselves (no network): the GPU extra exists and installs the CUDA ``vllm`` build, its torch
 requirement (from the wheel's metadata, recorded below) is the project's torch pin, no two requirements of the same

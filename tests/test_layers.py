@@ -330,7 +330,7 @@ def test_experiments_has_no_import_cycle(apps) -> None:  # type: ignore[no-untyp
 
 
 def test_experiments_import_at_the_top(apps) -> None:  # type: ignore[no-untyped-def]
-    """No import inside a function that a top-level import could do (a lazy import hid a cycle, issue 29)."""
+    """No import inside a function that a top-level import could do (a lazy import once hid a cycle)."""
     sources, _ = apps
     bad = lazy_imports(sources, LAZY_LEFT)
     assert not bad, "\n".join(bad)

@@ -252,7 +252,7 @@ def checkpoint_bytes(cfg: DictConfig) -> int:
     return plan(cfg).checkpoint
 
 
-# a checkpoint is written at roughly 1 GiB/s (issue 26's H200: 12-17 s for the 0.5B pair's ~16 GB); one every
+# a checkpoint is written at roughly 1 GiB/s (measured on an H200: 12-17 s for the 0.5B pair's ~16 GB); one every
 # ceil(GiB / 8) iterations keeps its amortized cost near 8 s an iteration, and at most 10 iterations are ever redone
 CHECKPOINT_GIB_PER_ITERATION = 8
 CHECKPOINT_MAX_EVERY = 10

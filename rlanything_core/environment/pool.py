@@ -214,7 +214,7 @@ class TaskPool:
 
         The snapshot is read once and checked completely (JSON, version, every task file it names, consistency)
         before those same bytes replace ``state.json`` (atomically): a corrupt snapshot raises
-        :class:`CorruptFileError` naming it and leaves ``state.json`` and this pool as they were (issue 28: it used
+        :class:`CorruptFileError` naming it and leaves ``state.json`` and this pool as they were (it used
         to be copied over a good state first). The writer only; this pool is closed and its lock passes on.
         With ``persist=False`` nothing is written: the returned pool holds the snapshot's state until its next
         ``save`` (for a state that a later restore may still replace).

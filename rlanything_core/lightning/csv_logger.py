@@ -12,7 +12,7 @@ order. Within one process rows are never dropped, only put in position order (:f
 writes an iteration's row after the hooks of its batch have run, so a judge-only evaluation logged in
 ``on_train_batch_end`` reaches the logger before the row of the iteration it follows. The ``step`` column is the row's
 index in the file (0, 1, 2, ...): unique and without gaps whatever kills and resumes happened (Lightning's own step
-repeated where an evaluation and the next iteration shared it, and after a resume; issue 28). The file is replaced
+repeated where an evaluation and the next iteration shared it, and after a resume). The file is replaced
 atomically (a torn write cannot lose the history), and a damaged one is named with what to do
 (:func:`read_metrics_csv`), never a raw ``csv.Error`` or ``ValueError``.
 """

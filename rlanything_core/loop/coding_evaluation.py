@@ -9,7 +9,7 @@ as a call: the judge is asked for the call's keyword arguments as **Test Input**
 ``nums = [1, 2], k = 3``) and the returned value as a Python literal as **Test Output**. Both are data: parsed as
 literals (:func:`~rlanything_core.sandbox.literal_call.parse_literal_call`), and the harness calls the entry point
 with them itself; a test that is not literal data counts as a format failure and fails every program. No text of the
-judge's is ever executed (issue 28: an expected value of ``[0]) or (True`` pasted into ``assert`` passed every
+judge's is ever executed (before, an expected value of ``[0]) or (True`` pasted into ``assert`` passed every
 program).
 """
 

@@ -1,7 +1,7 @@
 """What every loop driver shares about the task pool: per-iteration snapshots, resume, and the adaptation hand-off.
 
 One writer owns the pool: global rank 0, chosen once the process group exists (``save_initial_pool`` and
-``restore_pool`` run in the data module's hooks, after Lightning set the process group up), not guessed from the
+``restore_pool`` run in ``RLAnythingLoop.restore``, after Lightning set the process group up), not guessed from the
 launcher's variables when the run is built (``srun`` sets no ``RANK``). After each iteration the drivers gather the
 success rates (and whatever the adaptation needs: episodes, critic feedback) from every rank, let the writer plan the
 adaptation, spread the task rewrites over all ranks and gather their candidates, let the writer add them and save the
@@ -97,8 +97,8 @@ class PoolSnapshots:
         """Persist the pool as it is before iteration 0 (the state a resume from scratch returns to).
 
         A run restarted before its first checkpoint already has that state: it returns to it instead, in memory only
-        (the data module calls this before Lightning loads a checkpoint, whose ``restore_pool`` then replaces it;
-        writing it would have overwritten the saved state even where that restore then fails on a corrupt
+        (``RLAnythingLoop.restore`` calls this before Lightning loads a checkpoint, whose ``restore_pool`` then replaces
+        it; writing it would have overwritten the saved state even where that restore then fails on a corrupt
         snapshot). Collective.
         """
         self._elect_writer()
@@ -184,7 +184,7 @@ class PoolSnapshots:
         Returns:
             The adaptation's metrics plus ``env/accepted_total``.
         """
-        self._elect_writer()  # idempotent: a driver used without the data module's hooks still has its writer
+        self._elect_writer()  # idempotent: a driver used without ``RLAnythingLoop.restore`` still has its writer
         all_items = list(items)
         rank, world = dist_rank_world()
         if world > 1:

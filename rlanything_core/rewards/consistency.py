@@ -158,7 +158,7 @@ def balanced_step_weights(outcome: Tensor, step_mask: Tensor, group_index: Tenso
     Why: with ``lam <= 1`` the sign of the integrated reward is the outcome's, so the consistency targets push a
     vote toward ``+1`` on every step of a won episode and toward ``-1`` on every step of a failed one. Failed episodes
     run to the step limit and hold most steps, so unweighted targets teach the judge the class balance (an all ``-1``
-    judge), not which steps progress (issue 27). Within a group with ``n`` steps, ``n_won`` of them in won episodes
+    judge), not which steps progress. Within a group with ``n`` steps, ``n_won`` of them in won episodes
     (outcome ``> 0``) and ``n_failed`` in the others, a won step weighs ``n / (2 n_won)`` and a failed one
     ``n / (2 n_failed)``: each class totals ``n / 2`` whatever the episodes' lengths, and the group's total stays
     ``n`` (the loss's scale is unchanged). A group whose episodes all won or all failed has nothing to balance:

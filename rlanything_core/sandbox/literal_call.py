@@ -3,7 +3,7 @@
 A judge that writes a functional test (``nums = [1, 2], k = 3`` returns ``[3, 4]``) writes *data*. Pasting its text
 into test code (``assert f(<call>) == (<expected>)``) would let it write the verdict instead: an expected value of
 ``[0]) or (True`` passes every program, and other texts skip the call, call the harness's own report function or
-read the program's source (arXiv 2602.02488's coding setting; issue 28). So the text is parsed with :mod:`ast` and
+read the program's source (arXiv 2602.02488's coding setting). So the text is parsed with :mod:`ast` and
 each argument and the expected value with :func:`ast.literal_eval`, anything else is refused (a format failure,
 counted by the caller), and the sandbox harness binds the values as plain data and calls the function itself with
 fixed, trusted code (:func:`literal_call_test`).

@@ -7,7 +7,7 @@ owns uids ``base + 2k`` (the program) and ``base + 2k + 1`` (the functional-test
 
 The lock files live in one fixed machine-wide directory (:func:`default_lock_dir`: ``/run/lock``, else
 ``/var/lock``, else ``/tmp``), never under ``TMPDIR``: two processes with different temporary directories used to
-take slot 0 together, and a fork bomb in one sank the other (issue 28).
+take slot 0 together, and a fork bomb in one sank the other.
 """
 
 from __future__ import annotations

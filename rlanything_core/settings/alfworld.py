@@ -146,7 +146,7 @@ class AlfworldTasks:
 
         Every task type in proportion (seed ``train_sample_seed``), never a game the evaluation plays (the same
         ``<task folder>/<trial folder>``): the split's first games are sorted by type, so a prefix of 32 held only
-        two of the six types the evaluation measures (issue 27).
+        two of the six types the evaluation measures.
         """
         evaluated = {game_id(g.game_file) for split in evals.values() for g in split}
         candidates = [g for g in games if game_id(g.game_file) not in evaluated]

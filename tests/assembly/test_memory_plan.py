@@ -28,7 +28,7 @@ def test_qwen_7b_is_counted_on_the_meta_device_from_the_config_in_the_repository
     assert (shape.layers, shape.hidden, shape.intermediate, shape.kv_dim, shape.vocab) == (28, 3584, 18944, 512, 152064)
 
 
-@pytest.mark.parametrize("backend", [None, "vllm"])  # vllm: issue 19's audit, the engines' share must fit too
+@pytest.mark.parametrize("backend", [None, "vllm"])  # vllm: the engines' share must fit too
 @pytest.mark.parametrize("scale", ["gpu", "multinode"])
 @pytest.mark.parametrize("setting", ["alfworld", "coding"])
 def test_the_shipped_gpu_configs_fit_80_gb(scale: str, setting: str, backend: str | None) -> None:
@@ -80,7 +80,7 @@ def test_the_command_prints_the_plan_and_whether_it_fits(tmp_path: Path) -> None
     assert any(line.startswith("policy.optimizer") for line in out)
 
 
-# ------------------------------------------------------------------ scale=1gpu (issue 26): plan, preflight, checkpoints
+# ------------------------------------------------------------------ scale=1gpu: plan, preflight, checkpoints
 def test_one_gpu_fits_80_gb_for_the_1_5b_pair() -> None:
     p = plan(_cfg("+setting=alfworld", "scale=1gpu", "model=qwen2.5-1.5b"))
     assert p.capacity == 80 * GIB and p.fits, {k: round(v / GIB, 2) for k, v in p.parts.items()}

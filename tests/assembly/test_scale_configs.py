@@ -1,8 +1,8 @@
 """The GPU and multinode commands resolve to the paper's hyperparameters; the CPU default keeps its own values.
 
 The paper's values (arXiv 2602.02488, the authors' configs/<setting>_rl.yaml) are written out here once, as a table, and
-each README command is composed with Hydra's compose API and checked against it, key by key (issue 19, defect 1:
-``_self_`` came last in train.yaml's defaults, so the CPU values silently overrode every GPU value).
+each README command is composed with Hydra's compose API and checked against it, key by key (a defect found on
+2026-11-24: ``_self_`` came last in train.yaml's defaults, so the CPU values silently overrode every GPU value).
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def test_gpu_commands_resolve_to_the_papers_hyperparameters(scale: str, setting:
 @pytest.mark.parametrize("model", ["qwen2.5-0.5b", "qwen2.5-1.5b"])
 @pytest.mark.parametrize("setting", ["alfworld", "coding", "livebench"])
 def test_one_gpu_resolves_to_the_papers_hyperparameters_on_one_device(setting: str, model: str) -> None:
-    """scale=1gpu (issue 26): the paper's per-setting values, one FSDP2 device, LoRA off, checkpoints chosen."""
+    """scale=1gpu: the paper's per-setting values, one FSDP2 device, LoRA off, checkpoints chosen."""
     cfg = _cfg(f"+setting={setting}", "scale=1gpu", f"model={model}")
     OmegaConf.resolve(cfg)
     expected = {**_expected("gpu", setting), "trainer.devices": 1, "trainer.num_nodes": 1}
@@ -254,7 +254,7 @@ def test_the_writer_rank_comes_from_any_launchers_variables(
 def test_only_the_writer_rank_writes_config_yaml_atomically(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, rank: str, written: bool
 ) -> None:
-    """Issue 19: every rank wrote config.yaml non-atomically; now only the writer rank does, via atomic_write_text."""
+    """Every rank used to write config.yaml non-atomically; now only the writer rank does, via atomic_write_text."""
     from types import SimpleNamespace
 
     import rlanything_core.assembly.backends as backends

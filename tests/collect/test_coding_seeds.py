@@ -1,6 +1,6 @@
 """The coding collectors seed each sample by its task's group id and its index, not by its place in the batch.
 
-Issue 19: a sharded coding evaluation gives every rank a share of the problems; it equals the one-process evaluation
+A sharded coding evaluation gives every rank a share of the problems; it equals the one-process evaluation
 only if a problem's programs and unit tests are the same whichever other problems share the call. Real tiny model,
 real sampling (temperature 1), real problems.
 """

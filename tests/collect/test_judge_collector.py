@@ -1,4 +1,4 @@
-"""``JudgeCollector.judge`` returns judged copies and leaves its inputs alone (issue 15: data flows one way).
+"""``JudgeCollector.judge`` returns judged copies and leaves its inputs alone (data flows one way).
 
 A stub vote sampler stands in for the model: it turns each vote's seed into the vote, so the tests see exactly which
 seed drove which vote without loading a model.

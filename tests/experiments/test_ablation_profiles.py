@@ -1,4 +1,4 @@
-"""The ablation's profiles (issue 27, items 4-7): budgets by the estimate, the power of their designs, their arms."""
+"""The ablation's profiles: budgets by the estimate, the power of their designs, their arms."""
 
 from __future__ import annotations
 

@@ -53,7 +53,7 @@ def test_two_processes_fsdp2_match_single_process(single: dict[str, torch.Tensor
 
 
 def test_more_ranks_than_task_groups_matches_single_process(single: dict[str, torch.Tensor], tmp_path: Path) -> None:
-    """Issue 19: three ranks for two task groups (as ``scale=multinode``: 16 groups over 64 ranks). Rank 2 rolls out
+    """Three ranks for two task groups (as ``scale=multinode``: 16 groups over 64 ranks). Rank 2 rolls out
     nothing in iteration 0, takes part in the pool sync, receives its share of the other ranks' training rows
     (``balance_rows``) and trains on them; the run finishes (a collective mismatch would hang: the timeout fails it)
     with the single-process weights. On main it raised "rank 2 received no task group"."""

@@ -1,4 +1,4 @@
-"""Issue 19: ``eval_only`` evaluates the models as a run would set them up, on the runtime's device.
+"""``eval_only`` evaluates the models as a run would set them up, on the runtime's device.
 
 ``eval_only`` used to call the evaluator directly: the models stayed where they were built (the CPU, whatever the
 accelerator), the strategy's setup never ran (FSDP2 sharding, ranks built on meta never filled: the two-process case

@@ -1,4 +1,4 @@
-"""Issue 19: a multi-rank ``eval_only`` run evaluates the models every rank holds, set up as a fit sets them up.
+"""A multi-rank ``eval_only`` run evaluates the models every rank holds, set up as a fit sets them up.
 
 ``eval_only`` used to call the evaluator directly: ``configure_model`` never ran, so a rank that built the models on
 the meta device (``causal_lm_on_rank0``, what the 7B configs use) evaluated meta tensors, and the module was never

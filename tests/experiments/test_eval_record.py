@@ -1,4 +1,4 @@
-"""eval.json and eval_outcomes.json: a damaged file is named in one line with what to do (issue 28)."""
+"""eval.json and eval_outcomes.json: a damaged file is named in one line with what to do."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ def test_arms_and_seeds_get_the_same_stratified_games_and_each_seed_its_own_epis
     from rlanything_core.assembly.agent import alfworld_games, evaluation_episode_seed
 
     default = _compose()
-    assert default.eval.games is None  # whole splits (issue 27): every game of valid_seen and valid_unseen
+    assert default.eval.games is None  # whole splits: every game of valid_seen and valid_unseen
     plans, episode_seeds = {}, {}
     for arm in ("outcome_only", "full"):
         for seed in (0, 1):

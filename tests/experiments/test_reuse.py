@@ -43,8 +43,8 @@ def test_a_file_is_reused_only_when_it_was_made_the_same_way(tmp_path: Path) -> 
 
 
 def test_seed_workers_reusing_the_same_file_at_once_all_succeed(tmp_path: Path) -> None:
-    # the ablation's seed workers reuse the shared probe set at the same moment (step_only, session 15: with one
-    # shared ".reusing" name the second worker's rename found the file already moved and the worker died)
+    # the ablation's seed workers reuse the shared probe set at the same moment (step_only, as measured on 2026-11-28:
+    # with one shared ".reusing" name the second worker's rename found the file already moved and the worker died)
     source, target = tmp_path / "full" / "probe.json", tmp_path / "step_only" / "init" / "probe.json"
     source.parent.mkdir()
     source.write_bytes(b"x" * 1_000_000)

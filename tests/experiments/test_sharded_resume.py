@@ -2,7 +2,7 @@
 
 Two gloo processes under Fabric's ``ModelParallelStrategy(save_distributed_checkpoint=True)``: a run killed
 (SIGKILL, the whole process group) after its first iteration's checkpoint and rerun with the same command ends with
-the weights *and* both optimizers' states of the uninterrupted run, bit for bit (issue 19: checkpoints used to be full
+the weights *and* both optimizers' states of the uninterrupted run, bit for bit (checkpoints used to be full
 state dicts gathered to rank 0, ~170 GB of host memory for the paper's 7B policy + judge with Adam states).
 """
 

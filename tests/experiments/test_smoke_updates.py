@@ -1,4 +1,4 @@
-"""Issue 27 item 8: the ALFWorld smoke exercises learning: `python experiments/train.py +setting=alfworld
+"""The ALFWorld smoke exercises learning: `python experiments/train.py +setting=alfworld
 +profile=smoke` makes at least one policy and one judge update (before: 0 and 0, every group out of the bands)."""
 
 from __future__ import annotations

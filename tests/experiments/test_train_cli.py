@@ -111,7 +111,7 @@ def _csv_rows(run_dir: Path) -> list[dict[str, str]]:
 
 
 def _assert_rows_unique_and_in_order(rows: list[dict[str, str]]) -> None:
-    """``step`` is 0, 1, 2, ... and every iteration and evaluation appears once, in run order (issue 28)."""
+    """``step`` is 0, 1, 2, ... and every iteration and evaluation appears once, in run order."""
     assert [int(r["step"]) for r in rows] == list(range(len(rows)))
     positions = [float(r["iteration"]) if r["iteration"] else float(r["eval/iteration"]) - 0.5 for r in rows]
     assert positions == sorted(set(positions))

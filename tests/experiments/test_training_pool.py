@@ -27,7 +27,7 @@ def test_the_default_pool_covers_the_six_task_types_in_proportion_and_no_evaluat
     train, evals, root = alfworld_games(cfg)
     assert len(train) == cfg.setting.train_games == 32
     types = Counter(g.task_type for g in train)
-    # the first 32 games of valid_train (the pool until issue 27) hold two types: 19 look_at_obj, 13 pick_and_place
+    # the first 32 games of valid_train (the pool until 2026-11-26) hold two types: 19 look_at_obj, 13 pick_and_place
     assert len(types) == 6, types
     split = Counter(g.task_type for g in list_games(cfg.setting.train_split, root))
     assert dict(types) == {k: v for k, v in proportional_allocation(dict(split), 32).items() if v}

@@ -107,7 +107,7 @@ def test_the_backend_comes_from_the_config() -> None:
 
 
 def test_vllm_update_weights_sends_a_picklable_list_of_pairs_through_collective_rpc() -> None:
-    """Issue 19: ``VLLMBackend.update_weights`` sent a tensor iterator through ``collective_rpc``, which cannot be
+    """``VLLMBackend.update_weights`` used to send a tensor iterator through ``collective_rpc``, which cannot be
     pickled to tensor-parallel workers. The real method runs here against a stand-in engine (no vLLM needed)."""
     import pickle
 

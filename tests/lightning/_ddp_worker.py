@@ -42,7 +42,7 @@ def main(rank: int, port: int, out: Path, mode: str) -> None:
     (reference(x).sum() / ROWS).backward()  # every row in one process: the gradient both paths should give
     model = _model()
     result: dict[str, object] = {"rank": rank, "single_process_grad": _grads(reference)}
-    if mode == "manual":  # what RLAnythingModule does: hooks off, local accumulation, one all-reduce (sum) per step
+    if mode == "manual":  # what ``ModelUpdate`` does: hooks off, local accumulation, one all-reduce (sum) per step
         for micro in MICRO_BATCHES[rank]:
             (model(x[micro]).sum() / ROWS).backward()
         for p in model.parameters():

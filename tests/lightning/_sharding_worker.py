@@ -57,7 +57,7 @@ def main(rank: int, port: int, out_dir: str) -> None:
     model.to(torch.float32).to(torch.bfloat16)
     shard_model(model, mesh, ShardingConfig(param_dtype=torch.float32, activation_checkpointing=True))
     result: dict[str, object] = {}
-    # per-layer units (issue 19: the bare "fsdp" strategy made the whole model one unit) and checkpointing on
+    # per-layer units (the bare "fsdp" strategy made the whole model one unit) and checkpointing on
     units, layers = fsdp_units(model), decoder_layers(model)
     result["units_are_the_layers_then_the_root"] = units[0] is model and [id(u) for u in units[1:]] == [
         id(layer) for layer in layers

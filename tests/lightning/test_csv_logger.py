@@ -53,7 +53,7 @@ def _logger(tmp_path: Path) -> ResumableCSVLogger:
 
 
 def _run(logger: ResumableCSVLogger, iterations: range, *, eval_every: int, final: int | None = None) -> None:
-    """What AgentModule logs: a training row per iteration (Lightning's step = the iteration), an evaluation row
+    """What ``RLAnythingLoop`` logs: a training row per iteration (Lightning's step = the iteration), an evaluation row
     after every ``eval_every`` completed iterations and at the end (step = completed iterations)."""
     for i in iterations:
         logger.log_metrics({"iteration": i, "loss": 1.0 / (i + 1)}, step=i)

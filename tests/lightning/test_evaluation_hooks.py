@@ -1,4 +1,4 @@
-"""``RLAnythingLoop``'s evaluations through the ``Evaluator`` protocol (issue 15): who calls it, what judge-only does,
+"""``RLAnythingLoop``'s evaluations through the ``Evaluator`` protocol: who calls it, what judge-only does,
 and when (the schedule: at start, every ``eval_every``, judge-only every ``judge_eval_every`` but not after the last
 iteration, a final one unless just done, also when a finished run's checkpoint is resumed).
 

@@ -1,4 +1,4 @@
-"""Why RLAnythingModule all-reduces gradients itself instead of letting Lightning's DDP strategy do it (issue 15, 4).
+"""Why ``ModelUpdate`` all-reduces gradients itself instead of letting Lightning's DDP strategy do it.
 
 Ranks hold whole task groups, so they hold different numbers of rows and run different numbers of micro-batch
 backward passes (and a rank may run none for one model). DDP's gradient hooks run one bucketed all-reduce in every

@@ -1,4 +1,4 @@
-"""Issue 19: the weights are read by global rank 0 only; the other ranks build on meta and receive them.
+"""The weights are read by global rank 0 only; the other ranks build on meta and receive them.
 
 Two gloo processes: rank 0 loads a saved tiny model, rank 1 is given a folder with its ``config.json`` and no weights
 file (so it cannot have read the weights) and builds on the meta device. After ``shard_from_rank0`` (FSDP2), both

@@ -1,4 +1,4 @@
-"""LoRA through PEFT (``lora.enabled``, issue 26): the packed update trains the adapters only."""
+"""LoRA through PEFT (``lora.enabled``): the packed update trains the adapters only."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """FSDP2 sharding (rlanything_core.lightning.sharding) over gloo: two processes against an unsharded copy.
 
-Issue 19's defects 3-5, each shown on CPU: fp32 master weights from a bf16 model; gradients summed over ranks
+Defects of the sharded update, each shown on CPU: fp32 master weights from a bf16 model; gradients summed over ranks
 (each rank's loss carries its share of the global mean); clipping by the whole model's norm, not the local shard's;
 rollouts on gathered weights with different numbers of forwards per rank and no hang; collectives of the runtime on
 its own device.
@@ -48,7 +48,7 @@ def test_shards_store_fp32_masters_of_a_bf16_model(ranks: list[dict[str, Any]]) 
 def test_each_decoder_layer_is_an_fsdp_unit_and_checkpointing_is_on_when_configured(
     ranks: list[dict[str, Any]],
 ) -> None:
-    """Issue 19: the bare ``fsdp`` strategy made the whole model one unit, with no activation checkpointing."""
+    """The bare ``fsdp`` strategy used to make the whole model one unit, with no activation checkpointing."""
     for r in ranks:
         assert r["n_layers"] == 2 and r["units_are_the_layers_then_the_root"]  # one unit per layer, plus the root
         assert r["checkpointing"] == [True, True, True]  # the model's flag and each layer's
@@ -127,7 +127,7 @@ def test_the_runtimes_collectives_use_its_device(monkeypatch: pytest.MonkeyPatch
 
 
 def test_the_model_is_in_training_mode_during_the_updates_forwards(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 19: the model stayed in eval() during updates, so gradient checkpointing (train mode only) was off.
+    """The model used to stay in eval() during updates, so gradient checkpointing (train mode only) was off.
 
     ``ModelUpdate`` must run its micro-batch forwards in train mode and leave the model in eval mode afterwards.
     """

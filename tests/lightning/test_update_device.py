@@ -1,4 +1,4 @@
-"""Issue 26: the update crashed on its first step on a GPU, for every strategy: the rows' advantages reached the loss
+"""The update used to crash on its first step on a GPU, for every strategy: the rows' advantages reached the loss
 on the CPU while the log-probs were on ``cuda:0`` (``Expected all tensors to be on the same device``).
 
 No CPU test saw it, because on a CPU every tensor is on the same device. Here the models live on ``meta`` (a device

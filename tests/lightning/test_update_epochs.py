@@ -1,5 +1,5 @@
 """PPO epochs: ``policy_epochs`` / ``judge_epochs`` passes over an iteration's rows, each of ``*_updates`` minibatch
-steps, all against the old log-probs of the weights before the iteration's first step (issue 27, item 2)."""
+steps, all against the old log-probs of the weights before the iteration's first step."""
 
 from __future__ import annotations
 

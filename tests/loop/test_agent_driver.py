@@ -1,4 +1,4 @@
-"""``AgentLoopDriver`` with a stub collector and a stub vote sampler: what reaches the rows (issue 15).
+"""``AgentLoopDriver`` with a stub collector and a stub vote sampler: what reaches the rows.
 
 The judge returns judged copies (the collector's episodes stay unjudged), and the judge targets'
 ``drop_zero_rows`` decides whether judge rows with a zero consistency target are trained on.

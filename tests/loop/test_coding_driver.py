@@ -260,8 +260,8 @@ def test_judge_rows_train_with_the_policy_objective_on_their_own_advantages(tiny
 def test_coding_evaluator_on_leetcode_with_scripted_tests(tiny: Any, sandbox: Sandbox) -> None:
     """Functional problems: the judge's call-style tests are literal data the harness calls the entry point with.
 
-    ``2 5`` is not a literal argument list: since issue 28 it counts as a format failure (before, it was pasted
-    into an ``assert`` and failed with a SyntaxError inside the harness, uncounted)."""
+    ``2 5`` is not a literal argument list: since 2026-11-26 (ca3dfa5) it counts as a format failure (before, it was
+    pasted into an ``assert`` and failed with a SyntaxError inside the harness, uncounted)."""
     if not (SHARED / "leetcodedataset_v0.3.1_test" / "problems.jsonl").is_file():
         pytest.skip("no LeetCode data")
     _, tok = tiny

@@ -1,7 +1,7 @@
 """The coding evaluation sharded over two gloo ranks: each evaluates part of the problems, both get the one-process
 metrics.
 
-Issue 19: the coding evaluation ran on rank 0 alone while the other ranks waited. With ``sharded=True`` (as
+The coding evaluation used to run on rank 0 alone while the other ranks waited. With ``sharded=True`` (as
 rlanything_core/assembly/coding.py builds it) each rank samples and checks the problems ``k % 2 == rank`` and the
 per-problem results are gathered. Two evaluators: the tiny random model on real problems (real sampling, real
 sandbox), and seeded scripted programs and tests on a + b problems, whose pass@1 / UT / Detect are not zero, so a

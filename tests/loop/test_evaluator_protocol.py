@@ -1,4 +1,4 @@
-"""Every evaluator implements ``loop.protocol.Evaluator`` (issue 15: one typed contract, no duck-typing).
+"""Every evaluator implements ``loop.protocol.Evaluator`` (one typed contract, no duck-typing).
 
 The Lightning module types its evaluator with the protocol and reads ``sharded`` from it; only evaluators that can
 score the judge alone are ``JudgeAccuracyEvaluator``s. The assignments to protocol-typed names below are checked by

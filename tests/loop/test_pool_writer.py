@@ -2,7 +2,7 @@
 
 Two gloo processes with no launcher rank variable (as under ``srun``), both holding the pool read-only as the builders
 make it. Rank 1 sees a stale copy of the run directory (shared storage served from an old cache): if it re-read the
-pool from storage it would miss the writer's changes (issue 19: the writer was guessed from ``RANK`` before the
+pool from storage it would miss the writer's changes (the writer used to be guessed from ``RANK`` before the
 process group existed, and the other ranks reloaded ``state.json`` from shared storage).
 """
 
@@ -63,7 +63,7 @@ def test_an_error_on_the_writer_is_raised_on_every_rank(ranks: list[dict[str, An
 
 
 def test_rewrites_are_spread_over_the_ranks(ranks: list[dict[str, Any]]) -> None:
-    """Issue 19: the rewriter (an LLM call per request) ran on rank 0 only while the others waited. Each rank now
+    """The rewriter (an LLM call per request) used to run on rank 0 only while the others waited. Each rank now
     rewrites a share of the requests; the writer adds every candidate in request order, as one process would."""
     shares = [sorted(r["rewrote"]) for r in ranks]
     assert all(shares) and not set(shares[0]) & set(shares[1]), shares

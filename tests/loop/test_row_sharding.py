@@ -1,4 +1,4 @@
-"""Training rows dealt over the ranks (issue 19: any rank count works, also more ranks than task groups).
+"""Training rows dealt over the ranks (any rank count works, also more ranks than task groups).
 
 Rollouts are sharded by task group; ``balance_rows`` re-deals the finished rows so that every rank, including one
 that rolled out nothing, trains on an equal share: the union is every row exactly once, each group is spread over

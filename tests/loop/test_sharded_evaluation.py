@@ -1,6 +1,6 @@
 """Evaluation sharded over two gloo ranks: each plays part of the episodes, both get the one-process result.
 
-Issue 19: evaluation ran on rank 0 alone while the other ranks waited at a barrier. With the real TextWorld engine and
+Evaluation used to run on rank 0 alone while the other ranks waited at a barrier. With the real TextWorld engine and
 the tiny policy and judge, two ranks split the evaluation games (3 games x 2 runs over 2 splits: uneven shares), and
 both end with exactly the metrics and per-episode outcomes of a one-process evaluation (the seeds depend on the
 group, not on the batch).

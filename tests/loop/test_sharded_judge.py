@@ -1,6 +1,6 @@
 """``ShardedJudge`` over three gloo ranks: each votes on its task groups, all get every episode judged, in order.
 
-Issue 15: the judge returns judged copies instead of writing votes into the episodes it is given; the sharded judge
+The judge returns judged copies instead of writing votes into the episodes it is given; the sharded judge
 must do the same, and give every rank the one-process result (the vote seeds depend on the group, not the batch).
 """
 

@@ -79,7 +79,7 @@ def test_a_judge_text_over_the_budget_is_cut_and_counted(minilm_judge_model: Any
 def test_the_m_vote_rows_of_a_step_share_one_forward_with_the_same_values_and_gradients(
     minilm_judge_model: Any,
 ) -> None:
-    """Issue 27: the 3 vote rows of each step hold one text; one forward per text gives what a forward per row gives."""
+    """The 3 vote rows of each step hold one text; one forward per text gives what a forward per row gives."""
     judge = minilm_judge_model
     judged, _ = JudgeCollector(judge, num_votes=3, votes=EncoderVotes()).judge([_episode()], seed=5)
     rows = judge_rows(judged, pad_id=0)

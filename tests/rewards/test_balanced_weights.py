@@ -67,7 +67,7 @@ def test_the_push_toward_plus_one_is_zero_on_average_only_when_balanced(failed_l
     """Votes ``[+1, -1]`` on every step, ``R = O``: the ``+1`` vote's target is ``+1`` on won steps, ``-1`` on failed.
 
     Unbalanced, its sum over the steps is ``n_won - n_failed``: the longer the failed episodes, the harder the judge
-    is pushed to ``-1`` (the collapse of issue 27). Balanced, it is 0 whatever the lengths.
+    is pushed to ``-1`` (the collapse the CPU default showed). Balanced, it is 0 whatever the lengths.
     """
     batch = _batch([1.0, -1.0, -1.0], [3, failed_length, failed_length], [1.0, -1.0])
     reward = batch.outcome[:, None].expand_as(batch.step_mask).clone()

@@ -290,7 +290,7 @@ def test_fallback_without_bwrap_is_loud_and_still_kills() -> None:
     assert_no_leftovers()
 
 
-# ---- attacks of issue 20 (each with the verdict it must get) ----
+# ---- attacks found in an audit (each with the verdict it must get) ----
 
 ADD_TESTS = [
     FunctionalTest(

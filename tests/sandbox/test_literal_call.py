@@ -1,4 +1,4 @@
-"""Judge-written call-style tests are data (issue 28, item 3): parsed as literals, called by the harness itself.
+"""Judge-written call-style tests are data: parsed as literals, called by the harness itself.
 
 On f113c84 ``functional_test_pass_matrix`` pasted the judge's text into ``assert (EP)(CALL) == (EXP)`` and ran it in
 the harness: pasted that way, each injection below made both wrong programs pass (``read_source`` the one holding the
@@ -22,7 +22,7 @@ WRONG = "class Solution:\n    def twice(self, x, y=0):\n        return -12345\n"
 SECRET = "class Solution:\n    SECRET_MARK = 1\n    def twice(self, x, y=0):\n        return -1\n"
 
 INJECTIONS = {
-    # the issue's: closes the comparison's parenthesis and ORs in True
+    # the attack found: closes the comparison's parenthesis and ORs in True
     "or_true": ("x = 1", "[0]) or (True"),
     # skips the call: `assert (EP)(1) if False else (1) == (1)` never calls the program
     "skip_call": ("1) if False else (1", "1"),

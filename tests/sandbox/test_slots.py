@@ -1,4 +1,4 @@
-"""Uid slots are exclusive machine-wide, whatever each process's ``TMPDIR`` is (issue 28, item 4)."""
+"""Uid slots are exclusive machine-wide, whatever each process's ``TMPDIR`` is."""
 
 from __future__ import annotations
 

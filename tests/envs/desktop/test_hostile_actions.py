@@ -1,4 +1,4 @@
-"""Attacks a GUI policy can make through its own pyautogui code and its answers, each refused (issue 28; slow).
+"""Attacks a GUI policy can make through its own pyautogui code and its answers, each refused (slow).
 
 On f113c84 one long-lived worker ran every action: a monkeypatched ``pyautogui.hotkey`` left by one action ran inside
 the evaluator's own Ctrl+S and typed the answer, and a thread kept typing after its action returned. Now each action

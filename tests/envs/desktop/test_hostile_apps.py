@@ -1,4 +1,4 @@
-"""Attacks a GUI policy can make through LibreOffice itself, each refused (issue 28; slow: real LibreOffice).
+"""Attacks a GUI policy can make through LibreOffice itself, each refused (slow: real LibreOffice).
 
 On f113c84 LibreOffice ran as root with the whole host visible: a formula referencing the task's gold workbook
 copied the expected value (score 1.0 with no arithmetic), a macro ran shell commands as root, a ``setsid`` process

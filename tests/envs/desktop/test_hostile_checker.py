@@ -1,4 +1,4 @@
-"""Attacks on the desktop checker through the result files, each refused (issue 28).
+"""Attacks on the desktop checker through the result files, each refused.
 
 On f113c84 ``compare_table`` read the result with openpyxl and pandas in the trainer's own process with no limit: a
 GUI fill of five million cells took 252 s and 2.27 GB to score. Now the getters and metrics run in a child with time,
