@@ -46,6 +46,8 @@ from rlanything_core.envs.parallel import EnvPool
 from rlanything_core.loop.driver import AgentLoopDriver
 from rlanything_core.loop.evaluation import AgentEvaluator
 from rlanything_core.loop.sharded_evaluation import sharded_evaluator
+from rlanything_core.loop.step_records import StepRecorder
+from rlanything_core.loop.vote_mode import VoteMode
 from rlanything_core.seeding import derive_seed
 from rlanything_core.settings import AgentTasks, Runner
 from rlanything_core.settings.alfworld import AlfworldTasks
@@ -113,6 +115,8 @@ def agent_tasks(cfg: DictConfig, environment: AgentTasks) -> Tasks:
         eval_runner=eval_runner,
         to_env_task=environment.to_env_task,
         oracle=environment.step_oracle(),
+        # optional in the AgentTasks protocol: only a setting with a cheap exact reference agent has one
+        step_labeller=getattr(environment, "step_labeller", lambda: None)(),
     )
 
 
@@ -205,6 +209,11 @@ def agent_loop(parts: LoopParts) -> tuple[Any, Any]:
         step_reward=instantiate(cfg.step_reward),  # one R for the integrator and the judge
         policy_band=band(cfg, "policy_band"),
         judge_band=band(cfg, "judge_band"),
+        # opt-in keys (absent from the shipped configs, so that the resolved configs of earlier runs stay equal):
+        # +vote_mode={_target_: rlanything_core.loop.vote_mode.VoteMode, _args_: [expected]}; +step_records=false
+        vote_mode=_vote_mode(cfg),
+        recorder=StepRecorder(parts.pool.run_dir, tasks.step_labeller)
+        if OmegaConf.select(cfg, "step_records", default=True) else None,
     )
     eval_collector = _collector(parts, tasks.eval_runner, float(cfg.eval.temperature), int(cfg.eval.runs),
                                 int(cfg.setting.eval_max_steps), progress=False)  # fmt: skip
@@ -252,6 +261,16 @@ def _judge_collector(parts: LoopParts) -> JudgeCollector | None:
         votes=components.vote_sampler(cfg),
         prompt_builder=parts.setting.judge_prompts,
     )
+
+
+def _vote_mode(cfg: DictConfig) -> VoteMode:
+    """``vote_mode`` (``loop.vote_mode.VoteMode``, built by Hydra), or the paper's sampled votes where absent."""
+    node = OmegaConf.select(cfg, "vote_mode", default=None)
+    mode = VoteMode.SAMPLED if node is None else instantiate(node)
+    if not isinstance(mode, VoteMode):
+        raise ConfigError("vote_mode", f"expected a VoteMode, got {mode!r}",
+                          "{_target_: rlanything_core.loop.vote_mode.VoteMode, _args_: [expected]}")  # fmt: skip
+    return mode
 
 
 def evaluation_episode_seed(cfg: DictConfig) -> int:

@@ -125,5 +125,6 @@ class EncoderVotes:
             u = float(torch.rand((), generator=torch.Generator().manual_seed(seed), dtype=torch.float64))
             k = 1 if u < float(logp[d, 1].exp()) else 0
             prompt_ids, response = backend.layout.encode(texts[d], [], k)
-            out.append(JudgeSample(1 if k else -1, "+1" if k else "-1", prompt_ids, response, [float(logp[d, k])]))
+            out.append(JudgeSample(1 if k else -1, "+1" if k else "-1", prompt_ids, response, [float(logp[d, k])],
+                                   p_plus=float(logp[d, 1].exp())))
         return out
