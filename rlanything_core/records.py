@@ -40,6 +40,8 @@ class JudgeSample:
         prompt_token_ids: the rendered judge prompt.
         token_ids: generated tokens.
         logprobs: per generated token, under the judge at sampling time (for the PPO ratio).
+        p_plus: ``P(+1)`` the vote was drawn from, where the sampler knows it (the encoder judge, a judge of known
+            quality); ``None`` for a generative judge. The step records keep it; the expected-vote mode reads it.
     """
 
     vote: int
@@ -47,6 +49,7 @@ class JudgeSample:
     prompt_token_ids: list[int] = field(default_factory=list)
     token_ids: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
+    p_plus: float | None = None
 
 
 @dataclass

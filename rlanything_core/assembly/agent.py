@@ -46,6 +46,8 @@ from rlanything_core.envs.parallel import EnvPool
 from rlanything_core.loop.driver import AgentLoopDriver
 from rlanything_core.loop.evaluation import AgentEvaluator
 from rlanything_core.loop.sharded_evaluation import sharded_evaluator
+from rlanything_core.loop.step_records import StepRecorder
+from rlanything_core.loop.vote_mode import VoteMode
 from rlanything_core.seeding import derive_seed
 from rlanything_core.settings import AgentTasks, Runner
 from rlanything_core.settings.alfworld import AlfworldTasks
@@ -113,6 +115,8 @@ def agent_tasks(cfg: DictConfig, environment: AgentTasks) -> Tasks:
         eval_runner=eval_runner,
         to_env_task=environment.to_env_task,
         oracle=environment.step_oracle(),
+        # optional in the AgentTasks protocol: only a setting with a cheap exact reference agent has one
+        step_labeller=getattr(environment, "step_labeller", lambda: None)(),
     )
 
 
@@ -205,6 +209,11 @@ def agent_loop(parts: LoopParts) -> tuple[Any, Any]:
         step_reward=instantiate(cfg.step_reward),  # one R for the integrator and the judge
         policy_band=band(cfg, "policy_band"),
         judge_band=band(cfg, "judge_band"),
+        # opt-in keys (absent from the shipped configs, so that the resolved configs of earlier runs stay equal):
+        # arm.vote_mode (an experiment's arm: experiments/conf/arm/e2_expected_vote.yaml); +step_records=false
+        vote_mode=_vote_mode(cfg),
+        recorder=StepRecorder(parts.pool.run_dir, tasks.step_labeller)
+        if OmegaConf.select(cfg, "step_records", default=True) else None,
     )
     eval_collector = _collector(parts, tasks.eval_runner, float(cfg.eval.temperature), int(cfg.eval.runs),
                                 int(cfg.setting.eval_max_steps), progress=False)  # fmt: skip
@@ -246,12 +255,52 @@ def _judge_collector(parts: LoopParts) -> JudgeCollector | None:
     if parts.judge_backend is None:
         return None
     cfg = parts.cfg
+    votes = components.vote_sampler(cfg)
+    bind_tasks = getattr(votes, "bind_tasks", None)  # a judge that reads the game itself (collect.expert_judge)
+    if callable(bind_tasks):
+        bind_tasks(_game_of(parts))
     return JudgeCollector(
         parts.judge_backend,
-        num_votes=int(cfg.num_votes),
-        votes=components.vote_sampler(cfg),
+        num_votes=_num_votes(cfg),
+        votes=votes,
         prompt_builder=parts.setting.judge_prompts,
     )
+
+
+def _num_votes(cfg: DictConfig) -> int:
+    """``m``: the arm's ``num_votes`` where it sets one (an experiment's arm), else the top-level ``num_votes``.
+
+    In the arm so that ``ablate.py``, which forwards the top-level ``num_votes`` to every arm, runs it beside the
+    other arms unchanged.
+    """
+    return int(OmegaConf.select(cfg, "arm.num_votes", default=None) or cfg.num_votes)
+
+
+def _game_of(parts: LoopParts) -> Callable[[str], Any]:
+    """``task id -> environment task`` of the pool's tasks (rewrites included, read when asked) and the evaluation's."""
+    evaluated = {i: t for split in parts.tasks.splits for i, t in zip(split.task_ids, split.tasks)}
+    to_env_task = parts.tasks.to_env_task
+    assert to_env_task is not None
+
+    def game_of(task_id: str) -> Any:
+        task = parts.pool.tasks.get(task_id)
+        if task is not None:
+            return to_env_task(task)
+        if task_id in evaluated:
+            return evaluated[task_id]
+        raise ValueError(f"task_id: {task_id!r} is neither a pool task nor an evaluation task")
+
+    return game_of
+
+
+def _vote_mode(cfg: DictConfig) -> VoteMode:
+    """``arm.vote_mode`` (``loop.vote_mode.VoteMode``, built by Hydra), or the paper's sampled votes where absent."""
+    node = OmegaConf.select(cfg, "arm.vote_mode", default=None)
+    mode = VoteMode.SAMPLED if node is None else instantiate(node)
+    if not isinstance(mode, VoteMode):
+        raise ConfigError("arm.vote_mode", f"expected a VoteMode, got {mode!r}",
+                          "{_target_: rlanything_core.loop.vote_mode.VoteMode, _args_: [expected]}")  # fmt: skip
+    return mode
 
 
 def evaluation_episode_seed(cfg: DictConfig) -> int:

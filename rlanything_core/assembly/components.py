@@ -49,7 +49,13 @@ def selector(cfg: DictConfig, temperature: float) -> Any:
 
 
 def vote_sampler(cfg: DictConfig) -> Any:
-    """The judge's vote sampler ``votes[model.judge_votes]``."""
+    """The judge's vote sampler: ``votes[arm.judge_votes]`` where the arm names one, else ``votes[model.judge_votes]``.
+
+    An experiment's arm names its own (the judge of known quality, experiments/conf/arm/e3_*.yaml).
+    """
+    arm_votes = OmegaConf.select(cfg, "arm.judge_votes", default=None)
+    if arm_votes is not None:
+        return instantiate(variant(cfg, "votes", str(arm_votes), "arm.judge_votes"))
     return instantiate(variant(cfg, "votes", str(cfg.model.judge_votes), "model.judge_votes"))
 
 

@@ -116,6 +116,7 @@ class TopLevelSchema:
     max_rewrites_per_iteration: int = bounded(4, ge=0)
     progress: bool = True
     eval_only: bool = False
+    step_records: bool = True  # opt-out (+step_records=false): the per-step records (rlanything_core/loop/step_records)
 
 
 @dataclass

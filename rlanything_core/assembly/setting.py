@@ -69,6 +69,8 @@ class Tasks:
         eval_runner: what plays the evaluation tasks (may be ``runner`` itself, e.g. one browser pool).
         to_env_task: a pool task -> what its environment is built from (agent settings; ``None`` for coding).
         oracle: step labels ``oracle(task, actions) -> [+1/-1]`` for the judge's process accuracy, or ``None``.
+        step_labeller: the reference agent the step records label every training step with
+            (``loop.step_records.StepLabeller``; ALFWorld's hand-coded expert), or ``None``.
     """
 
     roots: list[TaskSpec]
@@ -77,6 +79,7 @@ class Tasks:
     eval_runner: Any
     to_env_task: Callable[[TaskSpec], Any] | None = None
     oracle: Callable[[Any, list[str]], list[int]] | None = None
+    step_labeller: Any = None
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import torch
 
 from rlanything_core.collect.action_selection import Selection
 from rlanything_core.collect.prompts import Messages
-from rlanything_core.collect.state_text import alfworld_state_text, judge_step_text
+from rlanything_core.collect.state_text import ActionResultText, JudgeStepText, alfworld_state_text
 from rlanything_core.models.scorer import candidate_log_softmax
 from rlanything_core.records import AgentStep, Episode, JudgeSample
 
@@ -88,17 +88,20 @@ class EncoderVotes:
     """Votes of an encoder judge: ``m`` seeded samples from ``P(+1)`` per step.
 
     Args:
-        previous_actions: earlier commands shown to the judge.
+        previous_actions: earlier commands shown to the judge (the default step text's).
+        step_text: what the judge reads about a step (``collect.state_text.JudgeStepText``; Hydra:
+            ``votes.encoder.step_text``, ``+judge_input=state_summary``); ``None``: ``ActionResultText``.
     """
 
-    def __init__(self, *, previous_actions: int = 3) -> None:
+    def __init__(self, *, previous_actions: int = 3, step_text: JudgeStepText | None = None) -> None:
         self.previous_actions = previous_actions
+        self.step_text = step_text if step_text is not None else ActionResultText(previous_actions)
 
     def render_step(self, episode: Episode, step: AgentStep) -> Messages:
         """The judge's input about one step (the judge collector calls this instead of the LLM prompt)."""
         index = next((t for t, s in enumerate(episode.steps) if s is step), len(episode.steps))
-        previous = [s.action for s in episode.steps[:index]][-self.previous_actions :] if self.previous_actions else []
-        text = judge_step_text(episode.goal, step.observation, step.action, step.next_observation, previous)
+        history = [(s.observation, s.action) for s in episode.steps[:index]]
+        text = self.step_text(episode.goal, history, step.observation, step.action, step.next_observation)
         return [{"role": "user", "content": text}]
 
     def sample(self, backend: Any, prompts: Sequence[Messages], seeds: Sequence[int]) -> list[JudgeSample]:
@@ -125,5 +128,6 @@ class EncoderVotes:
             u = float(torch.rand((), generator=torch.Generator().manual_seed(seed), dtype=torch.float64))
             k = 1 if u < float(logp[d, 1].exp()) else 0
             prompt_ids, response = backend.layout.encode(texts[d], [], k)
-            out.append(JudgeSample(1 if k else -1, "+1" if k else "-1", prompt_ids, response, [float(logp[d, k])]))
+            out.append(JudgeSample(1 if k else -1, "+1" if k else "-1", prompt_ids, response, [float(logp[d, k])],
+                                   p_plus=float(logp[d, 1].exp())))
         return out

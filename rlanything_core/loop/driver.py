@@ -23,8 +23,10 @@ from rlanything_core.environment.pool import TaskPool
 from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.loop.adaptation import EnvironmentAdaptation
 from rlanything_core.loop.iteration import IterationData, build_iteration
-from rlanything_core.loop.pool_sync import PoolSnapshots
+from rlanything_core.loop.pool_sync import PoolSnapshots, dist_rank_world
 from rlanything_core.loop.protocol import Rollouts
+from rlanything_core.loop.step_records import StepRecorder
+from rlanything_core.loop.vote_mode import VoteMode
 from rlanything_core.rewards.targets import ConsistencyTargets
 from rlanything_core.seeding import derive_seed
 
@@ -50,6 +52,9 @@ class AgentLoopDriver(PoolSnapshots):
         step_reward: the integrated reward ``R = O + lam * mean(votes)`` (owns ``lam``), computed once per iteration
             and shared by the integrator and the judge's targets; ``None``: ``StepReward()`` (``lam = 1``).
         policy_band / judge_band: success-rate bands of the tasks whose data train the policy / the judge.
+        vote_mode: what ``R``'s judge term reads (``loop.vote_mode``: the sampled votes, or the expected vote).
+        recorder: writes every step's record once ``R`` and the advantages exist (``loop.step_records``); ``None``:
+            no records.
     """
 
     def __init__(
@@ -68,6 +73,8 @@ class AgentLoopDriver(PoolSnapshots):
         step_reward: StepReward | None = None,
         policy_band: tuple[float, float] = (1 / 8, 7 / 8),
         judge_band: tuple[float, float] = (0.2, 0.8),
+        vote_mode: VoteMode = VoteMode.SAMPLED,
+        recorder: StepRecorder | None = None,
     ) -> None:
         if tasks_per_iteration < 1:
             raise ValueError(f"tasks_per_iteration: expected >= 1, got {tasks_per_iteration}")
@@ -84,6 +91,8 @@ class AgentLoopDriver(PoolSnapshots):
         self.step_reward = step_reward if step_reward is not None else StepReward()
         self.policy_band = policy_band
         self.judge_band = judge_band
+        self.vote_mode = VoteMode(vote_mode)
+        self.recorder = recorder
 
     # ------------------------------------------------------------------------------------------- one iteration
     def collect(self, iteration: int, /) -> Rollouts:
@@ -119,8 +128,23 @@ class AgentLoopDriver(PoolSnapshots):
         return Rollouts(rollouts.iteration, list(episodes), metrics)
 
     def rows(self, rollouts: Rollouts, /) -> IterationData:
-        """Step reward, advantages, bands and judge targets of the judged episodes: the training rows."""
-        return build_iteration(
+        """Step reward, advantages, bands and judge targets of the judged episodes: the training rows.
+
+        With a recorder, the steps' records are written here, from the rewards ``build_iteration`` computed: the
+        update that follows never sees them (``time/records_s`` is their cost, the expert's replays included).
+        """
+        record_s: list[float] = []
+
+        def record(step_reward: Any, advantages: Any) -> None:
+            assert self.recorder is not None
+            started = time.perf_counter()
+            tasks = self.tasks_for(rollouts.iteration)  # before adapt: the iteration's tasks, as collect saw them
+            self.recorder.record(rollouts.episodes, [self.to_env_task(tasks[e.group_id]) for e in rollouts.episodes],
+                                 iteration=rollouts.iteration, rank=dist_rank_world()[0], advantages=advantages,
+                                 step_reward=step_reward)  # fmt: skip
+            record_s.append(time.perf_counter() - started)
+
+        data = build_iteration(
             rollouts.episodes,
             iteration=rollouts.iteration,
             integrator=self.integrator,
@@ -130,7 +154,12 @@ class AgentLoopDriver(PoolSnapshots):
             num_votes=None if self.judge_collector is None else self.judge_collector.num_votes,
             policy_band=self.policy_band,
             judge_band=self.judge_band,
+            vote_mode=self.vote_mode,
+            on_scored=record if self.recorder is not None else None,
         )
+        if record_s:
+            data.metrics["time/records_s"] = record_s[0]
+        return data
 
     def adapt(self, rollouts: Rollouts, /) -> dict[str, float]:
         """Success rates of every rank to the pool (collective), adaptation on the writer; ``env/*`` metrics."""

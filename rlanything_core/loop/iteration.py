@@ -19,7 +19,7 @@ signature ``loss(logprobs, old_logprobs, advantages, mask)`` and never recompute
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -29,11 +29,16 @@ from rlanything_core.advantages.filters import JUDGE_BAND, POLICY_BAND, in_band
 from rlanything_core.advantages.functional import group_success_rate
 from rlanything_core.advantages.integrators import Integrator
 from rlanything_core.advantages.step_reward import StepReward
+from rlanything_core.loop.vote_mode import VoteMode, vote_mode_reward
 from rlanything_core.records import Episode
 from rlanything_core.rewards.targets import ConsistencyTargets
 from rlanything_core.types import RolloutBatch, StepBatch, TrainingRows
 
-__all__ = ["IterationData", "JudgeTargets", "build_iteration", "build_rows", "empty_iteration"]
+__all__ = ["IterationData", "JudgeTargets", "ScoredSteps", "build_iteration", "build_rows", "empty_iteration"]
+
+ScoredSteps = Callable[[Tensor | None, Tensor], None]
+"""``(step_reward R or None, advantages)``, both ``(B, S)`` over the batch's rollouts: what a recorder is handed once
+the rewards exist (``loop.step_records``), before any row is built."""
 
 
 @dataclass
@@ -69,6 +74,8 @@ def build_iteration(
     num_votes: int | None = None,
     policy_band: tuple[float, float] = POLICY_BAND,
     judge_band: tuple[float, float] = JUDGE_BAND,
+    vote_mode: VoteMode = VoteMode.SAMPLED,
+    on_scored: ScoredSteps | None = None,
 ) -> IterationData:
     """Build the policy and judge training rows of one iteration, with their final advantages.
 
@@ -84,19 +91,23 @@ def build_iteration(
         num_votes: ``m`` (default: as many as the episodes carry).
         policy_band: inclusive success-rate band of tasks whose steps train the policy (1/8, 7/8 by default).
         judge_band: inclusive success-rate band of tasks whose votes train the judge (0.2, 0.8 by default).
+        vote_mode: what ``R``'s judge term reads: the sampled votes' mean (the paper) or each step's expected vote
+            ``2 P(+1) - 1`` (``loop.vote_mode``); the judge still trains on its sampled votes.
+        on_scored: called once with ``(R, advantages)`` of the episodes (the step records), before rows are built.
 
     Raises:
         ValueError: the integrator needs votes (``needs_votes``) and the episodes carry none, or bad episodes.
     """
     batch = RolloutBatch.from_episodes(episodes, pad_id=pad_id, num_votes=num_votes)
     steps = batch.steps
-    reward = (step_reward if step_reward is not None else StepReward())(steps) if steps.has_votes else None
+    scorer = step_reward if step_reward is not None else StepReward()
+    reward = vote_mode_reward(vote_mode, scorer, steps, episodes) if steps.has_votes else None
     judge: JudgeTargets | None = None
     judge_metrics: dict[str, float] = {}
     if judge_targets is not None and reward is not None:
         judge = _consistency(batch, reward, judge_targets, band=judge_band, metrics=judge_metrics)
     data = build_rows(batch, iteration=iteration, integrator=integrator, step_reward=reward, policy_band=policy_band,
-                      judge=judge)  # fmt: skip
+                      judge=judge, on_scored=on_scored)  # fmt: skip
     data.metrics.update(judge_metrics)
     return data
 
@@ -124,6 +135,7 @@ def build_rows(
     step_reward: Tensor | None,
     policy_band: tuple[float, float] = POLICY_BAND,
     judge: JudgeTargets | None = None,
+    on_scored: ScoredSteps | None = None,
 ) -> IterationData:
     """The one row builder of every setting: the policy's advantages from ``integrator``, both models' rows.
 
@@ -135,6 +147,7 @@ def build_rows(
             fraction), or ``None`` where there is none (an outcome-only arm without votes).
         policy_band: inclusive success-rate band of tasks whose steps train the policy.
         judge: the judge's targets and kept rollouts, or ``None``: no judge rows.
+        on_scored: called once with ``(step_reward, advantages)`` (the step records), before rows are built.
 
     Raises:
         ValueError: the integrator needs votes (``needs_votes``) and the batch carries none, or a bad column.
@@ -144,7 +157,10 @@ def build_rows(
         raise ValueError(
             f"integrator: {type(integrator).__name__} needs judge votes (needs_votes), got episodes without votes"
         )
-    batch = batch.with_columns(step_reward=step_reward, advantages=integrator(steps, step_reward))
+    advantages = integrator(steps, step_reward)
+    if on_scored is not None:
+        on_scored(step_reward, advantages)
+    batch = batch.with_columns(step_reward=step_reward, advantages=advantages)
     success = _task_success_rate(steps)
     metrics: dict[str, float] = {
         "rollouts": float(steps.num_rollouts),

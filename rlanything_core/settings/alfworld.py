@@ -19,6 +19,7 @@ from rlanything_core.config.fields import bounded
 from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.envs.alfworld.data import AlfworldGame, list_games, resolve_data_root
 from rlanything_core.envs.alfworld.env import AlfworldEnvFactory
+from rlanything_core.envs.alfworld.expert_agreement import AlfworldExpertLabeller
 from rlanything_core.envs.alfworld.oracle import StepLabel, label_trajectory
 from rlanything_core.envs.alfworld.sampling import stratified_sample
 from rlanything_core.loop.evaluation import EvalSplit
@@ -140,6 +141,10 @@ class AlfworldTasks:
     def step_oracle(self) -> StepOracle:
         """The planner's labels (:func:`alfworld_oracle`)."""
         return alfworld_oracle
+
+    def step_labeller(self) -> AlfworldExpertLabeller:
+        """The step records' cheap exact label: the hand-coded expert's next command (``expert_agreement``)."""
+        return AlfworldExpertLabeller()
 
     def _train_games(self, games: list[AlfworldGame], evals: dict[str, list[AlfworldGame]]) -> list[AlfworldGame]:
         """The training pool: ``train_games`` of the training split's games drawn like the evaluation games.
