@@ -57,7 +57,7 @@ def test_each_experiment_arm_builds_and_runs_one_iteration(arm: str, tmp_path: P
         assert run.loop.judge_update is None and "judge/updates" not in history
     if arm == "e3_expert_flipped":
         labelled = df[df["expert_agrees"].notna()]
-        assert set(labelled["p_plus"].round(6)) <= {0.3, 0.7}
+        assert set(labelled["p_plus"].round(6)) <= {0.36, 0.64}
     if arm.startswith("e4_"):
         votes_sampler = run.loop.driver.judge_collector.votes
         episode = Episode("g", 0, "put a mug in sink.", [AgentStep("o", ["look"], [], [], [], "look", "look")])
