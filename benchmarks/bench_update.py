@@ -287,7 +287,7 @@ def measure_side(side: str, args: argparse.Namespace) -> dict[str, Any]:
     lengths = rows.rows.attention_mask.sum(dim=1).tolist()
     flops = update_flops(model.config, lengths, int(rows.rows.response_mask.sum()))
     device_name, peak_flops = peak_matrix_flops(args.device)
-    configuration = {
+    configuration: dict[str, object] = {
         "fsdp": bool(args.fsdp),
         "activation_checkpointing": bool(args.checkpointing),
         "micro_batch_tokens": int(args.micro_batch_tokens),
@@ -297,7 +297,7 @@ def measure_side(side: str, args: argparse.Namespace) -> dict[str, Any]:
 
         configuration["attention"] = select_backend(device)
     else:  # the plain loop: padded micro-batches under the model's own attention, no sharding, no recompute
-        configuration = dict(fsdp=False, activation_checkpointing=False, attention="sdpa (padding mask)")
+        configuration = {"fsdp": False, "activation_checkpointing": False, "attention": "sdpa (padding mask)"}
         configuration["micro_batch_tokens"] = int(args.micro_batch_tokens)
     return {
         "side": side,
