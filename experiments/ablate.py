@@ -19,12 +19,15 @@ bootstrap interval (seeds, then their games: ``ablation_stats.py``) and the desi
 Modules: ``ablation_runs`` (warm start, runs, seed workers), ``ablation_results`` (reading runs back),
 ``ablation_stats`` (pure statistics), ``ablation_table``, ``ablation_plots``; this file wires them.
 
-Writes `experiments/results/<setting>/<run_id>/`: table.md, table.csv, episodes.csv (every evaluation episode:
-arm, seed, split, game, run, episode seed, success, steps), curves.png, judge.png, accepted.png,
-runs.json, config.yaml, meta.json (seeds, versions, git revision, command, the cost estimate, updates per arm and
-seed, the paired differences, the training pool). Last line: `arms=<int> seeds=<int> minutes=<float>
-full_beats_outcome_only=<true|false|na> sample_efficiency=<float|na>`, where `full_beats_outcome_only` is true only
-when the full arm's paired interval on the main metric lies above 0.
+Writes `<results_root>/<setting>/<run_id>/` (default `runs/ablations/...`, git-ignored; `publish=true` writes to
+`experiments/results/...` instead, the committed references, which no other run touches): table.md, table.csv,
+episodes.csv (every evaluation episode: arm, seed, split, game, run, episode seed, success, steps), curves.png,
+judge.png, accepted.png, runs.json, config.yaml, meta.json (seeds, versions, git revision, command, the cost estimate,
+updates per arm and seed, the paired differences, the training pool). Last line: `arms=<int> seeds=<int> minutes=<float>
+full_beats_outcome_only=<true|false|na> sample_efficiency=<float|na>`, where `full_beats_outcome_only` is true only when
+the full arm's paired interval on the main metric lies above 0. Before it, when the run is not the published one, the
+committed reference table of the same setting and profile (`experiments/results/<setting>/<run_id>/table.md`) is printed
+for comparison.
 """
 
 from __future__ import annotations
@@ -64,12 +67,13 @@ from experiments.ablation_table import (  # noqa: E402
 )
 from rlanything_core.assembly.agent import alfworld_games, evaluation_episode_seed  # noqa: E402
 from rlanything_core.assembly.checks import validate  # noqa: E402
+from rlanything_core.conf import SEARCH_PATH  # noqa: E402
 from rlanything_core.config import ConfigError  # noqa: E402
 from rlanything_core.files import atomic_write_json, atomic_write_text  # noqa: E402
 from rlanything_core.seeding import derive_seed  # noqa: E402
 from rlanything_core.settings.alfworld import training_pool_summary  # noqa: E402
 
-__all__ = ["main"]
+__all__ = ["cli", "main", "reference_table", "results_folder"]
 
 
 def _git_revision() -> str:
@@ -150,7 +154,22 @@ def _episode_seeds(cfg: DictConfig) -> Callable[[int, str], int]:
     return seed_of
 
 
-@hydra.main(config_path="conf", config_name="ablate", version_base="1.3")
+def results_folder(cfg: DictConfig) -> Path:
+    """Where this ablation writes: ``<results_root>/<setting>/<run_id>``, or under ``reference_root`` with ``publish``
+    (relative roots are taken from the repository)."""
+    root = cfg.reference_root if bool(cfg.get("publish", False)) else cfg.results_root
+    return REPO / str(root) / str(cfg.setting.name) / str(cfg.run_id)
+
+
+def reference_table(cfg: DictConfig, out: Path) -> str | None:
+    """The committed reference ``table.md`` of this setting and run id, unless ``out`` is that folder itself."""
+    ref = REPO / str(cfg.reference_root) / str(cfg.setting.name) / str(cfg.run_id)
+    if ref.resolve() == out.resolve() or not (ref / "table.md").is_file():
+        return None
+    return (ref / "table.md").read_text()
+
+
+@hydra.main(config_path=SEARCH_PATH, config_name="ablate", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     """Run every arm over every seed, then write the table, the plots and the summary line."""
     os.chdir(hydra.utils.get_original_cwd())
@@ -162,8 +181,13 @@ def main(cfg: DictConfig) -> None:
         raise SystemExit(2) from None
     arms = list(cfg.arms)
     _check_arms(arms)
-    out = REPO / str(cfg.results_root) / str(cfg.setting.name) / str(cfg.run_id)
-    out.mkdir(parents=True, exist_ok=True)
+    out = results_folder(cfg)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        print(f"ERROR: cannot create the results folder {out} ({err.strerror}): set results_root=<a writable folder>",
+              file=sys.stderr)  # fmt: skip
+        raise SystemExit(2) from None
     for name in ("lightning.pytorch", "lightning.pytorch.utilities.rank_zero", "lightning.fabric"):
         logging.getLogger(name).setLevel(logging.WARNING)  # one Fabric per run: no repeated banners
     if bool(cfg.get("seed_worker", False)):  # one run (cfg.arms: [] for "before") for a parent ablate.py
@@ -200,6 +224,10 @@ def main(cfg: DictConfig) -> None:
     atomic_write_json(out / "meta.json", {**meta, **_meta_results(table)})
     write_plots(out, results, split_names(cfg)[0])
     print(text)
+    reference = reference_table(cfg, out)
+    if reference is not None:
+        print(f"\nCommitted reference ({cfg.reference_root}/{cfg.setting.name}/{cfg.run_id}/table.md):\n{reference}")
+    print(f"Results: {out}")
 
     beats = full_beats_outcome_only(table)
     eff = sample_efficiency(
@@ -212,8 +240,13 @@ def main(cfg: DictConfig) -> None:
     )
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """``main`` with the embedded default setting (``+setting=alfworld``) when the command line names none."""
     if not any(a.startswith(("+setting=", "setting=")) for a in sys.argv[1:]):
         # the embedded default, first: a profile given after it (+profile=smoke) overrides the setting's values
         sys.argv.insert(1, "+setting=alfworld")
     main()
+
+
+if __name__ == "__main__":
+    cli()

@@ -16,11 +16,11 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass, fields
-from pathlib import Path
 from typing import Any
 
 from hydra import compose, initialize_config_dir
 
+from rlanything_core.conf import CONF_DIR
 from rlanything_core.envs.alfworld.data import list_games, resolve_data_root
 
 __all__ = ["AblationPlan", "StepCosts", "arm_seconds", "estimate_seconds", "plan_from_config"]
@@ -237,7 +237,7 @@ def main(argv: list[str]) -> None:
         )
         return
     setting = [] if any(a.lstrip("+").startswith("setting=") for a in argv) else ["+setting=alfworld"]
-    with initialize_config_dir(config_dir=str(Path(__file__).resolve().parent / "conf"), version_base=None):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose("ablate", overrides=[*setting, *argv])
     parts = estimate_seconds(*plan_from_config(cfg, os.cpu_count() or 1))
     shown = " ".join(f"{k}={v / 60:.1f}" for k, v in parts.items())

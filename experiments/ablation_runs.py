@@ -27,10 +27,10 @@ from experiments import warm_start, warm_start_encoder
 from experiments.ablation_budget import arm_seconds, plan_from_config
 from experiments.ablation_results import final_eval, read_metrics
 from experiments.ablation_table import LABELS
-from experiments.eval_record import read_outcomes_iteration
 from experiments.reuse import reuse_file, reuse_run
 from experiments.train import run_training
 from rlanything_core.assembly.agent import close_shared_env_pools
+from rlanything_core.assembly.eval_record import read_outcomes_iteration
 from rlanything_core.files import atomic_write_text
 
 __all__ = [

@@ -40,9 +40,10 @@ from omegaconf import OmegaConf
 REPO = Path.cwd().parent if Path.cwd().name == "tutorials" else Path.cwd()
 sys.path.insert(0, str(REPO))
 from rlanything_core.assembly import build_run  # the same wiring experiments/train.py uses
+from rlanything_core.conf import CONF_DIR
 
 run_dir = Path(tempfile.mkdtemp(prefix="rlanything-loop-"))
-with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base="1.3"):
+with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
     cfg = compose(config_name="train", overrides=[
         "+setting=alfworld", "+profile=smoke", "model=tiny", "iterations=3", "setting.env_workers=1",
         "model.temperature=5", "model.judge_temperature=5", f"run_dir={run_dir}",

@@ -78,7 +78,8 @@ class AlfworldTasks:
         try:
             root = resolve_data_root(self.data_root)
         except FileNotFoundError as err:
-            raise SettingError("data_root", str(err), "set ALFWORLD_DATA or setting.data_root") from err
+            fix = "set RLANYTHING_DATA (the folder holding alfworld/), ALFWORLD_DATA or setting.data_root"
+            raise SettingError("data_root", str(err), fix) from err
         splits = {"train_split": self.train_split, **{f"eval_splits.{k}": v for k, v in self.eval_splits.items()}}
         for param, split in splits.items():
             try:

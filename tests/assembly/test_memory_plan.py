@@ -9,13 +9,15 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
+from rlanything_core.conf import CONF_DIR
+
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 
 from rlanything_core.assembly.memory_plan import GIB, _meta_model, activation_bytes, model_shape, plan  # noqa: E402
 
 
 def _cfg(*overrides: str):  # type: ignore[no-untyped-def]
-    with initialize_config_dir(config_dir=str(EXPERIMENTS / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose(config_name="train", overrides=list(overrides))
 
 

@@ -199,7 +199,9 @@ def test_coding_tables_report_pass_at_1_and_the_unit_test_rewards() -> None:
 def test_a_pretrained_policy_is_not_warm_started(tmp_path: Path) -> None:
     from hydra import compose, initialize_config_dir
 
-    with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base=None):
+    from rlanything_core.conf import CONF_DIR
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         pretrained = compose("ablate", overrides=["+setting=alfworld", "model=smollm2-135m"])
         tiny = compose("ablate", overrides=["+setting=alfworld", "warm_start.enabled=false"])
     assert pretrained.warm_start.enabled  # the default is on; the pretrained model skips it rather than failing

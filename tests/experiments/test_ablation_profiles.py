@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from _runs import REPO
 
 from experiments.ablation_budget import estimate_seconds, main, plan_from_config
 from experiments.ablation_power import minimum_detectable_difference
@@ -14,7 +13,9 @@ pytestmark = pytest.mark.alfworld  # the whole splits' sizes come from the games
 def _compose(*overrides: str):  # type: ignore[no-untyped-def]
     from hydra import compose, initialize_config_dir
 
-    with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base=None):
+    from rlanything_core.conf import CONF_DIR
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         return compose("ablate", overrides=["+setting=alfworld", *overrides])
 
 
