@@ -281,8 +281,7 @@ def _train(
             f"{run_dir.name} where its checkpoint is"
         )
     started = time.monotonic()
-    where = run_dir.relative_to(out) if run_dir.is_relative_to(out) else run_dir  # logs stay relocatable
-    log(f"{LABELS[name or arm]}, seed {seed}: {'evaluating' if name else 'training'} in <results>/{where}")
+    log(f"{LABELS[name or arm]}, seed {seed}: {'evaluating' if name else 'training'} in {_shown(run_dir)}")
     run_training(arm_cfg)
     log(f"{LABELS[name or arm]}, seed {seed}: done in {(time.monotonic() - started) / 60:.1f} min")
     return run_dir

@@ -1,9 +1,9 @@
 """The parts Hydra builds from ``_target_`` nodes that need more than ``instantiate(node)``.
 
 The judge's loss and targets (only where the arm trains the judge), selectors, vote samplers, rewriters, the task pool.
-Every public hyperparameter of these parts is a key of ``experiments/conf/train.yaml``. A variant is a node chosen by
-name (``model.action_selection``, ``model.judge_votes``, ``setting.rewriter``), never a branch here; the functions below
-only add what exists at run time (a sampling temperature, the judge's chat model, a folder).
+Every public hyperparameter of these parts is a key of ``rlanything_core/conf/train.yaml``. A variant is a node chosen
+by name (``model.action_selection``, ``model.judge_votes``, ``setting.rewriter``), never a branch here; the functions
+below only add what exists at run time (a sampling temperature, the judge's chat model, a folder).
 """
 
 from __future__ import annotations

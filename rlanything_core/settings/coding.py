@@ -1,7 +1,7 @@
 """Coding's parts: stdin training problems, evaluation on LeetCode (LiveCodeBench v5 window) or on LiveBench.
 
 The coding setting of arXiv 2602.02488 (Sec. 4), trained on Kick Start and CodeContests problems.
-:class:`CodingTasks` is what ``experiments/conf/setting/coding.yaml`` names (``setting.parts.environment``), built
+:class:`CodingTasks` is what ``rlanything_core/conf/setting/coding.yaml`` names (``setting.parts.environment``), built
 from paths and counts; it never reads a config. Its episodes are single-step (a program, run in the sandbox against
 ground-truth tests), so it has no environment factory: the coding loop (``rlanything_core.loop.coding_driver``) plays
 its roots, and :class:`~rlanything_core.loop.coding_evaluation.CodingEvaluator` its splits.
