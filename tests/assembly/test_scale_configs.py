@@ -150,6 +150,7 @@ CPU: dict[str, dict[str, Any]] = {
         "setting.eval_samples": 1,
         "setting.eval_problems": 8,
         "policy_band": [0.2, 0.8],
+        "optim.judge_lr": 1e-5,  # the coding judge is an LLM writing tests: the encoder's 3e-4 breaks its format
     },
 }
 CPU["livebench"] = CPU["coding"]
