@@ -24,10 +24,11 @@ Writes `<results_root>/<setting>/<run_id>/` (default `runs/ablations/...`, git-i
 episodes.csv (every evaluation episode: arm, seed, split, game, run, episode seed, success, steps), curves.png,
 judge.png, accepted.png, runs.json, config.yaml, meta.json (seeds, versions, git revision, command, the cost estimate,
 updates per arm and seed, the paired differences, the training pool). Last line: `arms=<int> seeds=<int> minutes=<float>
-full_beats_outcome_only=<true|false|na> sample_efficiency=<float|na>`, where `full_beats_outcome_only` is true only when
-the full arm's paired interval on the main metric lies above 0. Before it, when the run is not the published one, the
-committed reference table of the same setting and profile (`experiments/results/<setting>/<run_id>/table.md`) is printed
-for comparison.
+total_minutes=<float> full_beats_outcome_only=<true|false|na> sample_efficiency=<float|na>` (`minutes`: this invocation;
+`total_minutes`: every invocation of this results folder, `timing.json`), where `full_beats_outcome_only` is true only
+when the full arm's paired interval on the main metric lies above 0. Before it, when the run is not the published one,
+the committed reference table of the same setting and profile (`experiments/results/<setting>/<run_id>/table.md`) is
+printed for comparison.
 """
 
 from __future__ import annotations
@@ -55,7 +56,14 @@ if __name__ == "__main__" and not __package__:
 from experiments.ablation_budget import estimate_seconds, plan_from_config  # noqa: E402
 from experiments.ablation_plots import write_plots  # noqa: E402
 from experiments.ablation_results import ArmRun, read_arm_run, read_before_run, render_episodes_csv  # noqa: E402
-from experiments.ablation_runs import REPO, log, run_in_parallel, run_seed, warm_start_policy  # noqa: E402
+from experiments.ablation_runs import (  # noqa: E402
+    REPO,
+    log,
+    reused_runs,
+    run_in_parallel,
+    run_seed,
+    warm_start_policy,
+)
 from experiments.ablation_stats import sample_efficiency  # noqa: E402
 from experiments.ablation_table import (  # noqa: E402
     Table,
@@ -69,7 +77,7 @@ from rlanything_core.assembly.agent import alfworld_games, evaluation_episode_se
 from rlanything_core.assembly.checks import validate  # noqa: E402
 from rlanything_core.conf import SEARCH_PATH  # noqa: E402
 from rlanything_core.config import ConfigError  # noqa: E402
-from rlanything_core.files import atomic_write_json, atomic_write_text  # noqa: E402
+from rlanything_core.files import atomic_write_json, atomic_write_text, read_json  # noqa: E402
 from rlanything_core.seeding import derive_seed  # noqa: E402
 from rlanything_core.settings.alfworld import training_pool_summary  # noqa: E402
 
@@ -127,6 +135,22 @@ def _print_estimate(cfg: DictConfig) -> dict[str, float]:
     reused = f"reusing runs of {cfg.reuse_from}" if cfg.get("reuse_from") else "cold"  # as the budget section plans
     log(f"estimated {parts['total'] / 60:.1f} min {reused} ({verdict} the budget of {budget:g}); per seed: {shown}")
     return parts
+
+
+TIMING = "timing.json"
+"""The wall seconds of every invocation of an ablation in its results folder (a resumed one adds to them)."""
+
+
+def _earlier_seconds(out: Path) -> float:
+    """The wall seconds the earlier invocations of this ablation spent (0 for a fresh one)."""
+    path = out / TIMING
+    return float(sum(read_json(path).get("invocations_s", []))) if path.is_file() else 0.0
+
+
+def _add_seconds(out: Path, seconds: float) -> None:
+    path = out / TIMING
+    earlier = list(read_json(path).get("invocations_s", [])) if path.is_file() else []
+    atomic_write_json(path, {"invocations_s": [*earlier, round(seconds, 1)]})
 
 
 def _meta_results(table: Table) -> dict[str, object]:
@@ -207,7 +231,16 @@ def main(cfg: DictConfig) -> None:
     meta["estimated_seconds"] = _print_estimate(cfg)
     atomic_write_json(out / "meta.json", meta)
 
-    results, runs = _collect(cfg, out, arms)
+    reused = reused_runs(cfg, out, arms)
+    log(f"resuming {out}: reusing {len(reused)} finished or partial parts" if reused else f"a fresh ablation in {out}")
+    for line in reused:
+        log(f"  reusing {line}")
+    earlier_s = _earlier_seconds(out)
+    try:
+        results, runs = _collect(cfg, out, arms)
+    except BaseException:  # an interrupted invocation's time adds to the ablation's total too
+        _add_seconds(out, time.monotonic() - start)
+        raise
     atomic_write_json(out / "runs.json", runs)
     table = build_table(cfg, results, samples=int(cfg.stats.bootstrap_samples), seed=int(cfg.stats.bootstrap_seed))
     caption = (
@@ -234,9 +267,11 @@ def main(cfg: DictConfig) -> None:
         [r.curve for r in results.get("full", [])], [r.curve for r in results.get("outcome_only", [])]
     )
     minutes = (time.monotonic() - start) / 60
+    _add_seconds(out, 60 * minutes)
+    total = earlier_s / 60 + minutes
     print(
-        f"arms={len(arms) + 1} seeds={len(cfg.seeds)} minutes={minutes:.1f} full_beats_outcome_only={beats} "
-        f"sample_efficiency={'na' if eff is None else f'{eff:.2f}'}"
+        f"arms={len(arms) + 1} seeds={len(cfg.seeds)} minutes={minutes:.1f} total_minutes={total:.1f} "
+        f"full_beats_outcome_only={beats} sample_efficiency={'na' if eff is None else f'{eff:.2f}'}"
     )
 
 

@@ -207,7 +207,8 @@ def agent_loop(parts: LoopParts) -> tuple[Any, Any]:
         judge_band=band(cfg, "judge_band"),
     )
     eval_collector = _collector(parts, tasks.eval_runner, float(cfg.eval.temperature), int(cfg.eval.runs),
-                                int(cfg.setting.eval_max_steps), progress=False)  # fmt: skip
+                                int(cfg.setting.eval_max_steps),
+                                progress="evaluation" if cfg.progress else False)  # fmt: skip
     evaluator = AgentEvaluator(
         eval_collector,
         tasks.splits,
@@ -226,7 +227,7 @@ def agent_loop(parts: LoopParts) -> tuple[Any, Any]:
 
 
 def _collector(parts: LoopParts, runner: Any, temperature: float, group_size: int, max_steps: int, *,
-               progress: bool) -> AgentCollector:  # fmt: skip
+               progress: bool | str) -> AgentCollector:  # fmt: skip
     """The policy's collector on ``runner``, prompted by the setting's prompt builder."""
     cfg = parts.cfg
     return AgentCollector(

@@ -21,6 +21,7 @@ from rlanything_core.assembly.trainer import Run
 from rlanything_core.conf import SEARCH_PATH
 from rlanything_core.config import ConfigError
 from rlanything_core.files import CorruptFileError, atomic_write_json
+from rlanything_core.progress import LOGGER, log_to_file
 
 __all__ = ["error_line", "main", "run_training", "summary_line"]
 
@@ -46,16 +47,23 @@ def run_training(cfg: DictConfig) -> Run:
     """
     run = build_run(cfg)
     loop = run.loop
-    if cfg.get("eval_only", False):  # the models as they are, no update ("before optimization")
-        metrics = loop.evaluate_only()
-        if run.is_global_zero:
-            atomic_write_json(run.run_dir / "eval.json", metrics or {})
-            write_eval_outcomes(run.run_dir, loop.evaluator, 0)
+    # the progress lines of the evaluation, the iterations and the warm start also go to the run's own log
+    handler = log_to_file(run.run_dir / "logs" / "progress.log") if run.is_global_zero else None
+    try:
+        if cfg.get("eval_only", False):  # the models as they are, no update ("before optimization")
+            metrics = loop.evaluate_only()
+            if run.is_global_zero:
+                atomic_write_json(run.run_dir / "eval.json", metrics or {})
+                write_eval_outcomes(run.run_dir, loop.evaluator, 0)
+            return run
+        loop.run()
+        if loop.evaluations and run.is_global_zero:  # the final evaluation's episodes (paired statistics)
+            write_eval_outcomes(run.run_dir, loop.evaluator, loop.completed)
         return run
-    loop.run()
-    if loop.evaluations and run.is_global_zero:  # the final evaluation's episodes (paired statistics)
-        write_eval_outcomes(run.run_dir, loop.evaluator, loop.completed)
-    return run
+    finally:
+        if handler is not None:
+            LOGGER.removeHandler(handler)
+            handler.close()
 
 
 def error_line(err: BaseException) -> str:
