@@ -53,7 +53,7 @@ from omegaconf import DictConfig, OmegaConf
 if __name__ == "__main__" and not __package__:
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from experiments.ablation_budget import estimate_seconds, plan_from_config  # noqa: E402
+from experiments.ablation_budget import calibration_note, estimate_seconds, plan_from_config  # noqa: E402
 from experiments.ablation_plots import write_plots  # noqa: E402
 from experiments.ablation_results import ArmRun, read_arm_run, read_before_run, render_episodes_csv  # noqa: E402
 from experiments.ablation_runs import (  # noqa: E402
@@ -134,6 +134,7 @@ def _print_estimate(cfg: DictConfig) -> dict[str, float]:
     verdict = "within" if parts["total"] <= 60 * budget else "OVER"
     reused = f"reusing runs of {cfg.reuse_from}" if cfg.get("reuse_from") else "cold"  # as the budget section plans
     log(f"estimated {parts['total'] / 60:.1f} min {reused} ({verdict} the budget of {budget:g}); per seed: {shown}")
+    log(calibration_note(os.cpu_count() or 1))
     return parts
 
 

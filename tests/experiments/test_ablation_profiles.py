@@ -99,3 +99,14 @@ def test_the_estimate_explains_itself_on_help(capsys: pytest.CaptureFixture[str]
     """``--help`` went to Hydra as an override and ended in a traceback."""
     main(["--help"])
     assert "usage: python experiments/ablation_budget.py" in capsys.readouterr().out
+
+
+def test_the_estimate_says_what_it_is_calibrated_on_and_scales_with_the_load() -> None:
+    from experiments.ablation_budget import CALIBRATION, calibration_note, load_factor
+
+    assert "idle 2-core" in CALIBRATION
+    assert load_factor(2, 1.0) == 1.0 and load_factor(2, 8.0) == 4.0
+    assert calibration_note(2, 0.5) == CALIBRATION
+    assert calibration_note(2, 7.0).endswith("(load 7.0 on 2 cores): expect about 3.5x")
+    with pytest.raises(ValueError, match="cores: expected >= 1"):
+        load_factor(0, 1.0)
