@@ -57,7 +57,7 @@ def main(rank: int, world: int, port: int, model_dir: str, run_dir: str, out: st
     from _runs import FAST
     from hydra import compose, initialize_config_dir
 
-    import experiments.train as train
+    import rlanything_core.assembly.train_app as train
     from rlanything_core.conf import CONF_DIR
 
     loader = "rlanything_core.lightning.loading.causal_lm_on_rank0"
