@@ -33,14 +33,15 @@ from typing import Any
 
 import torch
 
+from rlanything_core.conf import CONF_DIR
+
 __all__ = ["build_model", "compare", "make_rows", "measure_side", "single_process_group"]
 
-REPO = Path(__file__).resolve().parents[1]
 MIB = 2**20
-# the shapes a GPU user trains (their config.json in experiments/model_configs), and a small one for CPUs and CI
+# the shapes a GPU user trains (config.json files in rlanything_core/conf/model_configs), a small one for CPUs and CI
 SHAPES = {
-    "qwen2.5-0.5b": "experiments/model_configs/qwen2.5-0.5b-instruct.json",
-    "qwen2.5-1.5b": "experiments/model_configs/qwen2.5-1.5b-instruct.json",
+    "qwen2.5-0.5b": "model_configs/qwen2.5-0.5b-instruct.json",
+    "qwen2.5-1.5b": "model_configs/qwen2.5-1.5b-instruct.json",
 }
 SMALL = {
     "model_type": "qwen2",
@@ -62,7 +63,7 @@ def build_model(shape: str, *, device: torch.device, dtype: torch.dtype = torch.
     if shape == "small":
         values = dict(SMALL)
     elif shape in SHAPES:
-        values = json.loads((REPO / SHAPES[shape]).read_text())
+        values = json.loads((CONF_DIR / SHAPES[shape]).read_text())
     else:
         raise ValueError(f"shape: expected 'small' or one of {sorted(SHAPES)}, got {shape!r}")
     config = AutoConfig.for_model(str(values.pop("model_type")), **values)

@@ -123,7 +123,7 @@ def test_one_gpu_resolves_to_the_papers_hyperparameters_on_one_device(setting: s
     }
     assert not wrong, f"resolved (got, paper): {wrong}"
     assert cfg.lora.enabled is False and cfg.checkpoint.every_n_iterations is None
-    assert cfg.model.architecture == f"experiments/model_configs/{model}-instruct.json"
+    assert cfg.model.architecture == f"model_configs/{model}-instruct.json"
     assert cfg.memory.gpu_gib == 80
 
 
