@@ -58,6 +58,7 @@ from experiments.ablation_plots import write_plots  # noqa: E402
 from experiments.ablation_results import ArmRun, read_arm_run, read_before_run, render_episodes_csv  # noqa: E402
 from experiments.ablation_runs import (  # noqa: E402
     REPO,
+    WorkerError,
     log,
     reused_runs,
     run_in_parallel,
@@ -75,9 +76,10 @@ from experiments.ablation_table import (  # noqa: E402
 )
 from rlanything_core.assembly.agent import alfworld_games, evaluation_episode_seed  # noqa: E402
 from rlanything_core.assembly.checks import validate  # noqa: E402
+from rlanything_core.assembly.train_app import error_line  # noqa: E402
 from rlanything_core.conf import SEARCH_PATH  # noqa: E402
 from rlanything_core.config import ConfigError  # noqa: E402
-from rlanything_core.files import atomic_write_json, atomic_write_text, read_json  # noqa: E402
+from rlanything_core.files import CorruptFileError, atomic_write_json, atomic_write_text, read_json  # noqa: E402
 from rlanything_core.seeding import derive_seed  # noqa: E402
 from rlanything_core.settings.alfworld import training_pool_summary  # noqa: E402
 
@@ -239,6 +241,10 @@ def main(cfg: DictConfig) -> None:
     earlier_s = _earlier_seconds(out)
     try:
         results, runs = _collect(cfg, out, arms)
+    except (ConfigError, CorruptFileError, WorkerError, OSError) as err:  # one line: what failed and where to look
+        _add_seconds(out, time.monotonic() - start)
+        print(error_line(err), file=sys.stderr)
+        raise SystemExit(2) from None
     except BaseException:  # an interrupted invocation's time adds to the ablation's total too
         _add_seconds(out, time.monotonic() - start)
         raise

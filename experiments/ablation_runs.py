@@ -39,6 +39,7 @@ __all__ = [
     "REPO",
     "reused_runs",
     "RunJob",
+    "WorkerError",
     "log",
     "next_ready",
     "prerequisites",
@@ -328,6 +329,10 @@ def run_seed(cfg: DictConfig, seed: int, out: Path, arms: list[str]) -> dict[str
         close_shared_env_pools()
 
 
+class WorkerError(RuntimeError):
+    """A worker process of the ablation failed; the message names its run and its log."""
+
+
 @dataclass(frozen=True)
 class RunJob:
     """One worker's share of an ablation: a seed's "before" evaluation (``arm="before"``) or one arm's training run."""
@@ -416,7 +421,7 @@ def run_in_parallel(cfg: DictConfig, out: Path) -> None:
                 if proc.returncode != 0:
                     for other, _, _ in running.values():
                         other.terminate()
-                    raise RuntimeError(f"the worker of {job.name} failed (exit {proc.returncode}); see {log}")
+                    raise WorkerError(f"the worker of {job.name} failed (exit {proc.returncode}); see {log}")
                 done.add(job)
                 progress.update()
     progress.close()

@@ -9,6 +9,7 @@ rerunning the same command continues from ``<run_dir>/checkpoints/last.ckpt``. T
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 
@@ -24,6 +25,9 @@ from rlanything_core.files import CorruptFileError, atomic_write_json
 from rlanything_core.progress import LOGGER, log_to_file
 
 __all__ = ["error_line", "main", "run_training", "summary_line"]
+
+_UNWRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EISDIR, errno.ENOSPC, errno.EEXIST}
+"""The file system errors that mean "this place cannot be written"."""
 
 
 def summary_line(run: Run) -> str:
@@ -68,9 +72,10 @@ def run_training(cfg: DictConfig) -> Run:
 
 def error_line(err: BaseException) -> str:
     """The one line a run error ends with: ``ERROR: <what, where, what to do>``."""
-    if isinstance(err, OSError):  # e.g. an unwritable run_dir (CorruptFileError is a ValueError)
-        where = f" ({err.filename})" if err.filename else ""
-        return f"ERROR: {err.strerror or err}{where}: choose a writable place (run_dir=...) or free the disk"
+    if isinstance(err, OSError) and err.filename:  # from the file system (CorruptFileError is a ValueError)
+        if err.errno in _UNWRITABLE:  # e.g. an unwritable run_dir, a full disk
+            return f"ERROR: {err.strerror} ({err.filename}): choose a writable place (run_dir=...) or free the disk"
+        return f"ERROR: {err.strerror}: {err.filename}"
     return f"ERROR: {err}"
 
 

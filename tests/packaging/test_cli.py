@@ -116,3 +116,20 @@ def test_the_readme_example_runs_as_written(tmp_path: Path) -> None:
 
 def test_the_docs_home_shows_the_same_example() -> None:
     assert readme_example() in (REPO / "docs" / "index.md").read_text()
+
+
+def test_error_lines_name_the_path_and_the_fix() -> None:
+    import errno
+
+    from rlanything_core.assembly.train_app import error_line
+
+    unwritable = PermissionError(errno.EACCES, "Permission denied", "/runs/x")
+    assert error_line(unwritable) == (
+        "ERROR: Permission denied (/runs/x): choose a writable place (run_dir=...) or free the disk"
+    )
+    assert error_line(FileNotFoundError(errno.ENOENT, "No such file or directory", "/a/b")) == (
+        "ERROR: No such file or directory: /a/b"
+    )
+    assert error_line(FileNotFoundError("the judge checkpoint full_seed0 is not there")) == (
+        "ERROR: the judge checkpoint full_seed0 is not there"
+    )
