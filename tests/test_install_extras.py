@@ -126,3 +126,18 @@ def test_the_gpu_install_is_documented() -> None:
     text = (REPO / "docs" / "scaling.md").read_text()
     assert 'pip install -e ".[gpu]"' in text and f"torch=={_make_torch_pin()}" in text
     assert "docs/scaling.md" in (REPO / "README.md").read_text()
+
+
+def test_make_main_installs_only_what_the_alfworld_run_uses() -> None:
+    makefile = (REPO / "Makefile").read_text()
+    main = re.search(r"^main:(.*)$", makefile, re.M)
+    assert main is not None and main.group(1).split() == ["$(MAIN_STAMP)"]  # not setup: no Debian packages
+    extras = re.search(r"^MAIN_EXTRAS\s*:=\s*(\S+)$", makefile, re.M)
+    assert extras is not None and set(extras.group(1).split(",")) == {"loop", "alfworld"}
+    recipe = makefile.split("$(MAIN_STAMP): pyproject.toml Makefile", 1)[1].split("\n\n", 1)[0]
+    assert "apt-get" not in recipe and "system-deps" not in recipe
+    assert recipe.index(f"torch=={_make_torch_pin()}") < recipe.index('-e ".[$(MAIN_EXTRAS)]"')
+    test = re.search(r"^test:(.*)$", makefile, re.M)
+    assert test is not None and "unit" in test.group(1)  # the test target installs the rest (unit: setup)
+    assert re.search(r"^unit: setup\b", makefile, re.M)
+    assert re.search(r"^setup: \$\(STAMP\) system-deps$", makefile, re.M)
