@@ -47,13 +47,14 @@ def crossed_files(overrides: list[str], start_stage: str = "collect", *, follow_
 
     from rlanything_core.assembly import build_run
     from rlanything_core.assembly.agent import close_shared_env_pools
+    from rlanything_core.conf import CONF_DIR
     from rlanything_core.loop.iteration import IterationData
     from rlanything_core.types import RolloutBatch, StepBatch, TokenRows, TrainingRows
 
     batch_types = (RolloutBatch, StepBatch, IterationData, TrainingRows, TokenRows)
 
     with tempfile.TemporaryDirectory(prefix="batch-path-") as tmp:
-        with initialize_config_dir(config_dir=str(ROOT / "experiments" / "conf"), version_base="1.3"):
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             cfg = compose("train", overrides=[
                 "+setting=alfworld", "+profile=smoke", "arm=full", "seed=0", "progress=false", "eval.at_start=false",
                 f"run_dir={tmp}/run", *overrides,

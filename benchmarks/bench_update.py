@@ -40,6 +40,8 @@ from typing import Any
 
 import torch
 
+from rlanything_core.conf import CONF_DIR
+
 __all__ = [
     "build_model",
     "compare",
@@ -51,12 +53,11 @@ __all__ = [
     "update_flops",
 ]
 
-REPO = Path(__file__).resolve().parents[1]
 MIB = 2**20
-# the shapes a GPU user trains (their config.json in experiments/model_configs), and a small one for CPUs and CI
+# the shapes a GPU user trains (config.json files in rlanything_core/conf/model_configs), a small one for CPUs and CI
 SHAPES = {
-    "qwen2.5-0.5b": "experiments/model_configs/qwen2.5-0.5b-instruct.json",
-    "qwen2.5-1.5b": "experiments/model_configs/qwen2.5-1.5b-instruct.json",
+    "qwen2.5-0.5b": "model_configs/qwen2.5-0.5b-instruct.json",
+    "qwen2.5-1.5b": "model_configs/qwen2.5-1.5b-instruct.json",
 }
 SMALL = {
     "model_type": "qwen2",
@@ -86,14 +87,14 @@ PEAK_BF16_FLOPS = {
 
 
 def training_configuration(device: str) -> dict[str, Any]:
-    """What ``experiments/train.py`` trains with on ``device``'s scale, read from ``experiments/conf``.
+    """What ``experiments/train.py`` trains with on ``device``'s scale, read from ``rlanything_core/conf``.
 
     Returns ``{scale, fsdp, activation_checkpointing, micro_batch_tokens}``: ``scale=1gpu`` on CUDA (``fsdp.*`` of
     ``scale/gpu.yaml`` under ``trainer.strategy=fsdp2``), ``scale=cpu`` otherwise (no sharding, no checkpointing).
     """
     import yaml
 
-    conf = REPO / "experiments" / "conf"
+    conf = Path(CONF_DIR)
     tokens = int(yaml.safe_load((conf / "train.yaml").read_text())["optim"]["micro_batch_tokens"])
     if torch.device(device).type != "cuda":
         return {"scale": "cpu", "fsdp": False, "activation_checkpointing": False, "micro_batch_tokens": tokens}
@@ -146,7 +147,7 @@ def build_model(shape: str, *, device: torch.device, dtype: torch.dtype = torch.
     if shape == "small":
         values = dict(SMALL)
     elif shape in SHAPES:
-        values = json.loads((REPO / SHAPES[shape]).read_text())
+        values = json.loads((CONF_DIR / SHAPES[shape]).read_text())
     else:
         raise ValueError(f"shape: expected 'small' or one of {sorted(SHAPES)}, got {shape!r}")
     config = AutoConfig.for_model(str(values.pop("model_type")), **values)

@@ -272,8 +272,9 @@ def stage_memory_plan(args: argparse.Namespace) -> dict[str, Any]:
     from hydra import compose, initialize_config_dir
 
     from rlanything_core.assembly.memory_plan import plan
+    from rlanything_core.conf import CONF_DIR
 
-    with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose(config_name="train", overrides=_train_overrides(args))
     p = plan(cfg)
     out: dict[str, Any] = {

@@ -19,12 +19,16 @@ bootstrap interval (seeds, then their games: ``ablation_stats.py``) and the desi
 Modules: ``ablation_runs`` (warm start, runs, seed workers), ``ablation_results`` (reading runs back),
 ``ablation_stats`` (pure statistics), ``ablation_table``, ``ablation_plots``; this file wires them.
 
-Writes `experiments/results/<setting>/<run_id>/`: table.md, table.csv, episodes.csv (every evaluation episode:
-arm, seed, split, game, run, episode seed, success, steps), curves.png, judge.png, accepted.png,
-runs.json, config.yaml, meta.json (seeds, versions, git revision, command, the cost estimate, updates per arm and
-seed, the paired differences, the training pool). Last line: `arms=<int> seeds=<int> minutes=<float>
-full_beats_outcome_only=<true|false|na> sample_efficiency=<float|na>`, where `full_beats_outcome_only` is true only
-when the full arm's paired interval on the main metric lies above 0.
+Writes `<results_root>/<setting>/<run_id>/` (default `runs/ablations/...`, git-ignored; `publish=true` writes to
+`experiments/results/...` instead, the committed references, which no other run touches): table.md, table.csv,
+episodes.csv (every evaluation episode: arm, seed, split, game, run, episode seed, success, steps), curves.png,
+judge.png, accepted.png, runs.json, config.yaml, meta.json (seeds, versions, git revision, command, the cost estimate,
+updates per arm and seed, the paired differences, the training pool). Last line: `arms=<int> seeds=<int> minutes=<float>
+total_minutes=<float> full_beats_outcome_only=<true|false|na> sample_efficiency=<float|na>` (`minutes`: this invocation;
+`total_minutes`: every invocation of this results folder, `timing.json`), where `full_beats_outcome_only` is true only
+when the full arm's paired interval on the main metric lies above 0. Before it, when the run is not the published one,
+the committed reference table of the same setting and profile (`experiments/results/<setting>/<run_id>/table.md`) is
+printed for comparison.
 """
 
 from __future__ import annotations
@@ -49,10 +53,18 @@ from omegaconf import DictConfig, OmegaConf
 if __name__ == "__main__" and not __package__:
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from experiments.ablation_budget import estimate_seconds, plan_from_config  # noqa: E402
+from experiments.ablation_budget import calibration_note, estimate_seconds, plan_from_config  # noqa: E402
 from experiments.ablation_plots import write_plots  # noqa: E402
 from experiments.ablation_results import ArmRun, read_arm_run, read_before_run, render_episodes_csv  # noqa: E402
-from experiments.ablation_runs import REPO, log, run_in_parallel, run_seed, warm_start_policy  # noqa: E402
+from experiments.ablation_runs import (  # noqa: E402
+    REPO,
+    WorkerError,
+    log,
+    reused_runs,
+    run_in_parallel,
+    run_seed,
+    warm_start_policy,
+)
 from experiments.ablation_stats import sample_efficiency  # noqa: E402
 from experiments.ablation_table import (  # noqa: E402
     Table,
@@ -64,12 +76,14 @@ from experiments.ablation_table import (  # noqa: E402
 )
 from rlanything_core.assembly.agent import alfworld_games, evaluation_episode_seed  # noqa: E402
 from rlanything_core.assembly.checks import validate  # noqa: E402
+from rlanything_core.assembly.train_app import error_line  # noqa: E402
+from rlanything_core.conf import SEARCH_PATH  # noqa: E402
 from rlanything_core.config import ConfigError  # noqa: E402
-from rlanything_core.files import atomic_write_json, atomic_write_text  # noqa: E402
+from rlanything_core.files import CorruptFileError, atomic_write_json, atomic_write_text, read_json  # noqa: E402
 from rlanything_core.seeding import derive_seed  # noqa: E402
 from rlanything_core.settings.alfworld import training_pool_summary  # noqa: E402
 
-__all__ = ["main"]
+__all__ = ["cli", "main", "reference_table", "results_folder"]
 
 
 def _git_revision() -> str:
@@ -122,7 +136,24 @@ def _print_estimate(cfg: DictConfig) -> dict[str, float]:
     verdict = "within" if parts["total"] <= 60 * budget else "OVER"
     reused = f"reusing runs of {cfg.reuse_from}" if cfg.get("reuse_from") else "cold"  # as the budget section plans
     log(f"estimated {parts['total'] / 60:.1f} min {reused} ({verdict} the budget of {budget:g}); per seed: {shown}")
+    log(calibration_note(os.cpu_count() or 1))
     return parts
+
+
+TIMING = "timing.json"
+"""The wall seconds of every invocation of an ablation in its results folder (a resumed one adds to them)."""
+
+
+def _earlier_seconds(out: Path) -> float:
+    """The wall seconds the earlier invocations of this ablation spent (0 for a fresh one)."""
+    path = out / TIMING
+    return float(sum(read_json(path).get("invocations_s", []))) if path.is_file() else 0.0
+
+
+def _add_seconds(out: Path, seconds: float) -> None:
+    path = out / TIMING
+    earlier = list(read_json(path).get("invocations_s", [])) if path.is_file() else []
+    atomic_write_json(path, {"invocations_s": [*earlier, round(seconds, 1)]})
 
 
 def _meta_results(table: Table) -> dict[str, object]:
@@ -150,7 +181,22 @@ def _episode_seeds(cfg: DictConfig) -> Callable[[int, str], int]:
     return seed_of
 
 
-@hydra.main(config_path="conf", config_name="ablate", version_base="1.3")
+def results_folder(cfg: DictConfig) -> Path:
+    """Where this ablation writes: ``<results_root>/<setting>/<run_id>``, or under ``reference_root`` with ``publish``
+    (relative roots are taken from the repository)."""
+    root = cfg.reference_root if bool(cfg.get("publish", False)) else cfg.results_root
+    return REPO / str(root) / str(cfg.setting.name) / str(cfg.run_id)
+
+
+def reference_table(cfg: DictConfig, out: Path) -> str | None:
+    """The committed reference ``table.md`` of this setting and run id, unless ``out`` is that folder itself."""
+    ref = REPO / str(cfg.reference_root) / str(cfg.setting.name) / str(cfg.run_id)
+    if ref.resolve() == out.resolve() or not (ref / "table.md").is_file():
+        return None
+    return (ref / "table.md").read_text()
+
+
+@hydra.main(config_path=SEARCH_PATH, config_name="ablate", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     """Run every arm over every seed, then write the table, the plots and the summary line."""
     os.chdir(hydra.utils.get_original_cwd())
@@ -162,8 +208,13 @@ def main(cfg: DictConfig) -> None:
         raise SystemExit(2) from None
     arms = list(cfg.arms)
     _check_arms(arms)
-    out = REPO / str(cfg.results_root) / str(cfg.setting.name) / str(cfg.run_id)
-    out.mkdir(parents=True, exist_ok=True)
+    out = results_folder(cfg)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        print(f"ERROR: cannot create the results folder {out} ({err.strerror}): set results_root=<a writable folder>",
+              file=sys.stderr)  # fmt: skip
+        raise SystemExit(2) from None
     for name in ("lightning.pytorch", "lightning.pytorch.utilities.rank_zero", "lightning.fabric"):
         logging.getLogger(name).setLevel(logging.WARNING)  # one Fabric per run: no repeated banners
     if bool(cfg.get("seed_worker", False)):  # one run (cfg.arms: [] for "before") for a parent ablate.py
@@ -183,7 +234,20 @@ def main(cfg: DictConfig) -> None:
     meta["estimated_seconds"] = _print_estimate(cfg)
     atomic_write_json(out / "meta.json", meta)
 
-    results, runs = _collect(cfg, out, arms)
+    reused = reused_runs(cfg, out, arms)
+    log(f"resuming {out}: reusing {len(reused)} finished or partial parts" if reused else f"a fresh ablation in {out}")
+    for line in reused:
+        log(f"  reusing {line}")
+    earlier_s = _earlier_seconds(out)
+    try:
+        results, runs = _collect(cfg, out, arms)
+    except (ConfigError, CorruptFileError, WorkerError, OSError) as err:  # one line: what failed and where to look
+        _add_seconds(out, time.monotonic() - start)
+        print(error_line(err), file=sys.stderr)
+        raise SystemExit(2) from None
+    except BaseException:  # an interrupted invocation's time adds to the ablation's total too
+        _add_seconds(out, time.monotonic() - start)
+        raise
     atomic_write_json(out / "runs.json", runs)
     table = build_table(cfg, results, samples=int(cfg.stats.bootstrap_samples), seed=int(cfg.stats.bootstrap_seed))
     caption = (
@@ -200,20 +264,31 @@ def main(cfg: DictConfig) -> None:
     atomic_write_json(out / "meta.json", {**meta, **_meta_results(table)})
     write_plots(out, results, split_names(cfg)[0])
     print(text)
+    reference = reference_table(cfg, out)
+    if reference is not None:
+        print(f"\nCommitted reference ({cfg.reference_root}/{cfg.setting.name}/{cfg.run_id}/table.md):\n{reference}")
+    print(f"Results: {out}")
 
     beats = full_beats_outcome_only(table)
     eff = sample_efficiency(
         [r.curve for r in results.get("full", [])], [r.curve for r in results.get("outcome_only", [])]
     )
     minutes = (time.monotonic() - start) / 60
+    _add_seconds(out, 60 * minutes)
+    total = earlier_s / 60 + minutes
     print(
-        f"arms={len(arms) + 1} seeds={len(cfg.seeds)} minutes={minutes:.1f} full_beats_outcome_only={beats} "
-        f"sample_efficiency={'na' if eff is None else f'{eff:.2f}'}"
+        f"arms={len(arms) + 1} seeds={len(cfg.seeds)} minutes={minutes:.1f} total_minutes={total:.1f} "
+        f"full_beats_outcome_only={beats} sample_efficiency={'na' if eff is None else f'{eff:.2f}'}"
     )
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """``main`` with the embedded default setting (``+setting=alfworld``) when the command line names none."""
     if not any(a.startswith(("+setting=", "setting=")) for a in sys.argv[1:]):
         # the embedded default, first: a profile given after it (+profile=smoke) overrides the setting's values
         sys.argv.insert(1, "+setting=alfworld")
     main()
+
+
+if __name__ == "__main__":
+    cli()

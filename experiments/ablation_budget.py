@@ -16,14 +16,23 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass, fields
-from pathlib import Path
 from typing import Any
 
 from hydra import compose, initialize_config_dir
 
+from rlanything_core.conf import CONF_DIR
 from rlanything_core.envs.alfworld.data import list_games, resolve_data_root
 
-__all__ = ["AblationPlan", "StepCosts", "arm_seconds", "estimate_seconds", "plan_from_config"]
+__all__ = [
+    "CALIBRATION",
+    "AblationPlan",
+    "StepCosts",
+    "arm_seconds",
+    "calibration_note",
+    "estimate_seconds",
+    "load_factor",
+    "plan_from_config",
+]
 
 
 @dataclass(frozen=True)
@@ -215,6 +224,38 @@ def plan_from_config(cfg: Any, cores: int) -> tuple[AblationPlan, StepCosts]:
     return plan, costs
 
 
+CALIBRATION = (
+    "calibrated on an idle 2-core x86 CPU machine, one run per core (StepCosts: the encoder policy at CPU scale); "
+    "a loaded or different machine takes longer"
+)
+"""The machine class the per-step costs were measured on (printed with every estimate)."""
+
+
+def load_factor(cores: int, load: float | None = None) -> float:
+    """How many times longer than the estimate a run should take on this machine now: its 1-minute load average over
+    its cores when that exceeds 1 (other processes share the cores), else 1.
+
+    Raises:
+        ValueError: ``cores`` < 1 or a negative ``load``.
+    """
+    if cores < 1:
+        raise ValueError(f"cores: expected >= 1, got {cores}")
+    if load is None:
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    if load < 0:
+        raise ValueError(f"load: expected >= 0, got {load}")
+    return max(1.0, load / cores)
+
+
+def calibration_note(cores: int, load: float | None = None) -> str:
+    """What the estimate is calibrated on and, on a loaded machine, the factor to expect."""
+    factor = load_factor(cores, load)
+    if factor <= 1.2:
+        return CALIBRATION
+    loaded = f"this machine is loaded now (load {factor * cores:.1f} on {cores} cores)"
+    return f"{CALIBRATION}; {loaded}: expect about {factor:.1f}x"
+
+
 def _eval_games(cfg: Any) -> int:
     """Games per evaluation split: ``eval.games``, or (null, ALFWorld) the mean size of the whole splits."""
     if cfg.eval.games is not None:
@@ -237,11 +278,12 @@ def main(argv: list[str]) -> None:
         )
         return
     setting = [] if any(a.lstrip("+").startswith("setting=") for a in argv) else ["+setting=alfworld"]
-    with initialize_config_dir(config_dir=str(Path(__file__).resolve().parent / "conf"), version_base=None):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose("ablate", overrides=[*setting, *argv])
     parts = estimate_seconds(*plan_from_config(cfg, os.cpu_count() or 1))
     shown = " ".join(f"{k}={v / 60:.1f}" for k, v in parts.items())
     print(f"{shown} budget={float(cfg.budget.minutes):g} (minutes; evaluation, training, probes, overhead per seed)")
+    print(calibration_note(os.cpu_count() or 1))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """What one arm's run (one seed) left behind, read back for the table and the plots.
 
 A run folder holds ``logs/metrics.csv`` (training rows and evaluation rows, the latter with ``eval/iteration``),
-``eval_outcomes.json`` (the last evaluation episode by episode, :mod:`eval_record`) and, for the "before" row,
-``eval.json``.
+``eval_outcomes.json`` (the last evaluation episode by episode, :mod:`rlanything_core.assembly.eval_record`) and,
+for the "before" row, ``eval.json``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.ablation_stats import Curve, curve
-from experiments.eval_record import read_eval_metrics, read_eval_outcomes
+from rlanything_core.assembly.eval_record import read_eval_metrics, read_eval_outcomes
 from rlanything_core.lightning import csv_logger
 
 __all__ = [

@@ -27,16 +27,19 @@ from experiments import warm_start, warm_start_encoder
 from experiments.ablation_budget import arm_seconds, plan_from_config
 from experiments.ablation_results import final_eval, read_metrics
 from experiments.ablation_table import LABELS
-from experiments.eval_record import read_outcomes_iteration
 from experiments.reuse import reuse_file, reuse_run
 from experiments.train import run_training
 from rlanything_core.assembly.agent import close_shared_env_pools
+from rlanything_core.assembly.eval_record import read_outcomes_iteration
 from rlanything_core.files import atomic_write_text
+from rlanything_core.progress import Progress
 
 __all__ = [
     "FORWARDED",
     "REPO",
+    "reused_runs",
     "RunJob",
+    "WorkerError",
     "log",
     "next_ready",
     "prerequisites",
@@ -116,6 +119,22 @@ def _finished(run_dir: Path, iterations: int) -> bool:
         return True  # coding: pass rates only, no episode record
     recorded = read_outcomes_iteration(run_dir)
     return recorded is not None and recorded >= iterations
+
+
+def reused_runs(cfg: DictConfig, out: Path, arms: list[str]) -> list[str]:
+    """What a rerun of the ablation in ``out`` takes as it is: finished runs, runs resumed from their checkpoint and
+    warm starts already made, one line each (empty for a fresh results folder)."""
+    lines = [f"warm start {_shown(p)}" for p in sorted((out / "init").glob("policy_seed*.pt"))]
+    for seed in (int(s) for s in cfg.seeds):
+        for name in ["before", *arms]:
+            run_dir = out / "runs" / f"{name}_seed{seed}"
+            if name == "before" and (run_dir / "eval.json").is_file():
+                lines.append(f"{LABELS[name]}, seed {seed}: finished evaluation {_shown(run_dir)}")
+            elif name != "before" and _finished(run_dir, int(cfg.iterations)):
+                lines.append(f"{LABELS[name]}, seed {seed}: finished run {_shown(run_dir)}")
+            elif (run_dir / "checkpoints" / "last.ckpt").is_file():
+                lines.append(f"{LABELS[name]}, seed {seed}: resumed from {_shown(run_dir / 'checkpoints')}")
+    return lines
 
 
 def _warm_start_recipe(cfg: DictConfig, seed: int) -> tuple[str, list[str]] | None:
@@ -260,9 +279,11 @@ def _train(
     """Fit one arm for one seed in this process (resuming its checkpoint), or evaluate only (``name="before"``)."""
     run_dir = out / "runs" / f"{name or arm}_seed{seed}"
     if name is None and _finished(run_dir, int(cfg.iterations)):
-        return run_dir  # finished earlier: a rerun of ablate.py resumes where it stopped
+        return run_dir  # finished earlier: a rerun of ablate.py resumes where it stopped (ablate.py lists them)
     if name is not None and (run_dir / "eval.json").is_file():
         return run_dir
+    if (run_dir / "checkpoints" / "last.ckpt").is_file():
+        log(f"{LABELS[name or arm]}, seed {seed}: resuming {_shown(run_dir)} from its last checkpoint")
     arm_cfg = _arm_config(cfg, arm, seed, run_dir, init, extra)
     source = _reuse_root(cfg, out)
     if source is not None:
@@ -281,8 +302,7 @@ def _train(
             f"{run_dir.name} where its checkpoint is"
         )
     started = time.monotonic()
-    where = run_dir.relative_to(out) if run_dir.is_relative_to(out) else run_dir  # logs stay relocatable
-    log(f"{LABELS[name or arm]}, seed {seed}: {'evaluating' if name else 'training'} in <results>/{where}")
+    log(f"{LABELS[name or arm]}, seed {seed}: {'evaluating' if name else 'training'} in {_shown(run_dir)}")
     run_training(arm_cfg)
     log(f"{LABELS[name or arm]}, seed {seed}: done in {(time.monotonic() - started) / 60:.1f} min")
     return run_dir
@@ -307,6 +327,10 @@ def run_seed(cfg: DictConfig, seed: int, out: Path, arms: list[str]) -> dict[str
         return dirs
     finally:
         close_shared_env_pools()
+
+
+class WorkerError(RuntimeError):
+    """A worker process of the ablation failed; the message names its run and its log."""
 
 
 @dataclass(frozen=True)
@@ -374,6 +398,7 @@ def run_in_parallel(cfg: DictConfig, out: Path) -> None:
     done: set[RunJob] = set()
     running: dict[RunJob, tuple[subprocess.Popen[bytes], Path, int]] = {}
     (out / "logs").mkdir(parents=True, exist_ok=True)
+    progress = Progress(len(waiting), "ablation", unit="runs", log_every=1)  # a line per run done, with the ETA
     while waiting or running:
         while len(running) < int(cfg.jobs) and (job := next_ready(waiting, done, arms)) is not None:
             waiting.remove(job)
@@ -396,5 +421,7 @@ def run_in_parallel(cfg: DictConfig, out: Path) -> None:
                 if proc.returncode != 0:
                     for other, _, _ in running.values():
                         other.terminate()
-                    raise RuntimeError(f"the worker of {job.name} failed (exit {proc.returncode}); see {log}")
+                    raise WorkerError(f"the worker of {job.name} failed (exit {proc.returncode}); see {log}")
                 done.add(job)
+                progress.update()
+    progress.close()

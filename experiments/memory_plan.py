@@ -19,6 +19,7 @@ if __name__ == "__main__" and not __package__:
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from rlanything_core.assembly.memory_plan import GIB, MemoryPlan, plan  # noqa: E402
+from rlanything_core.conf import SEARCH_PATH  # noqa: E402
 
 __all__ = ["main", "render"]
 
@@ -33,7 +34,7 @@ def render(p: MemoryPlan) -> str:
     return "\n".join(lines)
 
 
-@hydra.main(config_path="conf", config_name="train", version_base="1.3")
+@hydra.main(config_path=SEARCH_PATH, config_name="train", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     """Print the plan of the composed config (no setting needed)."""
     print(render(plan(cfg)), flush=True)

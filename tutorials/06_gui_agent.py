@@ -175,9 +175,10 @@ REPO = Path.cwd().parent if Path.cwd().name == "tutorials" else Path.cwd()
 sys.path.insert(0, str(REPO))
 from rlanything_core.assembly import build_run
 from rlanything_core.assembly.agent import close_shared_env_pools
+from rlanything_core.conf import CONF_DIR
 
 run_dir = Path(tempfile.mkdtemp(prefix="rlanything-gui-loop-"))
-with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base="1.3"):
+with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
     cfg = compose(config_name="train", overrides=["+setting=miniwob", "+profile=smoke", f"run_dir={run_dir}"])
 print(OmegaConf.to_yaml(cfg.setting))
 run = build_run(cfg)

@@ -210,13 +210,14 @@ def agent_loop(parts: LoopParts) -> tuple[Any, Any]:
         policy_band=band(cfg, "policy_band"),
         judge_band=band(cfg, "judge_band"),
         # opt-in keys (absent from the shipped configs, so that the resolved configs of earlier runs stay equal):
-        # arm.vote_mode (an experiment's arm: experiments/conf/arm/e2_expected_vote.yaml); +step_records=false
+        # arm.vote_mode (an experiment's arm: rlanything_core/conf/arm/e2_expected_vote.yaml); +step_records=false
         vote_mode=_vote_mode(cfg),
         recorder=StepRecorder(parts.pool.run_dir, tasks.step_labeller)
         if OmegaConf.select(cfg, "step_records", default=True) else None,
     )
     eval_collector = _collector(parts, tasks.eval_runner, float(cfg.eval.temperature), int(cfg.eval.runs),
-                                int(cfg.setting.eval_max_steps), progress=False)  # fmt: skip
+                                int(cfg.setting.eval_max_steps),
+                                progress="evaluation" if cfg.progress else False)  # fmt: skip
     evaluator = AgentEvaluator(
         eval_collector,
         tasks.splits,
@@ -235,7 +236,7 @@ def agent_loop(parts: LoopParts) -> tuple[Any, Any]:
 
 
 def _collector(parts: LoopParts, runner: Any, temperature: float, group_size: int, max_steps: int, *,
-               progress: bool) -> AgentCollector:  # fmt: skip
+               progress: bool | str) -> AgentCollector:  # fmt: skip
     """The policy's collector on ``runner``, prompted by the setting's prompt builder."""
     cfg = parts.cfg
     return AgentCollector(

@@ -3,7 +3,7 @@
 Problems are rewritten by the judge's LM; evaluation runs on LeetCode problems of the LiveCodeBench v5 window or on
 LiveCodeBench itself.
 
-``experiments/conf/setting/coding.yaml`` names :func:`coding_setting` with the setting's own parts
+``rlanything_core/conf/setting/coding.yaml`` names :func:`coding_setting` with the setting's own parts
 (``rlanything_core.settings.coding.CodingTasks``: its problems, roots and evaluation split); this module adds the
 coding loop (single-step episodes scored in the sandbox, which ``Tasks.runner`` holds), the rewriter and the checks.
 The keys of the agent settings that coding does not read are :data:`CODING_FIXED_KEYS`, refused by

@@ -1,9 +1,9 @@
 """The parts Hydra builds from ``_target_`` nodes that need more than ``instantiate(node)``.
 
 The judge's loss and targets (only where the arm trains the judge), selectors, vote samplers, rewriters, the task pool.
-Every public hyperparameter of these parts is a key of ``experiments/conf/train.yaml``. A variant is a node chosen by
-name (``model.action_selection``, ``model.judge_votes``, ``setting.rewriter``), never a branch here; the functions below
-only add what exists at run time (a sampling temperature, the judge's chat model, a folder).
+Every public hyperparameter of these parts is a key of ``rlanything_core/conf/train.yaml``. A variant is a node chosen
+by name (``model.action_selection``, ``model.judge_votes``, ``setting.rewriter``), never a branch here; the functions
+below only add what exists at run time (a sampling temperature, the judge's chat model, a folder).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def selector(cfg: DictConfig, temperature: float) -> Any:
 def vote_sampler(cfg: DictConfig) -> Any:
     """The judge's vote sampler: ``votes[arm.judge_votes]`` where the arm names one, else ``votes[model.judge_votes]``.
 
-    An experiment's arm names its own (the judge of known quality, experiments/conf/arm/e3_*.yaml).
+    An experiment's arm names its own (the judge of known quality, rlanything_core/conf/arm/e3_*.yaml).
     """
     arm_votes = OmegaConf.select(cfg, "arm.judge_votes", default=None)
     if arm_votes is not None:

@@ -1,7 +1,7 @@
 """Per-GPU memory plan of a training config (printed by `python experiments/memory_plan.py scale=gpu model=qwen2.5-7b`).
 
 Builds the policy and the judge on the meta device from their configs (no weights, no hub: ``model.architecture`` names
-a transformers config.json in the repository, e.g. experiments/model_configs/), counts their
+a transformers config.json shipped in the package, e.g. rlanything_core/conf/model_configs/), counts their
 parameters and prints, per GPU, the bytes of each part of the two phases of an iteration:
 
 - training (FSDP2, parameters sharded over every rank): fp32 master weights, fp32 gradients, Adam's two fp32 moments,
@@ -38,12 +38,13 @@ from torch import nn
 from transformers import AutoConfig, AutoModelForCausalLM
 
 from rlanything_core.assembly.setting import backend_name
+from rlanything_core.conf import CONF_DIR
 from rlanything_core.config import ConfigError
 from rlanything_core.lightning.sharding import require_fsdp2
 from rlanything_core.training.packing import DEFAULT_CHUNK_TOKENS
 
-REPO = Path(__file__).resolve().parents[2]
-"""The checkout's root: a relative ``model.architecture`` (``experiments/model_configs/...``) is read from there."""
+ARCHITECTURES = CONF_DIR
+"""Where a relative ``model.architecture`` (``model_configs/<name>.json``, shipped in the package) is read from."""
 GIB = 1024**3
 
 __all__ = [
@@ -100,7 +101,7 @@ def _meta_model(node: DictConfig, architecture: Any) -> Any:
     with torch.device("meta"):
         if architecture is not None:
             path = Path(str(architecture))
-            values = json.loads((path if path.is_absolute() else REPO / path).read_text())
+            values = json.loads((path if path.is_absolute() else ARCHITECTURES / path).read_text())
             config = AutoConfig.for_model(values.pop("model_type"), **values)
             return AutoModelForCausalLM.from_config(config)
         built = instantiate(node)

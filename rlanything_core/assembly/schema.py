@@ -30,6 +30,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
+from rlanything_core import conf
 from rlanything_core.config import ConfigError, bounded
 from rlanything_core.config.derive import schema_of
 from rlanything_core.config.schema import check_closed, check_node
@@ -40,9 +41,8 @@ from rlanything_core.settings.textworld import TextWorldTasks
 __all__ = ["RUNTIME_KEYS", "SETTING_SCHEMAS", "ModelSchema", "SettingSchema", "check_schema", "register_setting",
            "top_level_keys"]  # fmt: skip
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "experiments" / "conf"
-"""The shipped config files (``experiments/conf`` of this checkout), read as data for the keys they define; the
-package never imports the apps."""
+CONF_DIR = conf.CONF_DIR
+"""The shipped config files (``rlanything_core/conf``, inside the package), read as data for the keys they define."""
 RUNTIME_KEYS = {"hydra", "seed_worker", "warm_start_seed"}
 """Top-level keys no shipped file defines: Hydra's own node and those ablate.py adds on its workers' command lines."""
 

@@ -1,8 +1,8 @@
 """A setting as data: what a setting's yaml names under ``setting.parts``, built by Hydra.
 
-The yaml is ``experiments/conf/setting/<name>.yaml``. Every setting (ALFWorld, TextWorld, coding, LiveBench, MiniWoB++,
-desktop) runs through the one builder, :func:`~rlanything_core.assembly.build.build_run`; a :class:`Setting` holds only
-what differs between them, each part a function:
+The yaml is ``rlanything_core/conf/setting/<name>.yaml``. Every setting (ALFWorld, TextWorld, coding, LiveBench,
+MiniWoB++, desktop) runs through the one builder, :func:`~rlanything_core.assembly.build.build_run`; a :class:`Setting`
+holds only what differs between them, each part a function:
 
 - ``tasks(cfg) -> Tasks``: the pool's root tasks, the evaluation splits and what plays them (environment workers,
   or the coding sandbox), how a pool task becomes an environment's task, the step oracle where there is one;

@@ -16,6 +16,7 @@ from tqdm.auto import tqdm
 from rlanything_core.collect.action_selection import ActionSelector
 from rlanything_core.collect.prompts import Messages, agent_messages
 from rlanything_core.envs.protocols import AgentEnv, AgentObservation, StepResult
+from rlanything_core.progress import Progress
 from rlanything_core.records import AgentStep, Episode
 from rlanything_core.seeding import derive_seed
 
@@ -98,7 +99,8 @@ class AgentCollector:
         group_size: ``G`` rollouts per task.
         max_steps: step limit per episode (training 40, evaluation 60 in the paper).
         max_history_turns: turns of history rendered into each prompt.
-        progress: show a progress bar over steps.
+        progress: show a progress bar over steps; a name (e.g. ``"evaluation"``): also a line every 2% of the step
+            limit, with counts and ETA (:class:`~rlanything_core.progress.Progress`; evaluations take the longest).
         prompt_builder: renders a step's prompt, with :func:`~rlanything_core.collect.prompts.agent_messages`'s
             signature (text games by default; ``gui_agent_messages`` for web pages).
     """
@@ -112,7 +114,7 @@ class AgentCollector:
         group_size: int = 8,
         max_steps: int = 40,
         max_history_turns: int | None = 10,
-        progress: bool = False,
+        progress: bool | str = False,
         prompt_builder: Callable[..., Messages] = agent_messages,
     ) -> None:
         if group_size < 1:
@@ -153,7 +155,12 @@ class AgentCollector:
         if len(groups) != len(tasks):
             raise ValueError(f"group_ids: expected {len(tasks)} ids, got {len(groups)}")
         play = self._reset(tasks, ids, groups)
-        bar = tqdm(total=self.max_steps, desc="rollout steps", disable=not self.progress, leave=False)
+        bar: Progress | Any
+        if isinstance(self.progress, str):
+            what = f"{self.progress} ({len(play.episodes)} episodes)"
+            bar = Progress(self.max_steps, what, unit="steps", log_every=2)
+        else:
+            bar = tqdm(total=self.max_steps, desc="rollout steps", disable=not self.progress, leave=False)
         for t in range(self.max_steps):
             if not play.live:
                 break

@@ -24,6 +24,7 @@ from torch import Tensor
 from rlanything_core.collect.coding import CodeCollector, GeneratedTest, UnitTestCollector, generated_test_pass_matrix
 from rlanything_core.envs.coding.problem import TestType
 from rlanything_core.envs.coding.task import CodingTask
+from rlanything_core.loop.format_watch import warn_format_failures
 from rlanything_core.loop.sharded_evaluation import _gather, _rank_world
 from rlanything_core.rewards.unit_tests import UnitTestCounts, unit_test_counts
 from rlanything_core.sandbox.literal_call import LiteralCall, literal_call_test, parse_literal_call
@@ -209,11 +210,13 @@ class CodingEvaluator:
         for r in results:
             counts = counts + r.counts  # type: ignore[operator]
         tests = sum(r.tests for r in results)
+        unparsed = sum(r.unparsed for r in results) / max(1, tests)
+        warn_format_failures({"test_format_failure_rate": unparsed}, where=f"evaluation of {name}")
         return {
             **metrics,
             f"{name}/ut": counts.ut_accuracy,
             f"{name}/ut_total": float(counts.ut_total),
             f"{name}/detect": counts.detect_rate,
             f"{name}/detect_total": float(counts.detect_total),
-            f"{name}/test_format_failure_rate": sum(r.unparsed for r in results) / max(1, tests),
+            f"{name}/test_format_failure_rate": unparsed,
         }

@@ -23,6 +23,7 @@ from rlanything_core.advantages.integrators import Integrator
 from rlanything_core.collect.coding import CodeSample, GeneratedTest, generated_test_pass_matrix, program_episodes
 from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.envs.coding.task import CodingTask
+from rlanything_core.loop.format_watch import warn_format_failures
 from rlanything_core.loop.iteration import IterationData, JudgeTargets, build_rows
 from rlanything_core.rewards.targets import UnitTestTargets
 from rlanything_core.rewards.unit_tests import (
@@ -169,6 +170,7 @@ def coding_rows(
     data = build_rows(batch, iteration=iteration, integrator=integrator, step_reward=reward, policy_band=policy_band,
                       judge=judge)  # fmt: skip
     data.metrics.update(_metrics(tasks, results, data, judged=judged, policy_band=policy_band))
+    warn_format_failures(data.metrics, where=f"training iteration {iteration}")
     return data
 
 

@@ -34,6 +34,7 @@ from rlanything_core.loop.protocol import (
     Update,
 )
 from rlanything_core.loop.row_sharding import balance_iteration
+from rlanything_core.progress import Progress
 
 __all__ = ["LoopModels", "RLAnythingLoop"]
 
@@ -161,6 +162,9 @@ class RLAnythingLoop:
         self.restore()
         if self.eval_at_start and self.completed == 0:
             self.evaluate(0)
+        # a line per iteration (and a bar on a terminal): counts, elapsed, ETA; rank 0 only
+        progress = Progress(self.iterations, "training", unit="iterations", initial=self.completed,
+                            enabled=self.runtime.rank == 0)  # fmt: skip
         for iteration in range(self.completed, self.iterations):
             with self.rollout_mode():  # every rank: ranks run different numbers of forwards, with no collective
                 rollouts = self.source.judge(self.source.collect(iteration))
@@ -173,7 +177,9 @@ class RLAnythingLoop:
             self.completed = iteration + 1
             metrics["time/checkpoint_s"] = self.checkpoint()
             self.runtime.log(metrics, step=iteration)
+            progress.update()
             self.evaluate_when_due()
+        progress.close()
         self.final_evaluation()
         self.runtime.flush_logs()
 

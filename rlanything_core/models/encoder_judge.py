@@ -124,7 +124,7 @@ def minilm_judge(
     """``(judge, tokenizer)``: the all-MiniLM-L6-v2 ±1 judge (Hydra ``model=minilm-scorer``'s judge).
 
     The keywords are :class:`EncoderJudge`'s, spelled out so that the config check refuses a misspelt key before any
-    work (``experiments/config_targets.py`` reads this signature).
+    work (``rlanything_core/config_targets.py`` reads this signature).
     """
     bert, tokenizer = load_minilm()
     judge = EncoderJudge(

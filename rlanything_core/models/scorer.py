@@ -185,7 +185,7 @@ def minilm_scorer(
     """``(policy, tokenizer)``: the all-MiniLM-L6-v2 bi-encoder scorer (Hydra ``model=minilm-scorer``).
 
     The keywords are :class:`EncoderScorerPolicy`'s, spelled out so that the config check refuses a misspelt key
-    before any work (``experiments/config_targets.py`` reads this signature). ``seed`` seeds nothing random today
+    before any work (``rlanything_core/config_targets.py`` reads this signature). ``seed`` seeds nothing random today
     (the head starts at the identity); it is kept so every model family takes it.
     """
     torch.manual_seed(seed)

@@ -1,8 +1,9 @@
 """Each agent setting's parts as plain values: its pool's tasks, its evaluation splits, its environments, its checks.
 
 A setting is a dataclass (:class:`~rlanything_core.settings.protocol.AgentTasks`) built from paths, sizes and seeds; it
-never reads a config. ``experiments/conf/setting/<name>.yaml`` names it under ``setting.parts.environment`` and the one
-builder (``rlanything_core/assembly/build.py``) plays it through the agent loop (``rlanything_core/assembly/agent.py``).
+never reads a config. ``rlanything_core/conf/setting/<name>.yaml`` names it under ``setting.parts.environment`` and the
+one builder (``rlanything_core/assembly/build.py``) plays it through the agent loop
+(``rlanything_core/assembly/agent.py``).
 
 - :mod:`~rlanything_core.settings.alfworld`: ALFWorld's games, the planner as step oracle;
 - :mod:`~rlanything_core.settings.textworld`: TextWorld games generated on a grid of (rooms, quest length) cells;

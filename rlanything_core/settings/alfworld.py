@@ -1,7 +1,7 @@
 """ALFWorld's parts: the training split's games as the pool, two evaluation splits, the planner as step oracle.
 
-:class:`AlfworldTasks` is what ``experiments/conf/setting/alfworld.yaml`` names (``setting.parts.environment``), built
-from the data folder, the splits, the task types and the sample sizes and seeds. The training pool and each
+:class:`AlfworldTasks` is what ``rlanything_core/conf/setting/alfworld.yaml`` names (``setting.parts.environment``),
+built from the data folder, the splits, the task types and the sample sizes and seeds. The training pool and each
 evaluation split hold every task type in proportion (:func:`~rlanything_core.envs.alfworld.sampling.stratified_sample`),
 and the pool never holds a game that the evaluation plays.
 """
@@ -79,7 +79,8 @@ class AlfworldTasks:
         try:
             root = resolve_data_root(self.data_root)
         except FileNotFoundError as err:
-            raise SettingError("data_root", str(err), "set ALFWORLD_DATA or setting.data_root") from err
+            fix = "set RLANYTHING_DATA (the folder holding alfworld/), ALFWORLD_DATA or setting.data_root"
+            raise SettingError("data_root", str(err), fix) from err
         splits = {"train_split": self.train_split, **{f"eval_splits.{k}": v for k, v in self.eval_splits.items()}}
         for param, split in splits.items():
             try:

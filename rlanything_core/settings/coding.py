@@ -1,7 +1,7 @@
 """Coding's parts: stdin training problems, evaluation on LeetCode (LiveCodeBench v5 window) or on LiveBench.
 
 The coding setting of arXiv 2602.02488 (Sec. 4), trained on Kick Start and CodeContests problems.
-:class:`CodingTasks` is what ``experiments/conf/setting/coding.yaml`` names (``setting.parts.environment``), built
+:class:`CodingTasks` is what ``rlanything_core/conf/setting/coding.yaml`` names (``setting.parts.environment``), built
 from paths and counts; it never reads a config. Its episodes are single-step (a program, run in the sandbox against
 ground-truth tests), so it has no environment factory: the coding loop (``rlanything_core.loop.coding_driver``) plays
 its roots, and :class:`~rlanything_core.loop.coding_evaluation.CodingEvaluator` its splits.
@@ -48,7 +48,7 @@ class CodingTasks:
     """Coding as a setting: its problems, the pool's roots and the evaluation split.
 
     Attributes:
-        data_dir: the coding data folder (``None``: ``$RLANYTHING_SHARED_DIR/coding``, else ``../shared/coding``
+        data_dir: the coding data folder (``None``: ``$RLANYTHING_DATA/coding``, else ``../shared/coding``
             beside the repository), holding :data:`CODING_FILES`.
         train_sets: the training problem sets, interleaved (``kickstart``, ``codecontests``).
         max_statement_chars: training problems with longer statements are skipped (small models' context).
@@ -87,7 +87,7 @@ class CodingTasks:
         for name in [*map(str, self.train_sets), "leetcode_lcb"]:
             if not (self.root / CODING_FILES[name]).is_file():
                 raise SettingError("data_dir", f"{self.root / CODING_FILES[name]} does not exist",
-                                   "point it (or RLANYTHING_SHARED_DIR/coding) at the offline coding data")  # fmt: skip
+                                   "point it (or RLANYTHING_DATA/coding) at the offline coding data")  # fmt: skip
         if self.livebench_file is not None and not Path(self.livebench_file).is_file():
             raise SettingError("livebench_file", f"{self.livebench_file!r} does not exist",
                                "point it at a question.jsonl or null")  # fmt: skip

@@ -1,10 +1,10 @@
 """The desktop's parts: OSWorld-format LibreOffice Calc tasks played through the text view, in real apps on Xvfb.
 
-:class:`DesktopTasks` is what ``experiments/conf/setting/desktop.yaml`` names (``setting.parts.environment``). At CPU
-scale the policy reads the cell grid and scores the candidate actions derived from it; each candidate runs as GUI
-actions in real LibreOffice, and the episode is won when the task's OSWorld evaluator scores 1.0. Environment
-adaptation adds or removes the task's hint (the evaluator never changes). Evaluation splits: ``calc`` (the shipped
-tasks as written) and ``calc_hint`` (the same tasks with their hints).
+:class:`DesktopTasks` is what ``rlanything_core/conf/setting/desktop.yaml`` names (``setting.parts.environment``). At
+CPU scale the policy reads the cell grid and scores the candidate actions derived from it; each candidate runs as GUI
+actions in real LibreOffice, and the episode is won when the task's OSWorld evaluator scores 1.0. Environment adaptation
+adds or removes the task's hint (the evaluator never changes). Evaluation splits: ``calc`` (the shipped tasks as
+written) and ``calc_hint`` (the same tasks with their hints).
 
 Own tasks: ``tasks_dir`` names a folder of OSWorld-format tasks (OSWorld's ``evaluation_examples`` or a folder of
 JSONs, see :mod:`rlanything_core.envs.desktop.task_folder`), ``domains`` the OSWorld domains to take from it,

@@ -1,6 +1,6 @@
 """MiniWoB++'s parts: real pages in Debian's Chromium, the pool and the splits chosen by family and by name.
 
-:class:`MiniwobTasks` is what ``experiments/conf/setting/miniwob.yaml`` names (``setting.parts.environment``). The
+:class:`MiniwobTasks` is what ``rlanything_core/conf/setting/miniwob.yaml`` names (``setting.parts.environment``). The
 training pool holds the curated pages (``rlanything_core.envs.miniwob.tasks``) of ``train_families`` plus
 ``train_tasks``, any of the wheel's 130 pages or of one's own page folder (``pages_dir``), named by task or by family;
 each with ``seeds_per_task`` problem seeds. The evaluation splits are ``in_domain`` (the training pages, unseen seeds)

@@ -1,6 +1,6 @@
 """TextWorld's parts: generated games on a grid of (rooms, quest length) cells; one evaluation split per quest length.
 
-:class:`TextWorldTasks` is what ``experiments/conf/setting/textworld.yaml`` names (``setting.parts.environment``),
+:class:`TextWorldTasks` is what ``rlanything_core/conf/setting/textworld.yaml`` names (``setting.parts.environment``),
 built from the grid's sizes. A task's parameters (rooms, objects, quest length, seed) are its ``TaskSpec.data``: the
 rewriter (``rlanything_core.environment.rewriters.textworld``) makes harder or easier ones of the same game.
 """

@@ -21,10 +21,10 @@ from typing import Any
 
 import torch
 from torch import Tensor
-from tqdm.auto import tqdm
 
 from rlanything_core.files import atomic_write_bytes
 from rlanything_core.models.scorer import EncoderScorerPolicy
+from rlanything_core.progress import Progress
 
 __all__ = ["ScorerExample", "candidate_cross_entropy", "fit_scorer", "top1_agreement"]
 
@@ -182,8 +182,8 @@ def fit_scorer(
             _save(path, policy, optimizer, num_examples=len(examples), position=(epoch, batch), orders=orders)
 
     losses: list[float] = []
-    bar = tqdm(total=epochs * per_epoch, initial=start_epoch * per_epoch + start_batch, desc="warm start",
-               disable=not progress)
+    bar = Progress(epochs * per_epoch, "warm start", unit="batches", initial=start_epoch * per_epoch + start_batch,
+                   enabled=progress)  # a bar on a terminal and a line every 5%, with counts and ETA
     policy.train()
     for epoch in range(start_epoch, epochs):
         for b in range(start_batch if epoch == start_epoch else 0, per_epoch):
@@ -193,7 +193,7 @@ def fit_scorer(
             optimizer.step()
             losses.append(float(loss.detach()))
             bar.update(1)
-            bar.set_postfix(loss=f"{sum(losses[-20:]) / len(losses[-20:]):.3f}")
+            bar.postfix(loss=f"{sum(losses[-20:]) / len(losses[-20:]):.3f}")
             if (b + 1) % checkpoint_every == 0:
                 save(epoch, b + 1)
         save(epoch + 1, 0)

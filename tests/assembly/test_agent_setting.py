@@ -10,11 +10,10 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
-EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
-
 from rlanything_core.assembly.agent import agent_rewriter, agent_setting  # noqa: E402
 from rlanything_core.assembly.checks import validate  # noqa: E402
 from rlanything_core.assembly.setting import config_key  # noqa: E402
+from rlanything_core.conf import CONF_DIR
 from rlanything_core.config import ConfigError  # noqa: E402
 from rlanything_core.environment.rewriters.alfworld_llm import AlfworldLLMRewriter  # noqa: E402
 from rlanything_core.environment.rewriters.alfworld_rules import AlfworldRuleRewriter  # noqa: E402
@@ -24,7 +23,7 @@ from rlanything_core.settings.textworld import TextWorldTasks  # noqa: E402
 
 
 def _cfg(*overrides: str) -> DictConfig:
-    with initialize_config_dir(config_dir=str(EXPERIMENTS / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose(config_name="train", overrides=list(overrides))
 
 

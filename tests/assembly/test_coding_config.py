@@ -1,29 +1,27 @@
 """Keys the coding setting does not read are refused by name at any other value (CODING_FIXED_KEYS), and every arm
 runs coding's own integrator; the committed coding configs still validate."""
 
-from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
-
 from rlanything_core.assembly.checks import validate  # noqa: E402
 from rlanything_core.assembly.coding import CODING_FIXED_KEYS  # noqa: E402
+from rlanything_core.conf import CONF_DIR
 from rlanything_core.config import ConfigError  # noqa: E402
 from rlanything_core.config.fixed import refuse_changed  # noqa: E402
 from rlanything_core.rewards.pass_fraction import PassFractionIntegrator  # noqa: E402
 
-ARMS = sorted(p.stem for p in (EXPERIMENTS / "conf" / "arm").glob("*.yaml"))
-SCALES = sorted(p.stem for p in (EXPERIMENTS / "conf" / "scale").glob("*.yaml"))
+ARMS = sorted(p.stem for p in (CONF_DIR / "arm").glob("*.yaml"))
+SCALES = sorted(p.stem for p in (CONF_DIR / "scale").glob("*.yaml"))
 INTEGRATORS = "rlanything_core.advantages.integrators"
 PROFILES = ["full", "smoke"]  # profile=hard narrows ALFWorld's task types: not a coding profile
 
 
 def _cfg(*overrides: str):  # type: ignore[no-untyped-def]
-    with initialize_config_dir(config_dir=str(EXPERIMENTS / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose(config_name="train", overrides=list(overrides))
 
 

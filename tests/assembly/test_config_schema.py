@@ -9,6 +9,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
+from rlanything_core.conf import CONF_DIR
 from rlanything_core.testing.processes import run_reaped
 
 REPO = Path(__file__).resolve().parents[2]
@@ -20,7 +21,7 @@ from rlanything_core.config import ConfigError  # noqa: E402
 
 
 def _cfg(*overrides: str):  # type: ignore[no-untyped-def]
-    with initialize_config_dir(config_dir=str(EXPERIMENTS / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose(config_name="train", overrides=list(overrides))
 
 
@@ -114,7 +115,7 @@ def test_an_explicit_alfworld_data_folder_that_does_not_exist_is_refused(monkeyp
 
 def test_every_shipped_setting_and_model_passes_the_schema() -> None:
     for setting in ("alfworld", "textworld", "coding", "livebench"):
-        for model in sorted(p.stem for p in (EXPERIMENTS / "conf" / "model").glob("*.yaml")):
+        for model in sorted(p.stem for p in (CONF_DIR / "model").glob("*.yaml")):
             from rlanything_core.assembly.schema import check_schema
 
             check_schema(_cfg(f"+setting={setting}", f"model={model}", "+profile=smoke"))

@@ -1,25 +1,23 @@
 """Every config composes and instantiates; configs that cannot work are refused before any work, naming the key."""
 
-from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
-
 from rlanything_core.assembly.checks import validate  # noqa: E402
+from rlanything_core.conf import CONF_DIR
 from rlanything_core.config import ConfigError  # noqa: E402
 
 SETTINGS = ["alfworld", "textworld", "coding", "livebench"]
-ARMS = sorted(p.stem for p in (EXPERIMENTS / "conf" / "arm").glob("*.yaml"))
-MODELS = sorted(p.stem for p in (EXPERIMENTS / "conf" / "model").glob("*.yaml"))
-SCALES = sorted(p.stem for p in (EXPERIMENTS / "conf" / "scale").glob("*.yaml"))
+ARMS = sorted(p.stem for p in (CONF_DIR / "arm").glob("*.yaml"))
+MODELS = sorted(p.stem for p in (CONF_DIR / "model").glob("*.yaml"))
+SCALES = sorted(p.stem for p in (CONF_DIR / "scale").glob("*.yaml"))
 
 
 def _cfg(*overrides: str):  # type: ignore[no-untyped-def]
-    with initialize_config_dir(config_dir=str(EXPERIMENTS / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose(config_name="train", overrides=list(overrides))
 
 

@@ -7,14 +7,13 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
-
 from rlanything_core.assembly.checks import validate  # noqa: E402
+from rlanything_core.conf import CONF_DIR
 from rlanything_core.config import ConfigError  # noqa: E402
 
 
 def _cfg(*overrides: str):  # type: ignore[no-untyped-def]
-    with initialize_config_dir(config_dir=str(EXPERIMENTS / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose(config_name="train", overrides=list(overrides))
 
 

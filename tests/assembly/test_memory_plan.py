@@ -9,13 +9,15 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
+from rlanything_core.conf import CONF_DIR
+
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 
 from rlanything_core.assembly.memory_plan import GIB, _meta_model, activation_bytes, model_shape, plan  # noqa: E402
 
 
 def _cfg(*overrides: str):  # type: ignore[no-untyped-def]
-    with initialize_config_dir(config_dir=str(EXPERIMENTS / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose(config_name="train", overrides=list(overrides))
 
 
@@ -49,7 +51,7 @@ def test_what_the_plan_refuses_without_checkpointing_or_with_64_long_prompts_per
     assert p.training > 80 * GIB and not p.fits
     assert not plan(_cfg(*base, "model.batch_size=64")).fits  # the judge's 64 prompts of 5k tokens in one prefill
     shape = model_shape(
-        _meta_model(_cfg("model=qwen2.5-7b").model.policy, "experiments/model_configs/qwen2.5-7b-instruct.json")
+        _meta_model(_cfg("model=qwen2.5-7b").model.policy, "model_configs/qwen2.5-7b-instruct.json")
     )
     assert (
         activation_bytes(shape, tokens=8192, checkpointing=True)
@@ -85,7 +87,7 @@ def test_one_gpu_fits_80_gb_for_the_1_5b_pair() -> None:
     p = plan(_cfg("+setting=alfworld", "scale=1gpu", "model=qwen2.5-1.5b"))
     assert p.capacity == 80 * GIB and p.fits, {k: round(v / GIB, 2) for k, v in p.parts.items()}
     # one device holds every state: fp32 weights + grads + Adam = 16 bytes per parameter of both models
-    params = model_shape(_meta_model(None, "experiments/model_configs/qwen2.5-1.5b-instruct.json")).params
+    params = model_shape(_meta_model(None, "model_configs/qwen2.5-1.5b-instruct.json")).params
     assert params == 1_543_714_304  # Qwen2.5-1.5B-Instruct's published count (tied embeddings)
     states = sum(v for k, v in p.parts.items() if k.startswith(("policy.", "judge.")))
     assert states == 2 * 16 * params
@@ -101,7 +103,7 @@ def test_one_gpu_fits_24_gb_for_the_0_5b_pair_with_lora_and_lora_is_what_makes_t
 
 
 def test_the_packed_head_plans_one_chunk_not_every_token() -> None:
-    shape = model_shape(_meta_model(None, "experiments/model_configs/qwen2.5-1.5b-instruct.json"))
+    shape = model_shape(_meta_model(None, "model_configs/qwen2.5-1.5b-instruct.json"))
     padded = activation_bytes(shape, tokens=8192, checkpointing=True)
     packed = activation_bytes(shape, tokens=8192, checkpointing=True, head_tokens=1024, packed=True)
     assert packed == padded - 7 * 1024 * shape.vocab * 10 + 8192 * 8192  # 7 of 8 chunks' logits saved, mask added

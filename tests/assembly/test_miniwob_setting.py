@@ -12,6 +12,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from rlanything_core.conf import CONF_DIR
+
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 
 from rlanything_core.assembly.checks import validate  # noqa: E402
@@ -20,11 +22,11 @@ from rlanything_core.config import ConfigError  # noqa: E402
 from rlanything_core.environment.rewriters.protocol import TaskSpec  # noqa: E402
 from rlanything_core.envs.miniwob.tasks import MiniwobTaskSpec  # noqa: E402
 
-ARMS = sorted(p.stem for p in (EXPERIMENTS / "conf" / "arm").glob("*.yaml"))
+ARMS = sorted(p.stem for p in (CONF_DIR / "arm").glob("*.yaml"))
 
 
 def _cfg(*overrides: str):  # type: ignore[no-untyped-def]
-    with initialize_config_dir(config_dir=str(EXPERIMENTS / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose(config_name="train", overrides=["+setting=miniwob", *overrides])
 
 

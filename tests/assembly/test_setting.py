@@ -5,23 +5,21 @@ the key."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, open_dict
 
-EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
-
 from rlanything_core.assembly.checks import validate  # noqa: E402
 from rlanything_core.assembly.setting import BACKENDS, Setting, check_setting, load_setting  # noqa: E402
+from rlanything_core.conf import CONF_DIR
 from rlanything_core.config import ConfigError  # noqa: E402
 
-SETTINGS = sorted(p.stem for p in (EXPERIMENTS / "conf" / "setting").glob("*.yaml"))
+SETTINGS = sorted(p.stem for p in (CONF_DIR / "setting").glob("*.yaml"))
 
 
 def _cfg(*overrides: str) -> DictConfig:
-    with initialize_config_dir(config_dir=str(EXPERIMENTS / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose(config_name="train", overrides=list(overrides))
 
 

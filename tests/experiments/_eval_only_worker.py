@@ -57,7 +57,8 @@ def main(rank: int, world: int, port: int, model_dir: str, run_dir: str, out: st
     from _runs import FAST
     from hydra import compose, initialize_config_dir
 
-    import experiments.train as train
+    import rlanything_core.assembly.train_app as train
+    from rlanything_core.conf import CONF_DIR
 
     loader = "rlanything_core.lightning.loading.causal_lm_on_rank0"
     model = f"{{_target_:{loader},pretrained_model_name_or_path:'{model_dir}',dtype:float32}}"
@@ -69,7 +70,7 @@ def main(rank: int, world: int, port: int, model_dir: str, run_dir: str, out: st
     if world > 1:
         overrides += ["trainer.strategy=fsdp2", f"trainer.num_nodes={world}", "trainer.devices=1",
                       "++fsdp.param_dtype=float32", "++fsdp.activation_checkpointing=false"]  # fmt: skip
-    with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base=None):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose("train", overrides=overrides)
     build = train.build_run
     probes: list[Probe] = []

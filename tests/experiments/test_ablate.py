@@ -18,7 +18,7 @@ from experiments import ablation_runs, ablation_table
 from experiments.ablation_stats import curve
 from rlanything_core.testing.processes import run_reaped
 
-SUMMARY_KEYS = ("arms", "seeds", "minutes", "full_beats_outcome_only", "sample_efficiency")
+SUMMARY_KEYS = ("arms", "seeds", "minutes", "total_minutes", "full_beats_outcome_only", "sample_efficiency")
 
 
 @pytest.mark.slow
@@ -41,6 +41,7 @@ def test_a_textworld_ablation_writes_the_table_and_resumes(tmp_path: Path) -> No
     assert tuple(last) == SUMMARY_KEYS
     assert last["arms"] == "4" and last["seeds"] == "2"
     assert "seed 1 [" in first.stdout  # the parent echoes its workers' progress
+    assert "ablation: 8/8 runs (100%)" in first.stdout and "a fresh ablation in" in first.stdout
     assert last["full_beats_outcome_only"] in ("true", "false")
 
     out = tmp_path / "textworld" / "test"
@@ -94,7 +95,11 @@ def test_a_textworld_ablation_writes_the_table_and_resumes(tmp_path: Path) -> No
     again = run_reaped(cmd, cwd=REPO, env=env(), text=True, timeout=900)
     assert again.returncode == 0, again.stderr[-4000:]
     assert "training in" not in again.stdout  # every run was complete: nothing retrained
-    assert again.stdout.strip().splitlines()[-1].split()[3:] == first.stdout.strip().splitlines()[-1].split()[3:]
+    assert again.stdout.strip().splitlines()[-1].split()[4:] == first.stdout.strip().splitlines()[-1].split()[4:]
+    assert again.stdout.count("]   reusing ") == 8  # it lists what it reuses: 2 seeds x (before + 3 arms)
+    summary = dict(item.split("=") for item in again.stdout.strip().splitlines()[-1].split())
+    first_minutes = float(last["minutes"])  # the whole ablation's time: both invocations
+    assert float(summary["total_minutes"]) >= first_minutes + float(summary["minutes"]) - 0.11
 
     # another profile with the same resolved configs copies the finished runs instead of computing them
     reused = run_reaped([*cmd[:-1], "run_id=copy", "reuse_from=test"], cwd=REPO, env=env(), text=True,
@@ -199,7 +204,9 @@ def test_coding_tables_report_pass_at_1_and_the_unit_test_rewards() -> None:
 def test_a_pretrained_policy_is_not_warm_started(tmp_path: Path) -> None:
     from hydra import compose, initialize_config_dir
 
-    with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base=None):
+    from rlanything_core.conf import CONF_DIR
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         pretrained = compose("ablate", overrides=["+setting=alfworld", "model=smollm2-135m"])
         tiny = compose("ablate", overrides=["+setting=alfworld", "warm_start.enabled=false"])
     assert pretrained.warm_start.enabled  # the default is on; the pretrained model skips it rather than failing

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from _runs import REPO
 
 from experiments.ablation_budget import estimate_seconds, main, plan_from_config
 from experiments.ablation_power import minimum_detectable_difference
@@ -14,7 +13,9 @@ pytestmark = pytest.mark.alfworld  # the whole splits' sizes come from the games
 def _compose(*overrides: str):  # type: ignore[no-untyped-def]
     from hydra import compose, initialize_config_dir
 
-    with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base=None):
+    from rlanything_core.conf import CONF_DIR
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         return compose("ablate", overrides=["+setting=alfworld", *overrides])
 
 
@@ -98,3 +99,14 @@ def test_the_estimate_explains_itself_on_help(capsys: pytest.CaptureFixture[str]
     """``--help`` went to Hydra as an override and ended in a traceback."""
     main(["--help"])
     assert "usage: python experiments/ablation_budget.py" in capsys.readouterr().out
+
+
+def test_the_estimate_says_what_it_is_calibrated_on_and_scales_with_the_load() -> None:
+    from experiments.ablation_budget import CALIBRATION, calibration_note, load_factor
+
+    assert "idle 2-core" in CALIBRATION
+    assert load_factor(2, 1.0) == 1.0 and load_factor(2, 8.0) == 4.0
+    assert calibration_note(2, 0.5) == CALIBRATION
+    assert calibration_note(2, 7.0).endswith("(load 7.0 on 2 cores): expect about 3.5x")
+    with pytest.raises(ValueError, match="cores: expected >= 1"):
+        load_factor(0, 1.0)

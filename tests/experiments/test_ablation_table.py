@@ -6,7 +6,6 @@ import csv
 import io
 
 import pytest
-from _runs import REPO
 from omegaconf import OmegaConf
 
 from experiments.ablation_budget import AblationPlan, StepCosts, estimate_seconds
@@ -127,8 +126,9 @@ def test_the_default_profile_is_estimated_within_its_budget() -> None:
     from hydra import compose, initialize_config_dir
 
     from experiments.ablation_budget import plan_from_config
+    from rlanything_core.conf import CONF_DIR
 
-    with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base=None):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         for profile in ([], ["+profile=smoke"]):
             cfg = compose("ablate", overrides=["+setting=alfworld", *profile])
             total = estimate_seconds(*plan_from_config(cfg, cores=2))["total"]

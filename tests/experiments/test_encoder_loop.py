@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 import torch
-from _runs import FAST, REPO
+from _runs import FAST
 from hydra import compose, initialize_config_dir
 
 from rlanything_core.assembly import build_run  # noqa: E402
+from rlanything_core.conf import CONF_DIR
 from rlanything_core.loop.protocol import source_iteration  # noqa: E402
 from rlanything_core.types import RolloutBatch, TrainingRows  # noqa: E402
 
@@ -23,7 +24,7 @@ def test_the_scorer_loop_recomputes_the_rollout_log_probs_and_updates_both_model
     overrides = [o for o in FAST if not o.startswith(("model.temperature", "model.judge_temperature"))]
     overrides += ["model=minilm-scorer", "model.temperature=5", "iterations=2", "arm=policy_judge",
                   "setting.env_workers=1"]
-    with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose(config_name="train", overrides=[*overrides, f"run_dir={tmp_path / 'probe'}"])
         fit_cfg = compose(config_name="train", overrides=[*overrides, f"run_dir={tmp_path / 'run'}"])
     run = build_run(cfg)
@@ -67,7 +68,7 @@ def test_ablate_warm_starts_the_scorer_and_the_arms_load_it(tmp_path: Path, monk
     from experiments import ablation_runs
 
     monkeypatch.setenv("RLANYTHING_CACHE", str(tmp_path / "cache"))
-    with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base=None):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose("ablate", overrides=["+setting=alfworld", "+profile=smoke"])
     assert cfg.model.name == "minilm-scorer"  # the ALFWorld default
     target = ablation_runs.warm_start_policy(cfg, 0, tmp_path / "out")

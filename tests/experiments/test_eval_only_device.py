@@ -16,7 +16,7 @@ import torch
 from omegaconf import OmegaConf
 from torch import nn
 
-import experiments.train as train
+import rlanything_core.assembly.train_app as train
 from rlanything_core.assembly.trainer import Run
 from rlanything_core.lightning.fabric_runtime import FabricRuntime
 from rlanything_core.loop.iteration import IterationData

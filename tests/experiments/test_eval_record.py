@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.eval_record import (
+from rlanything_core.assembly.eval_record import (
     EVAL_FILE,
     OUTCOMES_FILE,
     read_eval_metrics,

@@ -1,4 +1,4 @@
-"""The pre-registered experiments' arms (experiments/conf/arm/e*.yaml): each builds and runs one tiny ALFWorld
+"""The pre-registered experiments' arms (rlanything_core/conf/arm/e*.yaml): each builds and runs one tiny ALFWorld
 iteration, and its step records show the experiment's mechanism at work."""
 
 from __future__ import annotations

@@ -18,7 +18,9 @@ pytestmark = pytest.mark.alfworld
 def _compose(*overrides: str):  # type: ignore[no-untyped-def]
     from hydra import compose, initialize_config_dir
 
-    with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base=None):
+    from rlanything_core.conf import CONF_DIR
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         return compose("ablate", overrides=["+setting=alfworld", *overrides])
 
 

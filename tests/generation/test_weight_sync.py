@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
 
+from rlanything_core.assembly.backends import rollout_backends, rollout_context  # noqa: E402
+from rlanything_core.conf import CONF_DIR
+from rlanything_core.config import ConfigError  # noqa: E402
 from rlanything_core.generation.weight_sync import EngineCycle, buckets, named_full_tensors, push_weights
 from rlanything_core.models.tiny import tiny_causal_lm
 
-EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
-
-from rlanything_core.assembly.backends import rollout_backends, rollout_context  # noqa: E402
-from rlanything_core.config import ConfigError  # noqa: E402
-
 
 def _cfg(*overrides: str) -> Any:
-    with initialize_config_dir(config_dir=str(EXPERIMENTS / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose(config_name="train", overrides=list(overrides))
 
 

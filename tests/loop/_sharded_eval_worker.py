@@ -43,8 +43,9 @@ def main(rank: int, port: int, run_dir: str, out: str) -> None:
 
     from rlanything_core.assembly import build_run
     from rlanything_core.assembly.agent import close_shared_env_pools
+    from rlanything_core.conf import CONF_DIR
 
-    with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base=None):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose("train", overrides=[*FAST, f"run_dir={run_dir}", *OVERRIDES])
     from rlanything_core.loop.sharded_evaluation import sharded_evaluator
 

@@ -20,13 +20,14 @@ def evaluated(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unty
 
     from rlanything_core.assembly import build_run
     from rlanything_core.assembly.agent import close_shared_env_pools
+    from rlanything_core.conf import CONF_DIR
 
     run_dir = tmp_path_factory.mktemp("eval")
     overrides = ["+setting=alfworld", "arm=full", f"run_dir={run_dir}", "eval.games=2", "eval.runs=2",
                  "eval.oracle_episodes=3", "setting.eval_max_steps=3", "setting.train_games=2",
                  "setting.env_workers=1", "progress=false", f"++eval.probe_file={run_dir / 'probe.json'}",
                  "+eval.oracle_deadline_s=300"]  # fmt: skip  # the real planner in forked processes, none past it
-    with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base=None):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose("train", overrides=overrides)
     evaluator = build_run(cfg).loop.evaluator
     metrics = evaluator()

@@ -1,9 +1,9 @@
 """ALFWorld game files: where the data lives, the splits, and ALFWorld's own game filtering.
 
 The data folder is the one holding ``json_2.1.1/`` (ALFWorld's ``$ALFWORLD_DATA``). It is found from, in order: an
-explicit argument, the ``ALFWORLD_DATA`` environment variable, then ``<repo>/../shared/alfworld``. The ``train`` split
-ships as ``train.tar.gz`` and is unpacked on first use into a cache folder (atomically: unpack to a temporary folder,
-then rename).
+explicit argument, the ``ALFWORLD_DATA`` environment variable, then ``$RLANYTHING_DATA/alfworld`` (by default
+``../shared/alfworld``: :mod:`rlanything_core.data_dir`). The ``train`` split ships as ``train.tar.gz`` and is
+unpacked on first use into a cache folder (atomically: unpack to a temporary folder, then rename).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from rlanything_core.data_dir import DATA_ENV, data_dir
 from rlanything_core.files import cache_dir
 
 __all__ = [
@@ -76,14 +77,14 @@ class AlfworldGame:
 
 
 def _repo_default() -> Path:
-    return Path(__file__).resolve().parents[3] / ".." / "shared" / "alfworld"
+    return data_dir() / "alfworld"  # $RLANYTHING_DATA/alfworld, or ../shared/alfworld (rlanything_core.data_dir)
 
 
 def resolve_data_root(data_root: str | os.PathLike[str] | None = None) -> Path:
     """Find the folder holding ``json_2.1.1/`` (or ``train.tar.gz``).
 
     Args:
-        data_root: explicit folder; when ``None``, the first of ``$ALFWORLD_DATA`` and ``<repo>/../shared/alfworld``
+        data_root: explicit folder; when ``None``, the first of ``$ALFWORLD_DATA`` and ``$RLANYTHING_DATA/alfworld``
             that holds data.
 
     Returns:
@@ -96,7 +97,7 @@ def resolve_data_root(data_root: str | os.PathLike[str] | None = None) -> Path:
         candidates = [("argument data_root", Path(data_root))]
     else:  # `import alfworld` sets $ALFWORLD_DATA to an empty ~/.cache/alfworld: fall through to the default then
         candidates = [("$ALFWORLD_DATA", Path(os.environ["ALFWORLD_DATA"]))] if os.environ.get("ALFWORLD_DATA") else []
-        candidates.append(("default <repo>/../shared/alfworld", _repo_default()))
+        candidates.append((f"${DATA_ENV}/alfworld (default ../shared/alfworld)", _repo_default()))
     for _, path in candidates:
         if (path / _JSON_DIR).is_dir() or (path / "train.tar.gz").is_file():
             return path.resolve()
@@ -104,7 +105,8 @@ def resolve_data_root(data_root: str | os.PathLike[str] | None = None) -> Path:
     raise AlfworldDataNotFoundError(
         f"No ALFWorld game data found (looked for json_2.1.1/ or train.tar.gz in {looked}). "
         "Get the games with `alfworld-download` (needs network; it fills ~/.cache/alfworld) and set "
-        "ALFWORLD_DATA to the folder holding json_2.1.1/, or pass data_root= explicitly."
+        f"{DATA_ENV} to the folder holding alfworld/json_2.1.1/ (or ALFWORLD_DATA to the one holding json_2.1.1/), or "
+        "pass data_root= explicitly."
     )
 
 

@@ -1,8 +1,8 @@
 """Loaders of the offline coding sets (LeetCode, Kick Start, CodeContests) and of HumanEval.
 
 Data is read in place from ``<shared>/coding/...`` (see ``shared/coding/README.md`` for the formats), where
-``<shared>`` is ``$RLANYTHING_SHARED_DIR`` or ``<repo root>/../shared``. Missing data raises FileNotFoundError and a
-malformed record ValueError, both naming the path (and line).
+``<shared>`` is ``$RLANYTHING_DATA`` or ``../shared`` (:mod:`rlanything_core.data_dir`). Missing data raises
+FileNotFoundError and a malformed record ValueError, both naming the path (and line).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from rlanything_core.data_dir import data_dir
 from rlanything_core.envs.coding.problem import CodingProblem, IOTest, TestType
 
 __all__ = [
@@ -31,16 +32,15 @@ _CODECONTESTS = Path("coding/codecontests_test/problems.jsonl")
 
 
 def default_shared_dir() -> Path:
-    """``$RLANYTHING_SHARED_DIR`` if set, else ``<repo root>/../shared``."""
-    env = os.environ.get("RLANYTHING_SHARED_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[3] / ".." / "shared"
+    """The data folder: ``$RLANYTHING_DATA``, else ``../shared`` (:func:`rlanything_core.data_dir.data_dir`)."""
+    return data_dir()
 
 
 def _resolve(path: str | os.PathLike[str] | None, default: Path) -> Path:
     p = Path(path) if path is not None else default_shared_dir() / default
     if not p.is_file():
         raise FileNotFoundError(
-            f"coding data file not found: {p} (pass its path, or set RLANYTHING_SHARED_DIR to the folder holding "
+            f"coding data file not found: {p} (pass its path, or set RLANYTHING_DATA to the folder holding "
             f"{default})"
         )
     return p

@@ -8,7 +8,7 @@ task names and family names alike (:func:`select_tasks`).
 The list runs from easy to hard (within a level, the trivial one-button ``click-test`` comes after the other easy
 clicks). It is chosen so that a DOM-level agent (click an element, type a field value, press a key) can solve every
 task: no drag, draw or canvas tasks. Families group tasks that exercise the same skill; a setting trains on some
-families and evaluates out of domain on the others (``experiments/conf/setting/miniwob.yaml``).
+families and evaluates out of domain on the others (``rlanything_core/conf/setting/miniwob.yaml``).
 
 Each task carries hints, the paper's lever for making a GUI task easier without touching its checker: which element,
 where it is, the order of the steps. The rule-based rewriter adds them one at a time (easier) or removes them

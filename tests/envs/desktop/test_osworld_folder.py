@@ -13,7 +13,6 @@ from rlanything_core.envs.desktop.task import UnsupportedTaskError
 from rlanything_core.envs.desktop.task_folder import find_task_files, load_task_folder
 
 ABSENT = pytest.mark.skipif(not EXAMPLES.is_dir(), reason=f"OSWorld task files not found at {EXAMPLES}")
-EXPERIMENTS = Path(__file__).resolve().parents[3] / "experiments"
 
 
 def _own_task(folder: Path, task_id: str, func: str = "compare_table") -> None:
@@ -91,7 +90,9 @@ def test_osworld_layout_lists_the_index(tmp_path: Path) -> None:
 def _cfg(*overrides: str):  # type: ignore[no-untyped-def]
     from hydra import compose, initialize_config_dir
 
-    with initialize_config_dir(config_dir=str(EXPERIMENTS / "conf"), version_base="1.3"):
+    from rlanything_core.conf import CONF_DIR
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose(config_name="train", overrides=list(overrides))
 
 

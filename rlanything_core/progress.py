@@ -1,0 +1,150 @@
+"""Progress of a long phase: a bar with counts and an ETA in the console, and a line every few percent in the log.
+
+The phases that take minutes to hours (the warm start, an evaluation, the training iterations, an ablation's runs)
+each wrap their loop in a :class:`Progress`. On a terminal it shows a tqdm bar; whatever the terminal, it writes a
+line ``[HH:MM:SS] <what>: <done>/<total> <unit> (<percent>%), <elapsed> elapsed, ETA <eta>`` each time another
+``log_every`` percent is done (and at the end). The lines go to standard output (an ablation's worker logs, which
+its parent echoes) and to the ``rlanything.progress`` logger, which :func:`log_to_file` points at a run's
+``logs/progress.log``. The ETA is the elapsed time per unit so far times the units left (:func:`eta_seconds`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+
+from tqdm.auto import tqdm
+
+__all__ = ["LOGGER", "Progress", "eta_seconds", "format_duration", "log_to_file", "progress_line"]
+
+LOGGER = logging.getLogger("rlanything.progress")
+LOGGER.propagate = False  # its lines are printed already; the logger only feeds the run's own log file
+LOGGER.setLevel(logging.INFO)
+
+
+def eta_seconds(done: float, total: float, elapsed: float) -> float | None:
+    """Seconds left at the pace so far (``None`` before the first unit); 0 when done.
+
+    Raises:
+        ValueError: a negative argument, or ``done > total``.
+    """
+    if done < 0 or total < 0 or elapsed < 0:
+        raise ValueError(f"done, total, elapsed: expected >= 0, got {done}, {total}, {elapsed}")
+    if done > total:
+        raise ValueError(f"done: expected <= total ({total}), got {done}")
+    if done >= total:
+        return 0.0
+    if done == 0:
+        return None
+    return elapsed / done * (total - done)
+
+
+def format_duration(seconds: float | None) -> str:
+    """``"?"``, ``"42 s"``, ``"7.5 min"`` or ``"2.1 h"``."""
+    if seconds is None or math.isnan(seconds):
+        return "?"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def progress_line(what: str, done: int, total: int, elapsed: float, unit: str, initial: int = 0) -> str:
+    """One log line: counts, percent, elapsed and ETA (without the time stamp).
+
+    ``initial`` units were done before ``elapsed`` started (a resumed run): they do not count in the pace.
+    """
+    percent = 100.0 * done / total if total else 100.0
+    eta = eta_seconds(done - initial, total - initial, elapsed)
+    return (
+        f"{what}: {done}/{total} {unit} ({percent:.0f}%), {format_duration(elapsed)} elapsed, "
+        f"ETA {format_duration(eta)}"
+    )
+
+
+def log_to_file(path: Path) -> logging.Handler:
+    """Append the progress lines to ``path`` (its folder made); returns the handler (``LOGGER.removeHandler`` it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("[%(asctime)s] %(message)s", "%Y-%m-%d %H:%M:%S"))
+    LOGGER.addHandler(handler)
+    return handler
+
+
+class Progress:
+    """A bar (on a terminal) and a line every ``log_every`` percent for ``total`` units of one phase.
+
+    Args:
+        total: the units of the phase (>= 0).
+        what: the phase's name in the bar and the lines.
+        unit: the units' name.
+        initial: units already done (a resumed run): counted as done, not in the pace.
+        log_every: percent of ``total`` between two lines (in (0, 100]).
+        enabled: ``False``: no bar and no line (other ranks of a distributed run).
+        bar: show the tqdm bar (only on a terminal in any case).
+    """
+
+    def __init__(self, total: int, what: str, *, unit: str = "it", initial: int = 0, log_every: float = 5.0,
+                 enabled: bool = True, bar: bool = True) -> None:  # fmt: skip
+        if total < 0:
+            raise ValueError(f"total: expected >= 0, got {total}")
+        if not 0 <= initial <= total:
+            raise ValueError(f"initial: expected 0 <= initial <= total ({total}), got {initial}")
+        if not 0 < log_every <= 100:
+            raise ValueError(f"log_every: expected a percent in (0, 100], got {log_every}")
+        self.total, self.what, self.unit, self.log_every, self.enabled = total, what, unit, log_every, enabled
+        self.initial = self.done = initial
+        self.start = time.monotonic()
+        self._next_log = self._threshold(initial) + 1
+        show = enabled and bar and sys.stderr.isatty()
+        self.bar = tqdm(total=total, initial=initial, desc=what, unit=unit, disable=not show, leave=False,
+                        dynamic_ncols=True)  # fmt: skip
+        if enabled:
+            self._emit()  # the phase's first line: what it is and how much there is
+
+    def _threshold(self, done: int) -> int:
+        """How many ``log_every`` steps of ``total`` ``done`` has passed."""
+        return int(100.0 * done / self.total // self.log_every) if self.total else 0
+
+    def _emit(self) -> None:
+        elapsed = time.monotonic() - self.start
+        text = progress_line(self.what, self.done, self.total, elapsed, self.unit, self.initial)
+        line = f"[{time.strftime('%H:%M:%S')}] {text}"
+        self.bar.write(line, file=sys.stdout)
+        sys.stdout.flush()
+        LOGGER.info(text)
+
+    def update(self, n: int = 1) -> None:
+        """``n`` more units done; a line when another ``log_every`` percent (or the whole) is passed."""
+        self.done = min(self.total, self.done + n)
+        self.bar.update(n)
+        if self.enabled and (self._threshold(self.done) >= self._next_log or self.done == self.total):
+            self._next_log = self._threshold(self.done) + 1
+            self._emit()
+            if self.done == self.total:
+                self._next_log = 10**9  # the closing line once
+
+    def postfix(self, **values: str) -> None:
+        """Show ``values`` beside the bar (e.g. the running loss)."""
+        self.bar.set_postfix(values)
+
+    def close(self) -> None:
+        """Close the bar; a phase that ended early (every episode over before the step limit) says so in a line."""
+        if self.enabled and self.done < self.total and self._next_log < 10**9:
+            elapsed = time.monotonic() - self.start
+            text = f"{self.what}: done at {self.done}/{self.total} {self.unit}, {format_duration(elapsed)}"
+            self.bar.write(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stdout)
+            LOGGER.info(text)
+            self._next_log = 10**9
+        self.bar.close()
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()

@@ -1,0 +1,72 @@
+"""Progress of a long phase: the lines every few percent, their counts and ETA, and the run's log file."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from rlanything_core.progress import LOGGER, Progress, eta_seconds, format_duration, log_to_file, progress_line
+
+
+def test_the_eta_is_the_pace_so_far_times_what_is_left() -> None:
+    assert eta_seconds(0, 10, 5.0) is None and eta_seconds(10, 10, 5.0) == 0.0
+    assert eta_seconds(2, 10, 30.0) == pytest.approx(120.0)
+    with pytest.raises(ValueError, match="done: expected <= total"):
+        eta_seconds(11, 10, 1.0)
+    with pytest.raises(ValueError, match="expected >= 0"):
+        eta_seconds(1, 10, -1.0)
+    assert [format_duration(x) for x in (None, 42.0, 450.0, 7560.0)] == ["?", "42 s", "7.5 min", "2.1 h"]
+
+
+def test_a_resumed_phase_counts_only_its_own_units_in_the_pace() -> None:
+    # 6 of 12 iterations were done before; 2 more took 60 s: 4 left at 30 s each
+    assert progress_line("training", 8, 12, 60.0, "iterations", initial=6) == (
+        "training: 8/12 iterations (67%), 1.0 min elapsed, ETA 2.0 min"
+    )
+
+
+def test_a_line_every_few_percent_and_at_the_end(capsys: pytest.CaptureFixture[str]) -> None:
+    with Progress(40, "evaluation", unit="steps", log_every=10) as bar:
+        for _ in range(40):
+            bar.update()
+    lines = capsys.readouterr().out.splitlines()
+    assert all(re.match(r"^\[\d\d:\d\d:\d\d\] evaluation: \d+/40 steps \(\d+%\), .* elapsed, ETA ", x) for x in lines)
+    counts = [int(re.search(r": (\d+)/40", x).group(1)) for x in lines]  # type: ignore[union-attr]
+    assert counts == [0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40]  # the start, every 10%, the end once
+
+
+def test_a_phase_that_ends_early_says_so_and_a_disabled_one_is_silent(capsys: pytest.CaptureFixture[str]) -> None:
+    bar = Progress(50, "evaluation (8 episodes)", unit="steps", log_every=50)
+    bar.update(7)
+    bar.close()
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1].split("] ", 1)[1].startswith("evaluation (8 episodes): done at 7/50 steps, ")
+    quiet = Progress(5, "x", enabled=False)
+    quiet.update(5)
+    quiet.close()
+    assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize(("kwargs", "name"), [({"total": -1}, "total"), ({"total": 3, "initial": 4}, "initial"),
+                                              ({"total": 3, "log_every": 0}, "log_every")])  # fmt: skip
+def test_bad_arguments_are_refused(kwargs: dict[str, int], name: str) -> None:
+    with pytest.raises(ValueError, match=f"^{name}: "):
+        Progress(what="x", **kwargs)  # type: ignore[arg-type]
+
+
+def test_the_lines_go_to_the_run_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    handler = log_to_file(tmp_path / "logs" / "progress.log")
+    try:
+        with Progress(4, "training", unit="iterations", log_every=25) as bar:
+            bar.update(4)
+    finally:
+        LOGGER.removeHandler(handler)
+        handler.close()
+    text = (tmp_path / "logs" / "progress.log").read_text().splitlines()
+    assert [x.split("] ", 1)[1].split(",")[0] for x in text] == [
+        "training: 0/4 iterations (0%)",
+        "training: 4/4 iterations (100%)",
+    ]
+    capsys.readouterr()
