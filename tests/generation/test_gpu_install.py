@@ -50,6 +50,13 @@ def _extra(name: str) -> list[Requirement]:
     return out
 
 
+def _gpu_install() -> list[Requirement]:
+    """What ``pip install -e ".[gpu]"`` asks for: the core dependencies and the ``gpu`` extra's."""
+    with open(REPO / "pyproject.toml", "rb") as fh:
+        core = [Requirement(raw) for raw in tomllib.load(fh)["project"]["dependencies"]]
+    return core + _extra("gpu")
+
+
 def resolve_vllm(reqs: list[Requirement], torch_version: str) -> str | None:
     """The vLLM pip would pick beside ``torch_version``: the newest recorded release the requirements admit whose
     torch requirement ``torch_version`` meets (a local build label such as ``+cu128`` included); ``None`` if none."""
@@ -68,12 +75,11 @@ def resolve_vllm(reqs: list[Requirement], torch_version: str) -> str | None:
 @pytest.mark.parametrize(("torch_version", "vllm"), [("2.11.0", "0.26.0"), ("2.11.0+cu128", "0.26.0"),
                                                       ("2.13.0", "0.32.0"), ("2.13.0+cu128", "0.32.0")])  # fmt: skip
 def test_the_gpu_extra_resolves_against_the_images_torch(torch_version: str, vllm: str) -> None:
-    gpu = _extra("gpu")
-    assert resolve_vllm(gpu, torch_version) == vllm
+    assert resolve_vllm(_gpu_install(), torch_version) == vllm
 
 
 def test_a_torch_no_recorded_vllm_is_built_for_is_not_admitted() -> None:
-    gpu = _extra("gpu")
+    gpu = _gpu_install()
     assert resolve_vllm(gpu, "2.14.0") is None  # vLLM 0.33 would need it: outside the tested range
     assert resolve_vllm(gpu, "2.10.0") is None
     assert resolve_vllm([Requirement("vllm==0.32.0")], "2.11.0") is None  # the former exact pin: no resolution
