@@ -238,6 +238,23 @@ class AppSandbox:
         self._procs.append(proc)
         return proc
 
+    def stop(self, argv_tail: list[str], *, timeout_s: float = 10.0) -> int:
+        """Kill (SIGKILL) every live sandbox launched with a command ending in ``argv_tail``, with all it started.
+
+        The other sandboxes run on (the evaluator stops the agent's terminals, then saves the documents the apps
+        hold open). Returns how many sandboxes were stopped.
+        """
+        stopped = 0
+        for proc in self._procs:
+            args = proc.args if isinstance(proc.args, list) else []  # launch() passes a list
+            if proc.poll() is None and args[-len(argv_tail) :] == argv_tail:
+                for pid in descendants([proc.pid]):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                proc.wait(timeout=timeout_s)
+                stopped += 1
+        return stopped
+
     def pids(self) -> list[int]:
         """Every live process of this episode's sandboxes (bubblewrap and all below it)."""
         return descendants(p.pid for p in self._procs if p.returncode is None)

@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import tempfile
 import time
 from collections import Counter
@@ -44,7 +43,7 @@ from rlanything_core.envs.desktop.episode_fs import EpisodeFS
 from rlanything_core.envs.desktop.evaluator import Outcome, run_steps, verdict_without_files
 from rlanything_core.envs.desktop.office import OfficeApp
 from rlanything_core.envs.desktop.task import DesktopTask, load_task
-from rlanything_core.envs.desktop.terminal import TerminalKey, open_terminal
+from rlanything_core.envs.desktop.terminal import TerminalKey, open_terminal, terminal_argv
 from rlanything_core.envs.desktop.window_manager import start_window_manager, wait_window_manager
 from rlanything_core.sandbox.slots import UidSlots
 
@@ -311,17 +310,7 @@ class LocalDesktopEnv:
             # so do the agent's shells (each terminal is a sandbox of its own, with all it started): a loop left in
             # one would race the evaluator's steps (rewrite a file the postconfig downloads and opens, or a result
             # right after its Ctrl+S); the documents the steps save stay open
-            from rlanything_core.envs.desktop.app_sandbox import descendants
-            from rlanything_core.envs.desktop.terminal import terminal_argv
-
-            shell = terminal_argv()
-            for proc in list(self.apps._procs):
-                args = proc.args if isinstance(proc.args, list) else []  # AppSandbox.launch passes a list
-                if proc.poll() is None and args[-len(shell) :] == shell:
-                    for pid in descendants([proc.pid]):
-                        with contextlib.suppress(ProcessLookupError):
-                            os.kill(pid, signal.SIGKILL)
-                    proc.wait(timeout=10)
+            self.apps.stop(terminal_argv())
             released = self.sandbox.execute_code(RELEASE_INPUT)
             # the desktop steps (focus, Ctrl+S) need the apps; exports, downloads and commands wait until no agent
             # process is left to race them and no link is left for them to follow (config_steps.postconfig_phases)
