@@ -3,9 +3,10 @@
 The phases that take minutes to hours (the warm start, an evaluation, the training iterations, an ablation's runs)
 each wrap their loop in a :class:`Progress`. On a terminal it shows a tqdm bar; whatever the terminal, it writes a
 line ``[HH:MM:SS] <what>: <done>/<total> <unit> (<percent>%), <elapsed> elapsed, ETA <eta>`` each time another
-``log_every`` percent is done (and at the end). The lines go to standard output (an ablation's worker logs, which
-its parent echoes) and to the ``rlanything.progress`` logger, which :func:`log_to_file` points at a run's
-``logs/progress.log``. The ETA is the elapsed time per unit so far times the units left (:func:`eta_seconds`).
+``log_every`` percent is done, or ``log_interval_s`` (a minute) after the last line, whichever comes first, so a
+slow phase still says every minute how far it is (and at the end). The lines go to standard output (an ablation's
+worker logs, which its parent echoes) and to the ``rlanything.progress`` logger, which :func:`log_to_file` points
+at a run's ``logs/progress.log``. The ETA: the elapsed time per unit so far times the units left (:func:`eta_seconds`).
 """
 
 from __future__ import annotations
@@ -85,21 +86,26 @@ class Progress:
         unit: the units' name.
         initial: units already done (a resumed run): counted as done, not in the pace.
         log_every: percent of ``total`` between two lines (in (0, 100]).
+        log_interval_s: at most this long between two lines while units are done (> 0): a phase of hours still
+            reports every minute.
         enabled: ``False``: no bar and no line (other ranks of a distributed run).
         bar: show the tqdm bar (only on a terminal in any case).
     """
 
     def __init__(self, total: int, what: str, *, unit: str = "it", initial: int = 0, log_every: float = 5.0,
-                 enabled: bool = True, bar: bool = True) -> None:  # fmt: skip
+                 log_interval_s: float = 60.0, enabled: bool = True, bar: bool = True) -> None:  # fmt: skip
         if total < 0:
             raise ValueError(f"total: expected >= 0, got {total}")
         if not 0 <= initial <= total:
             raise ValueError(f"initial: expected 0 <= initial <= total ({total}), got {initial}")
         if not 0 < log_every <= 100:
             raise ValueError(f"log_every: expected a percent in (0, 100], got {log_every}")
+        if not log_interval_s > 0:
+            raise ValueError(f"log_interval_s: expected > 0, got {log_interval_s}")
+        self.log_interval_s = log_interval_s
         self.total, self.what, self.unit, self.log_every, self.enabled = total, what, unit, log_every, enabled
         self.initial = self.done = initial
-        self.start = time.monotonic()
+        self.start = self._last_line = time.monotonic()
         self._next_log = self._threshold(initial) + 1
         show = enabled and bar and sys.stderr.isatty()
         self.bar = tqdm(total=total, initial=initial, desc=what, unit=unit, disable=not show, leave=False,
@@ -112,7 +118,8 @@ class Progress:
         return int(100.0 * done / self.total // self.log_every) if self.total else 0
 
     def _emit(self) -> None:
-        elapsed = time.monotonic() - self.start
+        self._last_line = time.monotonic()
+        elapsed = self._last_line - self.start
         text = progress_line(self.what, self.done, self.total, elapsed, self.unit, self.initial)
         line = f"[{time.strftime('%H:%M:%S')}] {text}"
         self.bar.write(line, file=sys.stdout)
@@ -120,10 +127,16 @@ class Progress:
         LOGGER.info(text)
 
     def update(self, n: int = 1) -> None:
-        """``n`` more units done; a line when another ``log_every`` percent (or the whole) is passed."""
+        """``n`` more units done; a line at another ``log_every`` percent, at the end, or a minute after the last.
+
+        (The minute is ``log_interval_s``.)
+        """
         self.done = min(self.total, self.done + n)
         self.bar.update(n)
-        if self.enabled and (self._threshold(self.done) >= self._next_log or self.done == self.total):
+        due = self._threshold(self.done) >= self._next_log or self.done == self.total
+        if self.enabled and self._next_log < 10**9 and not due:
+            due = time.monotonic() - self._last_line >= self.log_interval_s
+        if self.enabled and due:
             self._next_log = self._threshold(self.done) + 1
             self._emit()
             if self.done == self.total:

@@ -37,6 +37,21 @@ def test_a_line_every_few_percent_and_at_the_end(capsys: pytest.CaptureFixture[s
     assert counts == [0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40]  # the start, every 10%, the end once
 
 
+def test_a_slow_phase_says_how_far_it_is_at_least_every_interval(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = [1000.0]
+    monkeypatch.setattr("rlanything_core.progress.time.monotonic", lambda: clock[0])
+    with Progress(1000, "evaluation", unit="steps", log_every=50, log_interval_s=60.0) as bar:
+        for _ in range(10):  # 10 steps of 25 s each: 1% of the phase, 250 s
+            clock[0] += 25.0
+            bar.update()
+    lines = capsys.readouterr().out.splitlines()
+    counts = [int(re.search(r": (\d+)/1000", x).group(1)) for x in lines[:-1]]  # type: ignore[union-attr]
+    assert counts == [0, 3, 6, 9]  # the start, then each step that came 60 s or more after the last line
+    assert "done at 10/1000 steps" in lines[-1]
+
+
 def test_a_phase_that_ends_early_says_so_and_a_disabled_one_is_silent(capsys: pytest.CaptureFixture[str]) -> None:
     bar = Progress(50, "evaluation (8 episodes)", unit="steps", log_every=50)
     bar.update(7)
@@ -50,7 +65,8 @@ def test_a_phase_that_ends_early_says_so_and_a_disabled_one_is_silent(capsys: py
 
 
 @pytest.mark.parametrize(("kwargs", "name"), [({"total": -1}, "total"), ({"total": 3, "initial": 4}, "initial"),
-                                              ({"total": 3, "log_every": 0}, "log_every")])  # fmt: skip
+                                              ({"total": 3, "log_every": 0}, "log_every"),
+                                              ({"total": 3, "log_interval_s": 0}, "log_interval_s")])  # fmt: skip
 def test_bad_arguments_are_refused(kwargs: dict[str, int], name: str) -> None:
     with pytest.raises(ValueError, match=f"^{name}: "):
         Progress(what="x", **kwargs)  # type: ignore[arg-type]
