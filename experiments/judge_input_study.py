@@ -39,12 +39,12 @@ from torchmetrics.functional.classification import binary_auroc  # noqa: E402
 from rlanything_core.assembly import build_run  # noqa: E402
 from rlanything_core.collect.scorer_selection import EncoderVotes  # noqa: E402
 from rlanything_core.collect.state_text import ActionResultText, JudgeStepText, StateSummaryText  # noqa: E402
+from rlanything_core.conf import CONF_DIR  # noqa: E402
 from rlanything_core.envs.alfworld.expert_agreement import AlfworldExpertLabeller  # noqa: E402
 from rlanything_core.files import atomic_write_text  # noqa: E402
 from rlanything_core.loop.judge_probe import balanced_accuracy  # noqa: E402
 from rlanything_core.models.encoder_judge import minilm_judge  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
 VARIANTS: dict[str, JudgeStepText] = {"action_result": ActionResultText(3), "state_summary": StateSummaryText(4)}
 KITCHEN = ("pick_clean_then_place_in_recep", "pick_cool_then_place_in_recep", "pick_heat_then_place_in_recep")
 
@@ -56,7 +56,7 @@ def collect_steps(args: argparse.Namespace) -> list[dict[str, Any]]:
                  f"group_size={args.group_size}", "setting.env_workers=1",
                  "progress=false", f"run_dir={Path(args.out) / '.collect'}", "resume=false", "+step_records=false",
                  f"seed={args.seed}"]  # fmt: skip
-    with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose("train", overrides=overrides)
     loop = build_run(cfg).loop
     source = loop.driver

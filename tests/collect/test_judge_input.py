@@ -14,9 +14,9 @@ from rlanything_core.collect.state_text import (
     judge_step_text,
     state_summary,
 )
+from rlanything_core.conf import CONF_DIR
 from rlanything_core.records import AgentStep, Episode
 
-REPO = Path(__file__).resolve().parents[2]
 HEAT = [
     ("You are in the middle of a room.", "go to countertop 1"),
     ("You see a apple 1.", "take apple 1 from countertop 1"),
@@ -52,7 +52,7 @@ def test_the_state_summary_input_holds_what_decides_progress_in_a_heat_task() ->
 
 
 def test_the_config_group_builds_the_state_summary_judge(tmp_path: Path) -> None:
-    with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         plain = compose("train", overrides=["model=minilm-scorer"])
         chosen = compose("train", overrides=["model=minilm-scorer", "+judge_input=state_summary"])
         spelled = compose("train", overrides=["model=minilm-scorer", "+judge_input=action_result"])

@@ -11,10 +11,10 @@ import torch
 from hydra import compose, initialize_config_dir
 
 from rlanything_core.collect.expert_judge import ExpertLabelJudge
+from rlanything_core.conf import CONF_DIR
 from rlanything_core.loop.step_records import read_step_records
 from rlanything_core.records import AgentStep, Episode
 
-REPO = Path(__file__).resolve().parents[2]
 ARMS = ("e2_m9", "e2_expected_vote", "e3_expert_exact", "e3_expert_flipped", "e4_policy_judge_state_summary",
         "e4_full_state_summary")  # fmt: skip
 
@@ -22,7 +22,7 @@ ARMS = ("e2_m9", "e2_expected_vote", "e3_expert_exact", "e3_expert_flipped", "e4
 def _run(arm: str, run_dir: Path) -> Any:
     from rlanything_core.assembly import build_run
 
-    with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose("train", overrides=["+setting=alfworld", "+profile=smoke", "model=minilm-scorer", f"arm={arm}",
                                           "iterations=1", "setting.max_steps=6", "eval.games=1",
                                           "eval.oracle_episodes=0", "eval.judge_every=0", f"run_dir={run_dir}"])

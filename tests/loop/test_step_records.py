@@ -10,10 +10,9 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 
+from rlanything_core.conf import CONF_DIR
 from rlanything_core.loop.step_records import COLUMNS, StepRecorder, read_step_records, step_record_rows
 from rlanything_core.records import AgentStep, Episode, JudgeSample
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _step(action: str, votes: list[int], p: float | None) -> AgentStep:
@@ -63,7 +62,7 @@ def test_reading_a_run_without_records_names_the_folder(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------------------------------ a real run
 def _cfg(run_dir: Path, *overrides: str) -> Any:
-    with initialize_config_dir(config_dir=str(REPO / "experiments" / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose("train", overrides=["+setting=alfworld", "+profile=smoke", "model=minilm-scorer",
                                            "arm=policy_judge", "setting.max_steps=8", "eval.games=1",
                                            "eval.oracle_episodes=0", "eval.judge_every=0", f"run_dir={run_dir}",
