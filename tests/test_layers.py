@@ -25,6 +25,8 @@ ROOT = Path(__file__).resolve().parents[1] / PACKAGE
 # (without a circle between parts) and of the layers below it.
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("data model", frozenset({"_validation", "constants", "types", "records", "seeding", "masking", "files"})),
+    # where the shipped configs and the data lie, which extras are installed, progress lines: import nothing above
+    ("support: configs, data folder, extras, progress", frozenset({"conf", "data_dir", "extras", "progress"})),
     ("config checks: a composed config against dataclasses", frozenset({"config"})),
     ("maths", frozenset({"advantages", "rewards", "losses", "theory"})),
     ("engines: sandbox, models, generation backends", frozenset({"sandbox", "models", "generation"})),
@@ -35,6 +37,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("settings: each agent setting's parts", frozenset({"settings"})),
     ("training", frozenset({"training", "lightning"})),
     ("assembly: a run from a composed config (above settings, loop, training)", frozenset({"assembly"})),
+    ("the command line: rlanything train|evaluate|ablate", frozenset({"cli", "__main__"})),
     ("test helpers", frozenset({"testing"})),
 )
 FACADE = PACKAGE  # rlanything_core/__init__.py
