@@ -59,10 +59,10 @@ from IPython.display import Image, Markdown, display  # noqa: E402
 REPO = Path.cwd().parent if Path.cwd().name == "tutorials" else Path.cwd()
 sys.path.insert(0, str(REPO))
 
-from experiments.ablation_breakdown import read_folders  # noqa: E402
-from experiments.ablation_plots import band_over_seeds, write_forest  # noqa: E402
-from experiments.ablation_results import read_metrics  # noqa: E402
-from experiments.ablation_summary import FOLDERS, summary_rows  # noqa: E402
+from rlanything_core.analysis.breakdown import read_folders  # noqa: E402
+from rlanything_core.analysis.plots import band_over_seeds, write_forest  # noqa: E402
+from rlanything_core.analysis.results import read_metrics  # noqa: E402
+from rlanything_core.analysis.summary import FOLDERS, summary_rows  # noqa: E402
 
 RESULTS = REPO / "experiments" / "results" / "alfworld"
 rows = read_folders(FOLDERS)  # the full profile's episodes and the 36-iteration runs' (arms named "<arm> (36it)")

@@ -65,7 +65,7 @@ def test_the_scorer_loop_recomputes_the_rollout_log_probs_and_updates_both_model
 
 @pytest.mark.alfworld
 def test_ablate_warm_starts_the_scorer_and_the_arms_load_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from experiments import ablation_runs
+    from rlanything_core.ablation import runs as ablation_runs
 
     monkeypatch.setenv("RLANYTHING_CACHE", str(tmp_path / "cache"))
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):

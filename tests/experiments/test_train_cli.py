@@ -133,7 +133,7 @@ def test_a_run_killed_in_its_final_evaluation_evaluates_on_rerun(reference: tupl
     no final evaluation. Rerunning trains nothing and evaluates; the ablation does not count the run as finished."""
     import shutil
 
-    from experiments.ablation_runs import _finished
+    from rlanything_core.ablation.runs import _finished
 
     ref_dir, _ = reference
     run_dir = tmp_path / "killed_in_eval"
@@ -161,7 +161,7 @@ def test_a_finished_run_is_its_records_not_its_checkpoint(reference: tuple[Path,
     evaluation's metrics row and before its episodes were written leaves the run unfinished (the table needs them)."""
     import shutil
 
-    from experiments.ablation_runs import _finished
+    from rlanything_core.ablation.runs import _finished
 
     ref_dir, _ = reference
     records = tmp_path / "records"

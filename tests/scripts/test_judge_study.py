@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from experiments.judge_study import (
+from scripts.judge_study import (
     DEFAULT_RUN,
     _checkpoint_judge,
     held_out_games,

@@ -20,8 +20,8 @@ from pathlib import Path
 if __name__ == "__main__" and not __package__:
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from experiments.ablation_breakdown import read_folders  # noqa: E402
-from experiments.ablation_plots import Comparison, ForestRow, paired_forest, write_forest  # noqa: E402
+from rlanything_core.analysis.breakdown import read_folders  # noqa: E402
+from rlanything_core.analysis.plots import Comparison, ForestRow, paired_forest, write_forest  # noqa: E402
 
 __all__ = ["FOLDERS", "GROUPS", "summary_rows", "render"]
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 from omegaconf import DictConfig
 
-from experiments.ablation_power import minimum_detectable_difference, observed_noise
-from experiments.ablation_results import ALL_SPLITS, ArmRun, game_success
-from experiments.ablation_stats import PairedDifference, hierarchical_bootstrap_difference, mean_ci
+from rlanything_core.analysis.power import minimum_detectable_difference, observed_noise
+from rlanything_core.analysis.results import ALL_SPLITS, ArmRun, game_success
+from rlanything_core.analysis.stats import PairedDifference, hierarchical_bootstrap_difference, mean_ci
 
 __all__ = [
     "LABELS",

@@ -32,8 +32,8 @@ import yaml
 if __name__ == "__main__" and not __package__:
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from experiments.ablation_results import read_arm_run  # noqa: E402
-from experiments.ablation_stats import PairedDifference, hierarchical_bootstrap_difference  # noqa: E402
+from rlanything_core.analysis.results import read_arm_run  # noqa: E402
+from rlanything_core.analysis.stats import PairedDifference, hierarchical_bootstrap_difference  # noqa: E402
 
 __all__ = ["Run", "paired_blocks", "read_run", "render"]
 

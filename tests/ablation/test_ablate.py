@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from _runs import FAST, REPO, env
 
-from experiments import ablation_runs, ablation_table
-from experiments.ablation_stats import curve
+from rlanything_core.ablation import runs as ablation_runs
+from rlanything_core.analysis import table as ablation_table
+from rlanything_core.analysis.stats import curve
 from rlanything_core.testing.processes import run_reaped
 
 SUMMARY_KEYS = ("arms", "seeds", "minutes", "total_minutes", "full_beats_outcome_only", "sample_efficiency")
@@ -164,7 +165,7 @@ def test_runs_are_shared_out_run_by_run_in_seed_order_once_their_prerequisites_a
 
 
 def test_within_a_seed_the_costliest_arm_starts_first_by_the_budgets_estimate() -> None:
-    from experiments.ablation_budget import AblationPlan, arm_seconds
+    from rlanything_core.ablation.budget import AblationPlan, arm_seconds
 
     Job = ablation_runs.RunJob
     arms = ["outcome_only", "policy", "policy_judge", "full"]

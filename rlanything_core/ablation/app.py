@@ -53,10 +53,10 @@ from omegaconf import DictConfig, OmegaConf
 if __name__ == "__main__" and not __package__:
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from experiments.ablation_budget import calibration_note, estimate_seconds, plan_from_config  # noqa: E402
-from experiments.ablation_plots import write_plots  # noqa: E402
-from experiments.ablation_results import ArmRun, read_arm_run, read_before_run, render_episodes_csv  # noqa: E402
-from experiments.ablation_runs import (  # noqa: E402
+from rlanything_core.ablation.budget import calibration_note, estimate_seconds, plan_from_config  # noqa: E402
+from rlanything_core.analysis.plots import write_plots  # noqa: E402
+from rlanything_core.analysis.results import ArmRun, read_arm_run, read_before_run, render_episodes_csv  # noqa: E402
+from rlanything_core.ablation.runs import (  # noqa: E402
     REPO,
     WorkerError,
     log,
@@ -65,8 +65,8 @@ from experiments.ablation_runs import (  # noqa: E402
     run_seed,
     warm_start_policy,
 )
-from experiments.ablation_stats import sample_efficiency  # noqa: E402
-from experiments.ablation_table import (  # noqa: E402
+from rlanything_core.analysis.stats import sample_efficiency  # noqa: E402
+from rlanything_core.analysis.table import (  # noqa: E402
     Table,
     build_table,
     full_beats_outcome_only,

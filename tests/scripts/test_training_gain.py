@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.training_gain import paired_blocks, read_run, render
+from scripts.training_gain import paired_blocks, read_run, render
 
 REPO = Path(__file__).resolve().parents[2]
 

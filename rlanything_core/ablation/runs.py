@@ -24,11 +24,11 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from experiments import warm_start, warm_start_encoder
-from experiments.ablation_budget import arm_seconds, plan_from_config
-from experiments.ablation_results import final_eval, read_metrics
-from experiments.ablation_table import LABELS
-from experiments.reuse import reuse_file, reuse_run
-from experiments.train import run_training
+from rlanything_core.ablation.budget import arm_seconds, plan_from_config
+from rlanything_core.analysis.results import final_eval, read_metrics
+from rlanything_core.analysis.table import LABELS
+from rlanything_core.ablation.reuse import reuse_file, reuse_run
+from rlanything_core.assembly.train_app import run_training
 from rlanything_core.assembly.agent import close_shared_env_pools
 from rlanything_core.assembly.eval_record import read_outcomes_iteration
 from rlanything_core.files import atomic_write_text

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.ablate import reference_table, results_folder
+from rlanything_core.ablation.app import reference_table, results_folder
 
 REPO = Path(__file__).resolve().parents[2]
 PROFILES = [[], ["+profile=smoke"], ["+profile=full"], ["+profile=step_only"], ["+profile=hard"]]

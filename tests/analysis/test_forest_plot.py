@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.ablation_breakdown import paired_differences
-from experiments.ablation_plots import Comparison, paired_forest, write_forest
+from rlanything_core.analysis.breakdown import paired_differences
+from rlanything_core.analysis.plots import Comparison, paired_forest, write_forest
 
 
 def _rows() -> list[dict[str, str]]:

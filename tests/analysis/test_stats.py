@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from experiments.ablation_stats import (
+from rlanything_core.analysis.stats import (
     curve,
     mean_ci,
     paired_bootstrap_difference,

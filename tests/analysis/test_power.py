@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from experiments.ablation_power import minimum_detectable_difference, observed_noise
-from experiments.ablation_stats import hierarchical_bootstrap_difference, paired_bootstrap_difference
+from rlanything_core.analysis.power import minimum_detectable_difference, observed_noise
+from rlanything_core.analysis.stats import hierarchical_bootstrap_difference, paired_bootstrap_difference
 
 
 @settings(max_examples=100, deadline=None)

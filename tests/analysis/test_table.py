@@ -8,9 +8,9 @@ import io
 import pytest
 from omegaconf import OmegaConf
 
-from experiments.ablation_budget import AblationPlan, StepCosts, estimate_seconds
-from experiments.ablation_results import ArmRun, game_success
-from experiments.ablation_table import build_table, full_beats_outcome_only, render_csv, render_markdown
+from rlanything_core.ablation.budget import AblationPlan, StepCosts, estimate_seconds
+from rlanything_core.analysis.results import ArmRun, game_success
+from rlanything_core.analysis.table import build_table, full_beats_outcome_only, render_csv, render_markdown
 
 SPLITS = {"in_distribution": "valid_seen", "out_of_distribution": "valid_unseen"}
 CFG = OmegaConf.create({"setting": {"name": "alfworld", "eval_splits": SPLITS}})
@@ -125,7 +125,7 @@ def test_the_estimate_adds_up_the_costs() -> None:
 def test_the_default_profile_is_estimated_within_its_budget() -> None:
     from hydra import compose, initialize_config_dir
 
-    from experiments.ablation_budget import plan_from_config
+    from rlanything_core.ablation.budget import plan_from_config
     from rlanything_core.conf import CONF_DIR
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
@@ -136,7 +136,7 @@ def test_the_default_profile_is_estimated_within_its_budget() -> None:
 
 
 def test_the_estimate_prints_for_a_profile_without_running_it(capsys: pytest.CaptureFixture[str]) -> None:
-    from experiments.ablation_budget import main
+    from rlanything_core.ablation.budget import main
 
     main(["+profile=smoke"])
     parts = dict(item.split("=") for item in capsys.readouterr().out.split(" (")[0].split())
@@ -144,7 +144,7 @@ def test_the_estimate_prints_for_a_profile_without_running_it(capsys: pytest.Cap
 
 
 def test_the_table_states_its_designs_minimum_detectable_difference() -> None:
-    from experiments.ablation_power import minimum_detectable_difference
+    from rlanything_core.analysis.power import minimum_detectable_difference
 
     base = [k % 4 == 0 for k in range(32)]
     better = [w or k % 4 == 1 for k, w in enumerate(base)]
@@ -163,7 +163,7 @@ def test_the_table_states_its_designs_minimum_detectable_difference() -> None:
 
 
 def test_episodes_csv_holds_every_evaluation_episode_of_every_arm_and_seed() -> None:
-    from experiments.ablation_results import EPISODE_COLUMNS, render_episodes_csv
+    from rlanything_core.analysis.results import EPISODE_COLUMNS, render_episodes_csv
 
     base = [k % 4 == 0 for k in range(8)]
     res = results(base, base)

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.ablation_power import observed_noise
-from experiments.ablation_results import ArmRun
-from experiments.ablation_stats import PairedDifference, hierarchical_bootstrap_difference
-from experiments.ablation_table import LABELS
+from rlanything_core.analysis.power import observed_noise
+from rlanything_core.analysis.results import ArmRun
+from rlanything_core.analysis.stats import PairedDifference, hierarchical_bootstrap_difference
+from rlanything_core.analysis.table import LABELS
 from rlanything_core.files import atomic_write_bytes
 
 __all__ = ["Comparison", "ForestRow", "band_over_seeds", "judge_trajectory", "paired_forest", "write_forest",

@@ -29,9 +29,9 @@ from pathlib import Path
 if __name__ == "__main__" and not __package__:
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from experiments.ablation_power import observed_noise  # noqa: E402
-from experiments.ablation_stats import hierarchical_bootstrap_difference  # noqa: E402
-from experiments.ablation_table import LABELS, REFERENCE  # noqa: E402
+from rlanything_core.analysis.power import observed_noise  # noqa: E402
+from rlanything_core.analysis.stats import hierarchical_bootstrap_difference  # noqa: E402
+from rlanything_core.analysis.table import LABELS, REFERENCE  # noqa: E402
 
 __all__ = ["by_seed_and_split", "by_task_type", "paired_differences", "read_episodes", "read_folders", "render"]
 

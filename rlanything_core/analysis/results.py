@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from experiments.ablation_stats import Curve, curve
+from rlanything_core.analysis.stats import Curve, curve
 from rlanything_core.assembly.eval_record import read_eval_metrics, read_eval_outcomes
 from rlanything_core.lightning import csv_logger
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.ablation_breakdown import by_seed_and_split, by_task_type, read_episodes, render
+from rlanything_core.analysis.breakdown import by_seed_and_split, by_task_type, read_episodes, render
 
 HEADER = "arm,seed,split,game,run,episode_seed,success,steps\n"
 
@@ -49,7 +49,7 @@ def test_runs_as_a_file_on_a_results_folder(tmp_path: Path) -> None:
 
 
 def test_paired_differences_from_another_arm_match_a_hand_count(tmp_path: Path) -> None:
-    from experiments.ablation_breakdown import paired_differences
+    from rlanything_core.analysis.breakdown import paired_differences
 
     rows = read_episodes(_write(tmp_path, [
         "full,0,in,g-a/t,0,7,1,5", "full,0,in,g-b/t,0,7,1,5", "policy_judge,0,in,g-a/t,0,7,0,30",
@@ -64,7 +64,7 @@ def test_paired_differences_from_another_arm_match_a_hand_count(tmp_path: Path) 
 
 
 def test_a_named_folders_arms_are_renamed_and_paired_with_anothers(tmp_path: Path) -> None:
-    from experiments.ablation_breakdown import paired_differences, read_folders
+    from rlanything_core.analysis.breakdown import paired_differences, read_folders
 
     profile, variant = tmp_path / "profile", tmp_path / "lr=3e-4"  # a folder's path may hold '=': the name cannot
     profile.mkdir(), variant.mkdir()
@@ -78,7 +78,7 @@ def test_a_named_folders_arms_are_renamed_and_paired_with_anothers(tmp_path: Pat
 
 
 def test_a_variant_on_fewer_seeds_is_paired_on_the_seeds_it_has(tmp_path: Path) -> None:
-    from experiments.ablation_breakdown import paired_differences
+    from rlanything_core.analysis.breakdown import paired_differences
 
     rows = read_episodes(_write(tmp_path, [
         "before,0,in,g-a/t,0,7,0,30", "before,0,in,g-b/t,0,7,1,9", "before,1,in,g-a/t,0,8,1,5",
@@ -95,7 +95,7 @@ def test_a_variant_on_fewer_seeds_is_paired_on_the_seeds_it_has(tmp_path: Path) 
 def test_the_measured_mdd_grows_with_the_seeds_spread(tmp_path: Path) -> None:
     """Two seeds, four games each: seeds that agree (the same mean difference) give the units-only MDD
     (2.80 x 0.577 / sqrt(8) = 57.2 points); seeds that disagree (+0 and +100 points) add their spread."""
-    from experiments.ablation_breakdown import paired_differences
+    from rlanything_core.analysis.breakdown import paired_differences
 
     def episodes(arm: str, seed: int, wins: str) -> list[str]:
         return [f"{arm},{seed},in,g-{i}/t,0,7,{w},5" for i, w in enumerate(wins)]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.ablation_budget import estimate_seconds, main, plan_from_config
-from experiments.ablation_power import minimum_detectable_difference
+from rlanything_core.ablation.budget import estimate_seconds, main, plan_from_config
+from rlanything_core.analysis.power import minimum_detectable_difference
 
 pytestmark = pytest.mark.alfworld  # the whole splits' sizes come from the games
 
@@ -87,7 +87,7 @@ def test_the_smoke_profile_keeps_every_arm_and_its_three_minutes() -> None:
 def test_the_arms_get_the_ablations_judge_target_and_epoch_settings() -> None:
     """ablate.py forwards them to every arm's train.py config (balance_judge_targets was dropped before), the opt-in
     warmup included."""
-    from experiments.ablation_runs import _overrides
+    from rlanything_core.ablation.runs import _overrides
 
     cfg = _compose("balance_judge_targets=true", "optim.policy_epochs=3", "+optim.policy_warmup_steps=8")
     forwarded = _overrides(cfg)
@@ -102,7 +102,7 @@ def test_the_estimate_explains_itself_on_help(capsys: pytest.CaptureFixture[str]
 
 
 def test_the_estimate_says_what_it_is_calibrated_on_and_scales_with_the_load() -> None:
-    from experiments.ablation_budget import CALIBRATION, calibration_note, load_factor
+    from rlanything_core.ablation.budget import CALIBRATION, calibration_note, load_factor
 
     assert "idle 2-core" in CALIBRATION
     assert load_factor(2, 1.0) == 1.0 and load_factor(2, 8.0) == 4.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from experiments.reuse import reuse_file, reuse_run
+from rlanything_core.ablation.reuse import reuse_file, reuse_run
 
 
 def _run(root: Path, name: str, config: str) -> Path:
@@ -68,7 +68,7 @@ def test_a_run_is_reused_when_only_the_key_order_of_its_config_differs(tmp_path:
 def test_the_judge_probe_is_copied_only_for_the_same_starting_weights(tmp_path: Path) -> None:
     from omegaconf import OmegaConf
 
-    from experiments.ablation_runs import judge_probe_file
+    from rlanything_core.ablation.runs import judge_probe_file
 
     source, out = tmp_path / "default", tmp_path / "full"
     (source / "init").mkdir(parents=True)
