@@ -50,10 +50,10 @@ $(MAIN_STAMP): pyproject.toml Makefile
 # Writes runs/ablations/alfworld/default/ (git-ignored) and prints the committed reference table beside its own;
 # `make main PUBLISH=1` replaces the committed references in experiments/results instead.
 main: $(MAIN_STAMP)
-	$(PY) experiments/ablate.py $(if $(PUBLISH),publish=true)
+	$(PY) -m experiments.ablate $(if $(PUBLISH),publish=true)
 
 lint: setup
-	.venv/bin/ruff check rlanything_core tests experiments benchmarks tutorials
+	.venv/bin/ruff check rlanything_core tests experiments scripts benchmarks tutorials
 	.venv/bin/mypy rlanything_core benchmarks
 
 # Everything the tests and notebooks write to the temporary directory (pytest's tmp_path, the tutorials' results

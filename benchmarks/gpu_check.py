@@ -12,7 +12,7 @@ Each stage prints one JSON line (``{"stage": ..., "status": "ok" | "failed" | "s
   fallback in fp32, and the variable-length kernel ``training/packed_attention.py`` chose (named) under bf16;
 - ``train``: ``experiments/train.py``, 2 iterations with evaluation (TextWorld; on a GPU at ``scale=1gpu`` with a
   model of ~0.5B parameters), its contract line, its peak GPU memory and the blocking part of each checkpoint;
-- ``memory_plan``: ``experiments/memory_plan.py``'s plan of that same run against the measured peak;
+- ``memory_plan``: ``scripts/memory_plan.py``'s plan of that same run against the measured peak;
 - ``update`` (this and the next two in ``benchmarks/gpu_stages.py``): ``benchmarks.bench_update``: the library's update
   against a plain transformers loop on the same tokens (tokens/s, ratio, peak memory), the library side as
   ``train.py`` runs it at the scale (FSDP2, activation checkpointing, micro-batch budget: named in the record), and

@@ -43,7 +43,7 @@ def run_arm(setting: str, arm: str, extra: list[str]) -> str:
     with tempfile.TemporaryDirectory(prefix="weights-digest-") as tmp:
         run_dir = Path(tmp) / "run"
         cmd = [
-            sys.executable, "experiments/train.py", f"+setting={setting}", "+profile=smoke", f"arm={arm}", "seed=0",
+            sys.executable, "-m", "experiments.train", f"+setting={setting}", "+profile=smoke", f"arm={arm}", "seed=0",
             f"run_dir={run_dir}", "progress=false", *extra,
         ]
         done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)

@@ -1,6 +1,6 @@
-"""The Hydra apps that reproduce the paper's experiments (``train``, ``ablate``), their configs and helpers.
+"""The entry points that reproduce the paper's experiments: ``train`` and ``ablate``, thin shells over the package.
 
-A package beside ``rlanything_core``, imported from the repository root (``from experiments.train import
-run_training``); a run itself is the package's (``rlanything_core.assembly.build_run``). The apps run as files or as
-modules from there: ``python experiments/train.py ...`` or ``python -m experiments.train``.
+Run from the repository root as modules (``python -m experiments.train ...``, ``python -m experiments.ablate ...``)
+or, installed, as the command ``rlanything train|ablate ...``; the apps themselves are the package's
+(:mod:`rlanything_core.assembly.train_app`, :mod:`rlanything_core.ablation.app`).
 """

@@ -3,8 +3,8 @@
 - ``train``: compose ``train.yaml`` (shipped in the package) with the overrides, build the run, train, print the
   summary line (:mod:`rlanything_core.assembly.train_app`); e.g. ``rlanything train +setting=alfworld +profile=smoke``.
 - ``evaluate``: the same run evaluated as it is (``eval_only=true``): ``<run_dir>/eval.json``.
-- ``ablate``: the paper's ablation (``experiments/ablate.py``); it needs a checkout of the repository, whose
-  ``experiments/`` holds the warm start, the statistics and the plots.
+- ``ablate``: the paper's ablation (:mod:`rlanything_core.ablation.app`); results under ``results_root`` (relative:
+  to the checkout when run from one, else to the current directory), e.g. ``rlanything ablate +profile=smoke``.
 
 Also ``python -m rlanything_core ...``. Data: ``RLANYTHING_DATA`` (:mod:`rlanything_core.data_dir`). A missing extra
 or a bad config ends with one ``ERROR:`` line and exit status 2.
@@ -12,11 +12,9 @@ or a bad config ends with one ``ERROR:`` line and exit status 2.
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Sequence
 
-from rlanything_core.data_dir import checkout_root
 from rlanything_core.extras import MissingExtraError, require_extra
 
 __all__ = ["COMMANDS", "main", "usage"]
@@ -24,7 +22,7 @@ __all__ = ["COMMANDS", "main", "usage"]
 COMMANDS = {
     "train": "train a run (resumes its run_dir): rlanything train +setting=alfworld [+profile=smoke] [arm=full] ...",
     "evaluate": "evaluate a run's models as they are (eval_only=true): rlanything evaluate +setting=alfworld ...",
-    "ablate": "the paper's ablation, from a checkout of the repository: rlanything ablate [+profile=smoke] ...",
+    "ablate": "the paper's ablation (Table 1): rlanything ablate [+setting=alfworld] [+profile=smoke] ...",
 }
 
 
@@ -60,24 +58,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.argv = [f"rlanything {command}", *overrides]  # Hydra reads its overrides from sys.argv
     try:
         if command == "ablate":
-            return _ablate()
-        from rlanything_core.assembly.train_app import main as train_main
+            from rlanything_core.ablation.app import cli as ablate_main
 
-        train_main()
+            ablate_main()
+        else:
+            from rlanything_core.assembly.train_app import main as train_main
+
+            train_main()
     except SystemExit as done:  # Hydra's own exits (--help, a composition error) and the app's ERROR: exits
         return done.code if isinstance(done.code, int) else (0 if done.code is None else _fail(str(done.code)))
     return 0
 
-
-def _ablate() -> int:
-    root = checkout_root()
-    if root is None:
-        return _fail(
-            "rlanything ablate runs from a checkout of the repository (experiments/ holds the warm start, the "
-            "statistics and the plots): clone it and run `rlanything ablate` or `make main` there"
-        )
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    # imported by name: experiments/ is the checkout's scripts folder, not part of the package (nor of its type check)
-    importlib.import_module("experiments.ablate").cli()
-    return 0

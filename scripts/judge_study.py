@@ -21,12 +21,12 @@ evaluation splits' planner-labelled steps). Measures: the balanced accuracy of t
 ablation's ``judge_process_bacc``) and the ROC AUC of ``P(+1)`` (threshold-free: it shows a judge that ranks progress
 steps higher even while its votes drift to one class), with 95% intervals from a bootstrap over episodes.
 
-    python experiments/judge_study.py collect --out DIR --policy-init PT [--run RUN_DIR] [--iterations 16]
-    python experiments/judge_study.py train --out DIR --targets consistency|planner [--epochs 6]
+    python -m scripts.judge_study collect --out DIR --policy-init PT [--run RUN_DIR] [--iterations 16]
+    python -m scripts.judge_study train --out DIR --targets consistency|planner [--epochs 6]
         [--set optim.judge_optimizer.lr=3e-4 --tag lr3e-4]
-    python experiments/judge_study.py probe --out DIR [--episodes 16 --game-deadline 60]
-    python experiments/judge_study.py score --out DIR --checkpoints RUN/checkpoints/last.ckpt ... [--probe FILE]
-    python experiments/judge_study.py report --out DIR
+    python -m scripts.judge_study probe --out DIR [--episodes 16 --game-deadline 60]
+    python -m scripts.judge_study score --out DIR --checkpoints RUN/checkpoints/last.ckpt ... [--probe FILE]
+    python -m scripts.judge_study report --out DIR
 """
 
 from __future__ import annotations
@@ -42,34 +42,30 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-# Run as a file, Python puts experiments/ first on sys.path: put the repository root there (this checkout's package).
-if __name__ == "__main__" and not __package__:
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
+import torch
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+from torchmetrics.functional.classification import binary_auroc
+from tqdm.auto import tqdm
 
-import torch  # noqa: E402
-from hydra.utils import instantiate  # noqa: E402
-from omegaconf import DictConfig, OmegaConf  # noqa: E402
-from torchmetrics.functional.classification import binary_auroc  # noqa: E402
-from tqdm.auto import tqdm  # noqa: E402
-
-from rlanything_core.assembly import build_run  # noqa: E402
-from rlanything_core.collect.scorer_selection import EncoderVotes  # noqa: E402
-from rlanything_core.files import atomic_write_json, atomic_write_text, read_json  # noqa: E402
-from rlanything_core.loop.iteration import JudgeTargets, build_rows  # noqa: E402
-from rlanything_core.loop.judge_probe import (  # noqa: E402
+from rlanything_core.assembly import build_run
+from rlanything_core.collect.scorer_selection import EncoderVotes
+from rlanything_core.files import atomic_write_json, atomic_write_text, read_json
+from rlanything_core.loop.iteration import JudgeTargets, build_rows
+from rlanything_core.loop.judge_probe import (
     JudgeProbe,
     balanced_accuracy,
     load_probes,
     save_probes,
     step_majority_votes,
 )
-from rlanything_core.loop.oracle_labels import label_within_deadline  # noqa: E402
-from rlanything_core.loop.protocol import Rollouts  # noqa: E402
-from rlanything_core.records import JudgeSample  # noqa: E402
-from rlanything_core.rewards.consistency import consistency_targets, standardize_votes  # noqa: E402
-from rlanything_core.rewards.targets import batch_votes  # noqa: E402
-from rlanything_core.seeding import derive_seed  # noqa: E402
-from rlanything_core.types import RolloutBatch  # noqa: E402
+from rlanything_core.loop.oracle_labels import label_within_deadline
+from rlanything_core.loop.protocol import Rollouts
+from rlanything_core.records import JudgeSample
+from rlanything_core.rewards.consistency import consistency_targets, standardize_votes
+from rlanything_core.rewards.targets import batch_votes
+from rlanything_core.seeding import derive_seed
+from rlanything_core.types import RolloutBatch
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_RUN = REPO / "experiments/results/alfworld/full/runs/policy_judge_seed0"
@@ -105,7 +101,7 @@ def study_config(run: Path, out: Path, name: str, policy_init: str | None, overr
         cfg.model.policy_init = str(policy_init)
     if not Path(str(cfg.model.policy_init)).is_file():
         raise SystemExit(
-            f"--policy-init: the warm-start policy {cfg.model.policy_init} is not here; `python experiments/ablate.py "
+            f"--policy-init: the warm-start policy {cfg.model.policy_init} is not here; `rlanything ablate "
             "+setting=alfworld +profile=full` writes it (init/policy_seed0.pt), or pass its path"
         )
     return cfg

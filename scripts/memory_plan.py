@@ -1,4 +1,4 @@
-"""Print the per-GPU memory plan of a training config: `python experiments/memory_plan.py scale=gpu model=qwen2.5-7b`.
+"""Print the per-GPU memory plan of a training config: `python -m scripts.memory_plan scale=gpu model=qwen2.5-7b`.
 
 The plan is the package's (``rlanything_core/assembly/memory_plan.py``, which a run's preflight also reads); this app
 composes the config and prints it as a table. The last line is ``fits=<true|false> peak_gib=<float>
@@ -7,19 +7,11 @@ capacity_gib=<float>``.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import hydra
 from omegaconf import DictConfig
 
-# Run as a file (`python experiments/memory_plan.py`), Python puts experiments/ first on sys.path: put the repository
-# root there instead, so that this checkout's rlanything_core imports (as in train.py and ablate.py).
-if __name__ == "__main__" and not __package__:
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
-
-from rlanything_core.assembly.memory_plan import GIB, MemoryPlan, plan  # noqa: E402
-from rlanything_core.conf import SEARCH_PATH  # noqa: E402
+from rlanything_core.assembly.memory_plan import GIB, MemoryPlan, plan
+from rlanything_core.conf import SEARCH_PATH
 
 __all__ = ["main", "render"]
 

@@ -1,6 +1,6 @@
 """Training success against the frozen warm start on the same tasks: does RL make the policy better at its own games?
 
-    python experiments/training_gain.py --frozen experiments/results/alfworld/training_gain/runs/frozen_seed* \
+    python -m scripts.training_gain --frozen experiments/results/alfworld/training_gain/runs/frozen_seed* \
         --arm outcome_only experiments/results/alfworld/full/runs/outcome_only_seed* [--blocks 12]
 
 An arm's training success per iteration mixes what the policy learned with which tasks were drawn: ``pool.sample``
@@ -15,7 +15,7 @@ Environment adaptation changes the pool, and with it the draws: an arm's iterati
 are left out (and counted in the printout).
 
 Each block of iterations gets the mean paired difference with a seed-level interval (seeds, then their iterations:
-``ablation_stats.hierarchical_bootstrap_difference``). A run's seed is its ``config.yaml``'s ``seed``.
+``rlanything_core.analysis.stats.hierarchical_bootstrap_difference``). A run's seed is its ``config.yaml``'s ``seed``.
 """
 
 from __future__ import annotations
@@ -28,12 +28,8 @@ from pathlib import Path
 
 import yaml
 
-# Run as a file, Python puts experiments/ first on sys.path: put the repository root there (as ablate.py does)
-if __name__ == "__main__" and not __package__:
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
-
-from rlanything_core.analysis.results import read_arm_run  # noqa: E402
-from rlanything_core.analysis.stats import PairedDifference, hierarchical_bootstrap_difference  # noqa: E402
+from rlanything_core.analysis.results import read_arm_run
+from rlanything_core.analysis.stats import PairedDifference, hierarchical_bootstrap_difference
 
 __all__ = ["Run", "paired_blocks", "read_run", "render"]
 

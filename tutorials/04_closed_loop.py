@@ -22,7 +22,7 @@
 # accepted or rejected next iteration.
 #
 # Here the whole loop (the full arm: policy, judge and environment) runs on real ALFWorld games with the CPU default's
-# models, built from the same Hydra config as `python experiments/train.py +setting=alfworld`: the all-MiniLM-L6-v2
+# models, built from the same Hydra config as `python -m experiments.train +setting=alfworld`: the all-MiniLM-L6-v2
 # encoder policy that scores the admissible commands and the encoder judge. It is sized to learn visibly on two CPU
 # cores (the committed run: 18 minutes beside other jobs, at a load average of 11-12):
 #

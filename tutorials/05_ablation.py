@@ -33,8 +33,8 @@
 # CPU cores:
 #
 # ```bash
-# python experiments/ablate.py +setting=alfworld +profile=full     # five arms, seeds 0-4, 12 iterations
-# python experiments/ablate.py +setting=alfworld +profile=smoke    # the same wiring in about three minutes
+# python -m experiments.ablate +setting=alfworld +profile=full     # five arms, seeds 0-4, 12 iterations
+# python -m experiments.ablate +setting=alfworld +profile=smoke    # the same wiring in about three minutes
 # ```
 #
 # and the 36-iteration runs continue the committed 12-iteration configs with `iterations=36`
@@ -184,7 +184,7 @@ plt.show()
 # the interval excludes 0. MDD: the smallest difference these pairs would detect with 80% power, from their own noise.
 
 # %%
-groups = summary_rows()  # the same computation as `python experiments/ablation_summary.py` (about 15 s)
+groups = summary_rows()  # the same computation as `python -m rlanything_core.analysis.summary` (about 15 s)
 forest = Path.cwd() / "forest.png"
 write_forest(forest, groups, title="arm minus arm on the same episodes, both splits pooled")
 display(Image(filename=str(forest)))

@@ -161,7 +161,7 @@ print(f"\nparent success {parent_acc:.2f} -> candidate {pending} success {acc:.2
 # %% [markdown]
 # ## 4 · The loop on real pages
 #
-# The same wiring as `python experiments/train.py +setting=miniwob +profile=smoke`: a pool of training pages (the
+# The same wiring as `python -m experiments.train +setting=miniwob +profile=smoke`: a pool of training pages (the
 # families of `setting.train_families`), worker processes that own their browsers (a crashed browser ends its episode
 # with a reason, a hung one restarts its worker), the GUI judge, hint rewrites, and an evaluation on unseen seeds
 # (In-Dom) and on held-out families (OOD: `setting.ood_families`).

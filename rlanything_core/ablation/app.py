@@ -1,8 +1,10 @@
-"""Reproduce the paper's ablation (Table 1): `python experiments/ablate.py [+setting=...] [+profile=smoke|full]`.
+"""The paper's ablation (arXiv 2602.02488, Table 1) as a Hydra app: ``rlanything ablate [+setting=...] [+profile=...]``.
+
+Also ``python -m experiments.ablate`` in a checkout (``+profile=smoke|full|...``).
 
 For each seed: a warm-started policy (ALFWorld: supervised on the training split's expert demonstrations) and a
 small judge that starts weak; the "before optimization" row evaluates them; then every arm trains from the same
-start with `experiments/train.py` (each run resumable in its own directory):
+start with the training app (:mod:`rlanything_core.assembly.train_app`; each run resumable in its own directory):
 
     outcome_only   Outcome only (GRPO)
     policy         integrated feedback, judge frozen                       (Table 1 "Policy")
@@ -13,22 +15,25 @@ start with `experiments/train.py` (each run resumable in its own directory):
 Every arm and seed is evaluated on the same games with the same episode seeds (``eval.games`` x ``eval.runs``
 episodes per split, ALFWorld's games drawn over all six task types by ``eval.sample_seed``), so the table gives,
 beside each metric's mean ± 95% CI over seeds, each row's paired difference from outcome-only with a 95% seed-level
-bootstrap interval (seeds, then their games: ``ablation_stats.py``) and the design's minimum detectable difference
-(``ablation_power.py``).
+bootstrap interval (seeds, then their games: :mod:`rlanything_core.analysis.stats`) and the design's minimum
+detectable difference (:mod:`rlanything_core.analysis.power`).
 
-Modules: ``ablation_runs`` (warm start, runs, seed workers), ``ablation_results`` (reading runs back),
-``ablation_stats`` (pure statistics), ``ablation_table``, ``ablation_plots``; this file wires them.
+Modules: :mod:`~rlanything_core.ablation.runs` (warm start, runs), :mod:`~rlanything_core.ablation.workers` (the seed
+workers), :mod:`~rlanything_core.ablation.budget` (the estimate), :mod:`rlanything_core.analysis` (reading runs back,
+statistics, the table, the plots); this module wires them.
 
-Writes `<results_root>/<setting>/<run_id>/` (default `runs/ablations/...`, git-ignored; `publish=true` writes to
-`experiments/results/...` instead, the committed references, which no other run touches): table.md, table.csv,
-episodes.csv (every evaluation episode: arm, seed, split, game, run, episode seed, success, steps), curves.png,
-judge.png, accepted.png, runs.json, config.yaml, meta.json (seeds, versions, git revision, command, the cost estimate,
-updates per arm and seed, the paired differences, the training pool). Last line: `arms=<int> seeds=<int> minutes=<float>
-total_minutes=<float> full_beats_outcome_only=<true|false|na> sample_efficiency=<float|na>` (`minutes`: this invocation;
-`total_minutes`: every invocation of this results folder, `timing.json`), where `full_beats_outcome_only` is true only
-when the full arm's paired interval on the main metric lies above 0. Before it, when the run is not the published one,
-the committed reference table of the same setting and profile (`experiments/results/<setting>/<run_id>/table.md`) is
-printed for comparison.
+Writes ``<results_root>/<setting>/<run_id>/`` (default ``runs/ablations/...``; a relative root is taken from the
+checkout when the package runs from one, else from the current directory; ``publish=true`` writes to
+``reference_root`` instead, ``experiments/results/...``, the committed references, which no other run touches):
+table.md, table.csv, episodes.csv (every evaluation episode: arm, seed, split, game, run, episode seed, success,
+steps), curves.png, judge.png, accepted.png, runs.json, config.yaml, meta.json (seeds, versions, git revision,
+command, the cost estimate, updates per arm and seed, the paired differences, the training pool). Last line:
+``arms=<int> seeds=<int> minutes=<float> total_minutes=<float> full_beats_outcome_only=<true|false|na>
+sample_efficiency=<float|na>`` (``minutes``: this invocation; ``total_minutes``: every invocation of this results
+folder, ``timing.json``), where ``full_beats_outcome_only`` is true only when the full arm's paired interval on the
+main metric lies above 0. Before it, when the run is not the published one and the committed reference table of the
+same setting and profile (``<reference_root>/<setting>/<run_id>/table.md``) is there (a checkout), it is printed for
+comparison.
 """
 
 from __future__ import annotations
@@ -47,26 +52,13 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-# Run as a file (`python experiments/ablate.py`), Python puts experiments/ first on sys.path; the scripts import each
-# other as the package `experiments` (as tests and `python -m experiments.ablate` do), so put the repository root there
-# instead: one name per module, and this checkout's rlanything_core.
-if __name__ == "__main__" and not __package__:
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
-
-from rlanything_core.ablation.budget import calibration_note, estimate_seconds, plan_from_config  # noqa: E402
-from rlanything_core.analysis.plots import write_plots  # noqa: E402
-from rlanything_core.analysis.results import ArmRun, read_arm_run, read_before_run, render_episodes_csv  # noqa: E402
-from rlanything_core.ablation.runs import (  # noqa: E402
-    REPO,
-    WorkerError,
-    log,
-    reused_runs,
-    run_in_parallel,
-    run_seed,
-    warm_start_policy,
-)
-from rlanything_core.analysis.stats import sample_efficiency  # noqa: E402
-from rlanything_core.analysis.table import (  # noqa: E402
+from rlanything_core.ablation.budget import calibration_note, estimate_seconds, plan_from_config
+from rlanything_core.ablation.runs import base_dir, log, reused_runs, run_seed, warm_start_policy
+from rlanything_core.ablation.workers import WorkerError, run_in_parallel
+from rlanything_core.analysis.plots import write_plots
+from rlanything_core.analysis.results import ArmRun, read_arm_run, read_before_run, render_episodes_csv
+from rlanything_core.analysis.stats import sample_efficiency
+from rlanything_core.analysis.table import (
     Table,
     build_table,
     full_beats_outcome_only,
@@ -74,14 +66,14 @@ from rlanything_core.analysis.table import (  # noqa: E402
     render_markdown,
     split_names,
 )
-from rlanything_core.assembly.agent import alfworld_games, evaluation_episode_seed  # noqa: E402
-from rlanything_core.assembly.checks import validate  # noqa: E402
-from rlanything_core.assembly.train_app import error_line  # noqa: E402
-from rlanything_core.conf import SEARCH_PATH  # noqa: E402
-from rlanything_core.config import ConfigError  # noqa: E402
-from rlanything_core.files import CorruptFileError, atomic_write_json, atomic_write_text, read_json  # noqa: E402
-from rlanything_core.seeding import derive_seed  # noqa: E402
-from rlanything_core.settings.alfworld import training_pool_summary  # noqa: E402
+from rlanything_core.assembly.agent import alfworld_games, evaluation_episode_seed
+from rlanything_core.assembly.checks import validate
+from rlanything_core.assembly.train_app import error_line
+from rlanything_core.conf import SEARCH_PATH
+from rlanything_core.config import ConfigError
+from rlanything_core.files import CorruptFileError, atomic_write_json, atomic_write_text, read_json
+from rlanything_core.seeding import derive_seed
+from rlanything_core.settings.alfworld import training_pool_summary
 
 __all__ = ["cli", "main", "reference_table", "results_folder"]
 
@@ -89,7 +81,7 @@ __all__ = ["cli", "main", "reference_table", "results_folder"]
 def _git_revision() -> str:
     try:
         return subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+            ["git", "rev-parse", "HEAD"], cwd=base_dir(), capture_output=True, text=True, check=True
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
@@ -176,21 +168,30 @@ def _episode_seeds(cfg: DictConfig) -> Callable[[int, str], int]:
     """``(training seed, split) -> the seed the evaluator collects that split's episodes with`` (episodes.csv)."""
 
     def seed_of(seed: int, split: str) -> int:
-        return derive_seed(evaluation_episode_seed(OmegaConf.merge(cfg, {"seed": seed})), split)
+        merged = OmegaConf.merge(cfg, {"seed": seed})
+        assert isinstance(merged, DictConfig)  # a DictConfig merged with a dict
+        return derive_seed(evaluation_episode_seed(merged), split)
 
     return seed_of
 
 
 def results_folder(cfg: DictConfig) -> Path:
-    """Where this ablation writes: ``<results_root>/<setting>/<run_id>``, or under ``reference_root`` with ``publish``
-    (relative roots are taken from the repository)."""
+    """Where this ablation writes: ``<results_root>/<setting>/<run_id>``, or under ``reference_root`` with ``publish``.
+
+    Relative roots are taken from :func:`~rlanything_core.ablation.runs.base_dir`: the checkout, else the current
+    directory.
+    """
     root = cfg.reference_root if bool(cfg.get("publish", False)) else cfg.results_root
-    return REPO / str(root) / str(cfg.setting.name) / str(cfg.run_id)
+    return base_dir() / str(root) / str(cfg.setting.name) / str(cfg.run_id)
 
 
 def reference_table(cfg: DictConfig, out: Path) -> str | None:
-    """The committed reference ``table.md`` of this setting and run id, unless ``out`` is that folder itself."""
-    ref = REPO / str(cfg.reference_root) / str(cfg.setting.name) / str(cfg.run_id)
+    """The committed reference ``table.md`` of this setting and run id, or None.
+
+    None when ``out`` is that folder itself or there is none (an installed package without a checkout has no
+    committed references).
+    """
+    ref = base_dir() / str(cfg.reference_root) / str(cfg.setting.name) / str(cfg.run_id)
     if ref.resolve() == out.resolve() or not (ref / "table.md").is_file():
         return None
     return (ref / "table.md").read_text()
@@ -217,12 +218,12 @@ def main(cfg: DictConfig) -> None:
         raise SystemExit(2) from None
     for name in ("lightning.pytorch", "lightning.pytorch.utilities.rank_zero", "lightning.fabric"):
         logging.getLogger(name).setLevel(logging.WARNING)  # one Fabric per run: no repeated banners
-    if bool(cfg.get("seed_worker", False)):  # one run (cfg.arms: [] for "before") for a parent ablate.py
+    if bool(cfg.get("seed_worker", False)):  # one run (cfg.arms: [] for "before") for a parent ablation
         run_seed(cfg, int(cfg.seeds[0]), out, arms)
         return
     atomic_write_text(out / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     meta: dict[str, object] = {
-        "command": " ".join(["python", "experiments/ablate.py", *sys.argv[1:]]),
+        "command": " ".join(["rlanything", "ablate", *sys.argv[1:]]),
         "seeds": list(cfg.seeds),
         "arms": arms,
         "git_revision": _git_revision(),

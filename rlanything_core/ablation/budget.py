@@ -1,4 +1,4 @@
-"""What an ablation config will cost, added up from per-step costs (printed by ``ablate.py`` before it starts).
+"""What an ablation config will cost, added up from per-step costs (printed by the ablation before it starts).
 
 A step of an episode costs the policy's scoring of the admissible commands plus the engine's step, and, where the judge
 votes, one judge pass; a trained-on step costs its share of the update (old log-probs, forward and backward). The
@@ -168,7 +168,7 @@ def estimate_seconds(plan: AblationPlan, costs: StepCosts | None = None) -> dict
     partial = _seed_parts(plan, c, left, before="before" not in plan.reused_arms)
     warm = c.warm_start_s if plan.warm_start else 0.0
     work = (plan.seeds - reused) * sum(fresh.values()) + reused * sum(partial.values())
-    runs = plan.seeds * (len(plan.arms) + 1)  # the unit of work a worker takes (ablation_runs.RunJob)
+    runs = plan.seeds * (len(plan.arms) + 1)  # the unit of work a worker takes (workers.RunJob)
     return {"warm_start": warm, **fresh, "total": warm + work / min(plan.jobs, plan.cores, runs)}
 
 
@@ -232,8 +232,9 @@ CALIBRATION = (
 
 
 def load_factor(cores: int, load: float | None = None) -> float:
-    """How many times longer than the estimate a run should take on this machine now: its 1-minute load average over
-    its cores when that exceeds 1 (other processes share the cores), else 1.
+    """How many times longer than the estimate a run should take on this machine now.
+
+    That is its 1-minute load average over its cores when that exceeds 1 (other processes share the cores), else 1.
 
     Raises:
         ValueError: ``cores`` < 1 or a negative ``load``.
@@ -269,10 +270,10 @@ def _eval_games(cfg: Any) -> int:
 
 
 def main(argv: list[str]) -> None:
-    """Print the estimate of ``python experiments/ablate.py <argv>`` (minutes by part) without running anything."""
+    """Print the estimate of ``rlanything ablate <argv>`` (minutes by part) without running anything."""
     if any(a in ("-h", "--help") for a in argv):
         print(
-            "usage: python experiments/ablation_budget.py [HYDRA OVERRIDES of ablate.py...]\n"
+            "usage: python -m rlanything_core.ablation.budget [HYDRA OVERRIDES of rlanything ablate...]\n"
             "  e.g. +profile=full, or iterations=36 seeds=[0,1,2]; prints the estimated minutes by part\n\n"
             + (__doc__ or "")
         )

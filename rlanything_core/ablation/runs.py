@@ -1,21 +1,16 @@
-"""Running the ablation's arms: warm start, the "before" evaluation, each arm's training run, seed workers.
+"""Running the ablation's arms: warm start, the "before" evaluation, each arm's training run.
 
 Every run lives in its own folder under ``<results>/runs/`` and is resumable: a finished run is skipped, an
 unfinished one continues from its checkpoint, and a run of another results folder with the same resolved config is
-copied (``reuse_from``, :mod:`reuse`). Runs go to ``jobs`` worker processes (this script's parent, ``ablate.py``,
-started again with one seed and one arm each: :class:`RunJob`); the parent only aggregates.
+copied (``reuse_from``, :mod:`~rlanything_core.ablation.reuse`). With ``jobs > 1`` the runs go to worker processes
+(:mod:`~rlanything_core.ablation.workers`); the parent only aggregates.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
-import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,36 +19,26 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from experiments import warm_start, warm_start_encoder
-from rlanything_core.ablation.budget import arm_seconds, plan_from_config
+from rlanything_core.ablation.reuse import reuse_file, reuse_run
 from rlanything_core.analysis.results import final_eval, read_metrics
 from rlanything_core.analysis.table import LABELS
-from rlanything_core.ablation.reuse import reuse_file, reuse_run
-from rlanything_core.assembly.train_app import run_training
 from rlanything_core.assembly.agent import close_shared_env_pools
 from rlanything_core.assembly.eval_record import read_outcomes_iteration
+from rlanything_core.assembly.train_app import run_training
+from rlanything_core.data_dir import checkout_root
 from rlanything_core.files import atomic_write_text
-from rlanything_core.progress import Progress
 
 __all__ = [
     "FORWARDED",
-    "REPO",
-    "reused_runs",
-    "RunJob",
-    "WorkerError",
+    "base_dir",
+    "judge_probe_file",
     "log",
-    "next_ready",
-    "prerequisites",
-    "run_in_parallel",
-    "run_jobs",
+    "reused_runs",
     "run_seed",
     "warm_start_policy",
-    "worker_command",
 ]
 
-REPO = Path(__file__).resolve().parents[1]
-ABLATE = REPO / "experiments" / "ablate.py"
-
-# Overrides of train.py that ablate.py forwards (everything else comes from the arm and the seed).
+# Overrides of the training app that the ablation forwards (everything else comes from the arm and the seed).
 FORWARDED = (
     "iterations",
     "tasks_per_iteration",
@@ -99,7 +84,18 @@ def _setting_override(cfg: DictConfig) -> str:
     return f"+setting={cfg.setting.name}"
 
 
+def base_dir() -> Path:
+    """What an ablation's relative paths (``results_root``, ``reference_root``) are taken from.
+
+    The checkout when the package runs from one (:func:`~rlanything_core.data_dir.checkout_root`), else the current
+    directory (an installed package: its ``site-packages`` is no place for results).
+    """
+    root = checkout_root()
+    return root if root is not None else Path.cwd()
+
+
 def log(message: str) -> None:
+    """One timestamped progress line, flushed (the parent of seed workers echoes these lines from their logs)."""
     print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
@@ -122,8 +118,10 @@ def _finished(run_dir: Path, iterations: int) -> bool:
 
 
 def reused_runs(cfg: DictConfig, out: Path, arms: list[str]) -> list[str]:
-    """What a rerun of the ablation in ``out`` takes as it is: finished runs, runs resumed from their checkpoint and
-    warm starts already made, one line each (empty for a fresh results folder)."""
+    """What a rerun of the ablation in ``out`` takes as it is, one line each (empty for a fresh results folder).
+
+    Finished runs, runs resumed from their checkpoint and warm starts already made.
+    """
     lines = [f"warm start {_shown(p)}" for p in sorted((out / "init").glob("policy_seed*.pt"))]
     for seed in (int(s) for s in cfg.seeds):
         for name in ["before", *arms]:
@@ -251,12 +249,13 @@ def _reuse_root(cfg: DictConfig, out: Path) -> Path | None:
 
 
 def _shown(path: Path) -> str:
-    """``path`` relative to the repository when inside it (shorter logs), else absolute."""
-    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+    """``path`` relative to :func:`base_dir` when inside it (shorter logs), else absolute."""
+    base = base_dir()
+    return str(path.relative_to(base)) if path.is_relative_to(base) else str(path)
 
 
 def _arm_config(cfg: DictConfig, arm: str, seed: int, run_dir: Path, init: Path | None, extra: list[str]) -> DictConfig:
-    """The train.py config of one arm and seed: exactly what `python experiments/train.py <overrides>` would use."""
+    """The training config of one arm and seed: exactly what ``rlanything train <overrides>`` would use."""
     choices = HydraConfig.get().runtime.choices
     groups = [f"{g}={choices[g]}" for g in ("model", "scale") if g in choices]
     overrides = [
@@ -279,7 +278,7 @@ def _train(
     """Fit one arm for one seed in this process (resuming its checkpoint), or evaluate only (``name="before"``)."""
     run_dir = out / "runs" / f"{name or arm}_seed{seed}"
     if name is None and _finished(run_dir, int(cfg.iterations)):
-        return run_dir  # finished earlier: a rerun of ablate.py resumes where it stopped (ablate.py lists them)
+        return run_dir  # finished earlier: a rerun of the ablation resumes where it stopped (and lists them)
     if name is not None and (run_dir / "eval.json").is_file():
         return run_dir
     if (run_dir / "checkpoints" / "last.ckpt").is_file():
@@ -327,101 +326,3 @@ def run_seed(cfg: DictConfig, seed: int, out: Path, arms: list[str]) -> dict[str
         return dirs
     finally:
         close_shared_env_pools()
-
-
-class WorkerError(RuntimeError):
-    """A worker process of the ablation failed; the message names its run and its log."""
-
-
-@dataclass(frozen=True)
-class RunJob:
-    """One worker's share of an ablation: a seed's "before" evaluation (``arm="before"``) or one arm's training run."""
-
-    seed: int
-    arm: str
-
-    @property
-    def name(self) -> str:
-        return f"{self.arm}_seed{self.seed}"
-
-
-def run_jobs(seeds: list[int], arms: list[str], cost: Callable[[str], float] | None = None) -> list[RunJob]:
-    """Every run of the ablation in start order: seed by seed (so whole seeds finish early), "before" first.
-
-    Within a seed the costliest arm (by ``cost``, seconds of one run: the budget's estimate) starts first, so that the
-    last run of the ablation is a short one: with the slowest arm last, one worker ran the last seed's full arm alone
-    while the other had nothing left. Without ``cost`` the arms keep their given order.
-    """
-    ordered = sorted(arms, key=lambda arm: -cost(arm)) if cost is not None else arms  # stable: ties keep their order
-    return [RunJob(seed, arm) for seed in seeds for arm in ["before", *ordered]]
-
-
-def prerequisites(job: RunJob, arms: list[str]) -> set[RunJob]:
-    """The runs that must be finished before ``job`` starts.
-
-    An arm starts from its seed's evaluated start (the "before" run labels the judge's probe steps and owns the seed's
-    first evaluation); ``step_only`` trains on the ``full`` arm's optimized judge (its last checkpoint).
-    """
-    if job.arm == "before":
-        return set()
-    needed = {RunJob(job.seed, "before")}
-    if job.arm == "step_only" and "full" in arms:
-        needed.add(RunJob(job.seed, "full"))
-    return needed
-
-
-def next_ready(waiting: list[RunJob], done: set[RunJob], arms: list[str]) -> RunJob | None:
-    """The first waiting job whose prerequisites are all done, or None while every one still waits on a running one."""
-    return next((job for job in waiting if prerequisites(job, arms) <= done), None)
-
-
-def worker_command(cfg: DictConfig, job: RunJob) -> list[str]:
-    """This script's command line for one run, as a worker that only runs (or resumes, or finds finished) that run."""
-    replaced = ("seeds=", "arms=", "jobs=", "setting.env_workers=", "seed_worker=", "warm_start_seed=")
-    kept = [a for a in sys.argv[1:] if not a.lstrip("+").startswith(replaced)]
-    arms = "[]" if job.arm == "before" else f"[{job.arm}]"  # a worker with no arm makes the "before" run only
-    # Each worker steps its games in its own process: the workers already fill the cores.
-    return [sys.executable, str(ABLATE), *kept, f"seeds=[{job.seed}]", f"arms={arms}", "setting.env_workers=1",
-            "++seed_worker=true", f"++warm_start_seed={int(cfg.seeds[0])}"]  # fmt: skip
-
-
-def run_in_parallel(cfg: DictConfig, out: Path) -> None:
-    """Run every (seed, arm) in ``cfg.jobs`` worker processes at a time, echoing their progress; raise if one fails.
-
-    The parent then finds every run complete and only aggregates. Runs, not seeds, are the unit of work: with 5 seeds
-    on 2 workers a seed-per-worker schedule leaves a core idle for the last seed's whole duration, and a session cut
-    short loses at most the runs in flight. On 2 cores, two single-threaded workers keep both cores busy.
-    """
-    arms = [str(a) for a in cfg.arms]
-    plan, costs = plan_from_config(cfg, os.cpu_count() or 1)
-    waiting = run_jobs([int(s) for s in cfg.seeds], arms, cost=lambda arm: arm_seconds(plan, arm, costs))
-    done: set[RunJob] = set()
-    running: dict[RunJob, tuple[subprocess.Popen[bytes], Path, int]] = {}
-    (out / "logs").mkdir(parents=True, exist_ok=True)
-    progress = Progress(len(waiting), "ablation", unit="runs", log_every=1)  # a line per run done, with the ETA
-    while waiting or running:
-        while len(running) < int(cfg.jobs) and (job := next_ready(waiting, done, arms)) is not None:
-            waiting.remove(job)
-            log = out / "logs" / f"{job.name}.log"
-            with open(log, "ab") as fh:
-                proc = subprocess.Popen(worker_command(cfg, job), cwd=REPO, stdout=fh, stderr=subprocess.STDOUT,
-                                        env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
-            running[job] = (proc, log, log.stat().st_size)
-        time.sleep(2.0)
-        for job, (proc, log, offset) in list(running.items()):
-            with open(log, "rb") as fh:
-                fh.seek(offset)
-                new = fh.read()
-            running[job] = (proc, log, offset + len(new))
-            for line in new.decode(errors="replace").splitlines():
-                if line.startswith("[") and "] " in line[:12]:  # the workers' progress lines (see log)
-                    print(f"seed {job.seed} {line}", flush=True)
-            if proc.poll() is not None:
-                del running[job]
-                if proc.returncode != 0:
-                    for other, _, _ in running.values():
-                        other.terminate()
-                    raise WorkerError(f"the worker of {job.name} failed (exit {proc.returncode}); see {log}")
-                done.add(job)
-                progress.update()
-    progress.close()

@@ -1,14 +1,14 @@
 """Success rates of an ablation's committed ``episodes.csv`` broken down by seed, split and task type.
 
-    python experiments/ablation_breakdown.py experiments/results/alfworld/hard [--reference policy_judge]
-    python experiments/ablation_breakdown.py experiments/results/alfworld/full \
+    python -m rlanything_core.analysis.breakdown experiments/results/alfworld/hard [--reference policy_judge]
+    python -m rlanything_core.analysis.breakdown experiments/results/alfworld/full \
         lr3e-4=experiments/results/alfworld/judge_study/full_judge_lr3e-4 --reference outcome_only
 
 The table (``table.md``) gives each arm's mean over seeds and the paired differences with their intervals; this shows
 what the means hide: whether every seed moved the same way, and which task types moved. An ALFWorld game's type is
 the part of its id before the first ``-`` (``pick_clean_then_place_in_recep-...``). ``--reference`` adds every arm's
 paired difference from another arm than outcome-only, pooled over both splits, with the table's seed-level interval
-(``ablation_stats.hierarchical_bootstrap_difference``).
+(``stats.hierarchical_bootstrap_difference``).
 
 Several folders can be read at once, so that a variant run on its own (one arm, other settings) is paired with a
 profile's arms: ``NAME=DIR`` renames that folder's arms ``<arm> (NAME)``. The pairs are (training seed, split, game,
@@ -20,24 +20,19 @@ from __future__ import annotations
 
 import argparse
 import csv
-import sys
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-# Run as a file, Python puts experiments/ first on sys.path: put the repository root there (as ablate.py does)
-if __name__ == "__main__" and not __package__:
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
-
-from rlanything_core.analysis.power import observed_noise  # noqa: E402
-from rlanything_core.analysis.stats import hierarchical_bootstrap_difference  # noqa: E402
-from rlanything_core.analysis.table import LABELS, REFERENCE  # noqa: E402
+from rlanything_core.analysis.power import observed_noise
+from rlanything_core.analysis.stats import hierarchical_bootstrap_difference
+from rlanything_core.analysis.table import LABELS, REFERENCE
 
 __all__ = ["by_seed_and_split", "by_task_type", "paired_differences", "read_episodes", "read_folders", "render"]
 
 
 def _arms(keys: Iterable[str]) -> list[str]:
-    """The arms in the table's order (``ablation_table.LABELS``), unknown ones after."""
+    """The arms in the table's order (``table.LABELS``), unknown ones after."""
     order = list(LABELS)
     return sorted(set(keys), key=lambda a: (order.index(a) if a in order else len(order), a))
 
@@ -54,7 +49,7 @@ def read_folders(specs: Sequence[str]) -> list[dict[str, str]]:
 
 
 def read_episodes(path: Path) -> list[dict[str, str]]:
-    """The rows of an ``episodes.csv`` (see ``ablation_results.EPISODE_COLUMNS``).
+    """The rows of an ``episodes.csv`` (see ``results.EPISODE_COLUMNS``).
 
     Raises:
         ValueError: the file lacks a column this breakdown needs.
@@ -109,7 +104,7 @@ def paired_differences(rows: Sequence[Mapping[str, str]], reference: str, *, see
 
     An arm run on fewer seeds (a variant run on its own) is paired on the seeds both have, named in the last column.
     The MDD column is the smallest difference these pairs detect with 80% power (two-sided 5%), from their own
-    within-seed and between-seed noise (``ablation_power.observed_noise``; the seed spread is estimated from the
+    within-seed and between-seed noise (``power.observed_noise``; the seed spread is estimated from the
     seeds shown, so with two or three seeds it is rough).
 
     Raises:

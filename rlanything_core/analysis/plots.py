@@ -1,5 +1,6 @@
-"""The ablation's figures: learning curves, the judge's accuracy at every evaluation, accepted rewrites, and a
-forest plot of paired differences.
+"""The ablation's figures: learning curves, judge accuracy, accepted rewrites, and a forest plot of paired differences.
+
+The judge's accuracy is drawn at every evaluation.
 
 Each curve draws the mean over seeds with a band from the lowest to the highest seed (with two or three seeds a
 t-interval would be wider than the axis). The forest plot draws each comparison's paired difference with its 95%
@@ -32,7 +33,7 @@ class Comparison:
 
     Attributes:
         label: what the line is called in the figure.
-        arm: the arm's name in ``episodes.csv`` (``ablation_breakdown.read_folders`` names, e.g. ``full (36it)``).
+        arm: the arm's name in ``episodes.csv`` (``breakdown.read_folders`` names, e.g. ``full (36it)``).
         reference: the arm it is compared with.
     """
 
@@ -48,7 +49,7 @@ class ForestRow:
     Attributes:
         comparison: what was compared.
         difference: the mean paired difference (fraction) with its 95% seed-level bootstrap interval.
-        mdd: the smallest difference these pairs detect with 80% power (fraction; ``ablation_power.observed_noise``).
+        mdd: the smallest difference these pairs detect with 80% power (fraction; ``power.observed_noise``).
         seeds: the training seeds both arms have, on which they were paired.
     """
 
@@ -185,11 +186,11 @@ def paired_forest(
 ) -> list[ForestRow]:
     """Every comparison's paired difference, both splits pooled, on the (seed, split, game, run) episodes both played.
 
-    The same statistic as ``ablation_breakdown.paired_differences`` (and so as the table's "All" column): a
+    The same statistic as ``breakdown.paired_differences`` (and so as the table's "All" column): a
     two-level bootstrap over seeds, then games (10,000 resamples seeded by ``seed``).
 
     Args:
-        rows: ``episodes.csv`` rows (``ablation_breakdown.read_folders``).
+        rows: ``episodes.csv`` rows (``breakdown.read_folders``).
         comparisons: the lines to compute, in order.
         seed: the bootstrap's seed.
 
@@ -248,8 +249,8 @@ def write_forest(path: Path, groups: Mapping[str, Sequence[ForestRow]], *, title
     ax.axvline(0, color="black", lw=0.8)
     ax.set_yticks([y for y, _, _ in labels])
     ax.set_yticklabels([label for _, label, _ in labels], fontsize=8)
-    for tick, (_, _, heading) in zip(ax.get_yticklabels(), labels, strict=True):
-        if heading:
+    for tick, (_, _, is_heading) in zip(ax.get_yticklabels(), labels, strict=True):
+        if is_heading:
             tick.set_fontweight("bold")
     ax.set_ylim(-0.7, len(lines) - 0.3)
     ax.set_xlabel("paired difference in success, points (both splits pooled; 95% seed-level bootstrap interval)",

@@ -43,7 +43,7 @@ class ArmRun:
         arm: the arm (``"before"`` for the evaluation of the starting models).
         seed: the training seed.
         final: the last full evaluation's metrics (``eval/<split>/<metric>``); empty when none.
-        curve: training success per iteration (:func:`ablation_stats.curve`).
+        curve: training success per iteration (:func:`~rlanything_core.analysis.stats.curve`).
         evaluations: every evaluation row in order (full ones and the judge-only ones), ``eval/iteration`` included.
         outcomes: the last evaluation's episodes (dicts with ``split, task_id, run, won, steps``), or None.
         policy_updates: optimizer steps taken on the policy over the run.

@@ -241,9 +241,11 @@ def _mean_curve(curves: Sequence[Curve]) -> Curve:
 
 
 def sample_efficiency(full: Sequence[Curve], outcome: Sequence[Curve]) -> float | None:
-    """Env steps the full arm needs to reach the outcome-only arm's final training success, over the outcome-only
-    arm's steps (mean curves over seeds; the last two iterations smooth the target); None if never reached, or if
-    the outcome-only arm ends at zero success."""
+    """Env steps the full arm needs to reach the outcome-only arm's final training success, over outcome-only's.
+
+    Mean curves over seeds; the last two iterations smooth the target. None if never reached, or if the outcome-only
+    arm ends at zero success.
+    """
     if not full or not outcome or min(len(c[0]) for c in [*full, *outcome]) < 2:
         return None
     f_steps, f_succ = _mean_curve(full)

@@ -1,10 +1,10 @@
 """The results page's summary figure: every paired difference of the committed ALFWorld runs, with its interval.
 
-    python experiments/ablation_summary.py [--out experiments/results/alfworld/summary_forest.png]
+    python -m rlanything_core.analysis.summary [--out experiments/results/alfworld/summary_forest.png]
 
 Reads the committed ``episodes.csv`` of the five-seed full profile (``experiments/results/alfworld/full``, 12
 iterations) and of the five-seed 36-iteration runs (``experiments/results/alfworld/training_gain``), computes each
-comparison's paired difference with its 95% seed-level bootstrap interval (``ablation_plots.paired_forest``, the
+comparison's paired difference with its 95% seed-level bootstrap interval (``plots.paired_forest``, the
 statistic of the ablation table's "All" column), prints them as a markdown table and draws the forest plot that
 ``docs/results.md`` opens with.
 """
@@ -12,20 +12,17 @@ statistic of the ablation table's "All" column), prints them as a markdown table
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-# Run as a file, Python puts experiments/ first on sys.path: put the repository root there (as ablate.py does)
-if __name__ == "__main__" and not __package__:
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
-
-from rlanything_core.analysis.breakdown import read_folders  # noqa: E402
-from rlanything_core.analysis.plots import Comparison, ForestRow, paired_forest, write_forest  # noqa: E402
+from rlanything_core.analysis.breakdown import read_folders
+from rlanything_core.analysis.plots import Comparison, ForestRow, paired_forest, write_forest
+from rlanything_core.data_dir import checkout_root
 
 __all__ = ["FOLDERS", "GROUPS", "summary_rows", "render"]
 
-RESULTS = Path(__file__).resolve().parent / "results" / "alfworld"
+RESULTS = (checkout_root() or Path.cwd()) / "experiments" / "results" / "alfworld"
+"""The committed ALFWorld results of the checkout (else ``./experiments/results/alfworld``)."""
 FOLDERS = (str(RESULTS / "full"), f"36it={RESULTS / 'training_gain'}")
 """The committed folders read: the full profile (12 iterations) and the 36-iteration runs (arms ``<arm> (36it)``)."""
 

@@ -3,9 +3,9 @@
 Rows: Before Optimization, Outcome Only (GRPO), Policy, Policy + Reward, Policy + Reward + Env, Step-only. Columns:
 the paper's metrics as mean ± 95% t-interval half-width over seeds; then, per policy metric with per-episode outcomes
 (In-Dom, OOD), the row's paired difference from the outcome-only row with its 95% seed-level bootstrap interval
-(seeds, then games within them: ``ablation_stats.hierarchical_bootstrap_difference``); then the policy and judge
+(seeds, then games within them: ``stats.hierarchical_bootstrap_difference``); then the policy and judge
 updates each seed made. Below the table: the minimum detectable difference (80% power) of the design, planned
-(``stats.pair_sd``, ``stats.seed_sd``) and as measured on the full arm's pairs (``ablation_power``).
+(``stats.pair_sd``, ``stats.seed_sd``) and as measured on the full arm's pairs (``power``).
 """
 
 from __future__ import annotations
@@ -83,8 +83,11 @@ def columns(cfg: DictConfig) -> list[tuple[str, str]]:
 
 
 def paired_columns(cfg: DictConfig) -> list[tuple[str, str]]:
-    """``(header, split)`` of the paired-difference columns: the success rate of each distinct evaluation split,
-    then, with two splits, of both pooled (:data:`ALL_SPLITS`: every evaluation game, the main question's column)."""
+    """``(header, split)`` of the paired-difference columns.
+
+    The success rate of each distinct evaluation split, then, with two splits, of both pooled (:data:`ALL_SPLITS`:
+    every evaluation game, the main question's column).
+    """
     id_split, ood_split = split_names(cfg)
     if "eval_set" in cfg.setting:
         return []  # coding keeps no per-problem outcomes
@@ -308,8 +311,10 @@ def render_csv(table: Table) -> str:
 
 
 def full_beats_outcome_only(table: Table) -> str:
-    """``"true"`` only when the full arm's paired interval on the main question's column (every evaluation game when
-    the splits are pooled, else the first split) lies above 0; ``"na"`` without one."""
+    """``"true"`` only when the full arm's paired interval on the main question's column lies above 0.
+
+    The main column is every evaluation game when the splits are pooled, else the first split; ``"na"`` without one.
+    """
     paired = table.paired.get("full")
     if not paired or paired[-1] is None:
         return "na"

@@ -229,7 +229,7 @@ def agent_loop(parts: LoopParts) -> tuple[Any, Any]:
         judge_episodes=None if cfg.eval.judge_episodes is None else int(cfg.eval.judge_episodes),
         probe_file=cfg.eval.get("probe_file"),
         # opt-in (+eval.oracle_deadline_s=60): absent from the shipped configs, so that adding it did not change the
-        # resolved config of the runs made before (experiments/reuse.py copies a finished run only when equal)
+        # resolved config of the runs made before (ablation/reuse.py copies a finished run only when equal)
         oracle_deadline_s=OmegaConf.select(cfg, "eval.oracle_deadline_s", default=None),
     )
     return driver, sharded_evaluator(evaluator)

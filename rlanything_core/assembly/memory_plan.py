@@ -1,4 +1,4 @@
-"""Per-GPU memory plan of a training config (printed by `python experiments/memory_plan.py scale=gpu model=qwen2.5-7b`).
+"""Per-GPU memory plan of a training config (printed by `python -m scripts.memory_plan scale=gpu model=qwen2.5-7b`).
 
 Builds the policy and the judge on the meta device from their configs (no weights, no hub: ``model.architecture`` names
 a transformers config.json shipped in the package, e.g. rlanything_core/conf/model_configs/), counts their
@@ -316,5 +316,5 @@ def preflight(cfg: DictConfig) -> None:
                 "a smaller model, lora.enabled=true with trainer.strategy=auto, a lower optim.micro_batch_tokens or "
                 "model.batch_size, a lower backend.engine.gpu_memory_utilization with backend=vllm, more "
                 "trainer.devices, or memory.gpu_gib if the GPU has more "
-                "(python experiments/memory_plan.py <the same overrides> prints the plan)",
+                "(python -m scripts.memory_plan <the same overrides> prints the plan)",
             )

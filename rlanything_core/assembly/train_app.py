@@ -1,7 +1,7 @@
 """The training app: compose ``train.yaml`` (shipped in the package), build the run, run it, print the summary line.
 
 ``rlanything train +setting=alfworld [+profile=smoke] [arm=...] ...`` (:mod:`rlanything_core.cli`), ``python -m
-rlanything_core train ...`` and, in a checkout, ``python experiments/train.py ...`` all call :func:`main`. Resumable:
+rlanything_core train ...`` and, in a checkout, ``python -m experiments.train ...`` all call :func:`main`. Resumable:
 rerunning the same command continues from ``<run_dir>/checkpoints/last.ckpt``. The last line printed is
 ``iterations=<int> policy_updates=<int> judge_updates=<int> accepted_tasks=<int> checkpoint=<path>``; with
 ``eval_only=true`` (``rlanything evaluate``) the models are evaluated as they are and ``<run_dir>/eval.json`` printed.

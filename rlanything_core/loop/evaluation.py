@@ -15,7 +15,7 @@ authors' code which used the training limit). Judge (when given):
 
 Pairing: the evaluator plays the same tasks with the same episode seeds (``episode_seed``) at every call, so two
 models evaluated by evaluators built alike are compared game by game. Each call keeps one :class:`EpisodeOutcome` per
-episode in ``last_outcomes``: the paired statistics of ``experiments/ablation_stats.py`` resample them.
+episode in ``last_outcomes``: the paired statistics of ``rlanything_core/analysis/stats.py`` resample them.
 
 Both also come as **balanced accuracy** (``..._bacc``: the mean of the recalls of the classes present). Plain accuracy
 flatters a judge that always says the majority label: most steps are not progress and most episodes fail, so a judge

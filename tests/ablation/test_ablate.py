@@ -1,6 +1,7 @@
-"""experiments/ablate.py: a small TextWorld ablation end to end (in-process arms, resume), its tables and workers.
+"""The ablation (``python -m experiments.ablate``, the app ``rlanything_core.ablation.app``): a small TextWorld ablation
+end to end (in-process arms, resume), its tables and its seed workers.
 
-The statistics themselves are tested in test_ablation_stats.py.
+The statistics themselves are tested in tests/analysis/test_stats.py.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from _runs import FAST, REPO, env
 
 from rlanything_core.ablation import runs as ablation_runs
+from rlanything_core.ablation import workers
 from rlanything_core.analysis import table as ablation_table
 from rlanything_core.analysis.stats import curve
 from rlanything_core.testing.processes import run_reaped
+from tests.experiments._runs import FAST, REPO, env
 
 SUMMARY_KEYS = ("arms", "seeds", "minutes", "total_minutes", "full_beats_outcome_only", "sample_efficiency")
 
@@ -26,7 +28,7 @@ SUMMARY_KEYS = ("arms", "seeds", "minutes", "total_minutes", "full_beats_outcome
 def test_a_textworld_ablation_writes_the_table_and_resumes(tmp_path: Path) -> None:
     cmd = [
         sys.executable,
-        "experiments/ablate.py",
+        "-m", "experiments.ablate",
         *[a for a in FAST if a != "+setting=textworld"],
         "+setting=textworld",
         "iterations=2",
@@ -118,7 +120,7 @@ def test_a_textworld_ablation_writes_the_table_and_resumes(tmp_path: Path) -> No
 
 
 def test_a_bad_arm_order_is_refused_before_any_work(tmp_path: Path) -> None:
-    cmd = [sys.executable, "experiments/ablate.py", "arms=[step_only,full]", f"results_root={tmp_path}"]
+    cmd = [sys.executable, "-m", "experiments.ablate", "arms=[step_only,full]", f"results_root={tmp_path}"]
     proc = run_reaped(cmd, cwd=REPO, env=env(), text=True, timeout=300)
     assert proc.returncode != 0 and "step_only" in proc.stderr and "full" in proc.stderr
     assert not any(tmp_path.rglob("*.ckpt"))
@@ -127,47 +129,49 @@ def test_a_bad_arm_order_is_refused_before_any_work(tmp_path: Path) -> None:
 def test_a_worker_gets_its_seed_its_arm_and_the_shared_warm_start_seed(monkeypatch: pytest.MonkeyPatch) -> None:
     from omegaconf import OmegaConf
 
-    argv = ["ablate.py", "+setting=alfworld", "seeds=[3,5]", "jobs=2", "iterations=2", "arms=[outcome_only,full]"]
+    argv = ["rlanything ablate", "+setting=alfworld", "seeds=[3,5]", "jobs=2", "iterations=2",
+            "arms=[outcome_only,full]"]
     monkeypatch.setattr(sys, "argv", argv)
-    cmd = ablation_runs.worker_command(OmegaConf.create({"seeds": [3, 5]}), ablation_runs.RunJob(5, "full"))
+    cmd = workers.worker_command(OmegaConf.create({"seeds": [3, 5]}), workers.RunJob(5, "full"))
     assert "seeds=[5]" in cmd and "arms=[full]" in cmd and "++warm_start_seed=3" in cmd and "++seed_worker=true" in cmd
     assert "seeds=[3,5]" not in cmd and "jobs=2" not in cmd and "arms=[outcome_only,full]" not in cmd
     assert "iterations=2" in cmd and "+setting=alfworld" in cmd
-    before = ablation_runs.worker_command(OmegaConf.create({"seeds": [3, 5]}), ablation_runs.RunJob(3, "before"))
+    assert cmd[1:3] == ["-m", "rlanything_core.ablation"]  # the app itself: no checkout's script path needed
+    before = workers.worker_command(OmegaConf.create({"seeds": [3, 5]}), workers.RunJob(3, "before"))
     assert "arms=[]" in before  # a worker with no arm makes the seed's "before" run only
 
 
 def test_runs_are_shared_out_run_by_run_in_seed_order_once_their_prerequisites_are_done() -> None:
-    Job = ablation_runs.RunJob
+    Job = workers.RunJob
     arms = ["outcome_only", "full", "step_only"]
-    waiting = ablation_runs.run_jobs([0, 1], arms)
+    waiting = workers.run_jobs([0, 1], arms)
     assert waiting[:4] == [Job(0, "before"), Job(0, "outcome_only"), Job(0, "full"), Job(0, "step_only")]
     done: set = set()
     started = []
     # two workers: each finishes its run before the next pick (the order a 2-worker schedule can take)
     for _ in range(2):
-        job = ablation_runs.next_ready(waiting, done, arms)
+        job = workers.next_ready(waiting, done, arms)
         waiting.remove(job)
         started.append(job)
     # seed 0's arms wait for its "before"; seed 1's "before" does not: no core idles
     assert started == [Job(0, "before"), Job(1, "before")]
-    assert ablation_runs.next_ready(waiting, done, arms) is None
+    assert workers.next_ready(waiting, done, arms) is None
     done.add(Job(0, "before"))
-    assert ablation_runs.next_ready(waiting, done, arms) == Job(0, "outcome_only")
+    assert workers.next_ready(waiting, done, arms) == Job(0, "outcome_only")
     waiting.remove(Job(0, "outcome_only"))
     # step_only waits for its seed's full arm (its judge), not for the other seed's
-    assert ablation_runs.next_ready(waiting, done, arms) == Job(0, "full")
+    assert workers.next_ready(waiting, done, arms) == Job(0, "full")
     waiting.remove(Job(0, "full"))
-    assert ablation_runs.next_ready(waiting, done, arms) is None  # seed 1 still evaluating its start
+    assert workers.next_ready(waiting, done, arms) is None  # seed 1 still evaluating its start
     done.add(Job(1, "before"))
-    assert ablation_runs.next_ready(waiting, done, arms) == Job(1, "outcome_only")
-    assert ablation_runs.prerequisites(Job(2, "step_only"), ["step_only"]) == {Job(2, "before")}
+    assert workers.next_ready(waiting, done, arms) == Job(1, "outcome_only")
+    assert workers.prerequisites(Job(2, "step_only"), ["step_only"]) == {Job(2, "before")}
 
 
 def test_within_a_seed_the_costliest_arm_starts_first_by_the_budgets_estimate() -> None:
     from rlanything_core.ablation.budget import AblationPlan, arm_seconds
 
-    Job = ablation_runs.RunJob
+    Job = workers.RunJob
     arms = ["outcome_only", "policy", "policy_judge", "full"]
     plan = AblationPlan(seeds=2, jobs=2, arms=tuple(arms), iterations=12, episodes_per_iteration=16,
                         rewrite_episodes=16, max_steps=20, eval_max_steps=30, eval_episodes=137, eval_splits=2,
@@ -175,14 +179,14 @@ def test_within_a_seed_the_costliest_arm_starts_first_by_the_budgets_estimate() 
     seconds = {arm: arm_seconds(plan, arm) for arm in arms}
     # the estimate ranks what a run does: rewrites and a trained judge > a trained judge > votes > none
     assert seconds["full"] > seconds["policy_judge"] > seconds["policy"] > seconds["outcome_only"] > 0
-    order = ablation_runs.run_jobs([0, 1], arms, cost=seconds.__getitem__)
+    order = workers.run_jobs([0, 1], arms, cost=seconds.__getitem__)
     assert order[:5] == [Job(0, "before"), Job(0, "full"), Job(0, "policy_judge"), Job(0, "policy"),
                          Job(0, "outcome_only")]  # fmt: skip
     assert order[5] == Job(1, "before") and len(order) == 10
     # step_only still waits for its seed's full arm however early it is listed
-    order = ablation_runs.run_jobs([0], ["step_only", "full"], cost={"step_only": 9.0, "full": 1.0}.__getitem__)
+    order = workers.run_jobs([0], ["step_only", "full"], cost={"step_only": 9.0, "full": 1.0}.__getitem__)
     assert order == [Job(0, "before"), Job(0, "step_only"), Job(0, "full")]
-    assert ablation_runs.next_ready(order[1:], {Job(0, "before")}, ["step_only", "full"]) == Job(0, "full")
+    assert workers.next_ready(order[1:], {Job(0, "before")}, ["step_only", "full"]) == Job(0, "full")
 
 
 def test_coding_tables_report_pass_at_1_and_the_unit_test_rewards() -> None:

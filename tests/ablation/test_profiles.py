@@ -98,7 +98,7 @@ def test_the_arms_get_the_ablations_judge_target_and_epoch_settings() -> None:
 def test_the_estimate_explains_itself_on_help(capsys: pytest.CaptureFixture[str]) -> None:
     """``--help`` went to Hydra as an override and ended in a traceback."""
     main(["--help"])
-    assert "usage: python experiments/ablation_budget.py" in capsys.readouterr().out
+    assert "usage: python -m rlanything_core.ablation.budget" in capsys.readouterr().out
 
 
 def test_the_estimate_says_what_it_is_calibrated_on_and_scales_with_the_load() -> None:

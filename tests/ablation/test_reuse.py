@@ -1,4 +1,4 @@
-"""experiments/reuse.py: a finished run is copied only when its config, mapped to this folder, is the expected one."""
+"""ablation.reuse: a finished run is copied only when its config, mapped to this folder, is the expected one."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The per-seed and per-type breakdown of an ablation's episodes.csv (experiments/ablation_breakdown.py)."""
+"""The per-seed and per-type breakdown of an ablation's episodes.csv (rlanything_core.analysis.breakdown)."""
 
 from __future__ import annotations
 
@@ -41,10 +41,11 @@ def test_a_file_without_the_episode_columns_is_refused(tmp_path: Path) -> None:
         read_episodes(path)
 
 
-def test_runs_as_a_file_on_a_results_folder(tmp_path: Path) -> None:
+def test_runs_as_a_module_on_a_results_folder(tmp_path: Path) -> None:
     _write(tmp_path, ["full,0,in,pick_clean-a/t1,0,7,1,5", "outcome_only,0,in,pick_clean-a/t1,0,7,0,30"])
-    script = Path(__file__).resolve().parents[2] / "experiments" / "ablation_breakdown.py"
-    out = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, check=True)
+    cmd = [sys.executable, "-m", "rlanything_core.analysis.breakdown", str(tmp_path)]
+    repo = Path(__file__).resolve().parents[2]
+    out = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, check=True)
     assert "| 0 | in | 0.0 | 100.0 | +100.0 |" in out.stdout
 
 

@@ -1,4 +1,4 @@
-"""The design's power (experiments/ablation_power.py) and the seed-level bootstrap (experiments/ablation_stats.py)."""
+"""The design's power (rlanything_core.analysis.power) and the seed-level bootstrap (rlanything_core.analysis.stats)."""
 
 from __future__ import annotations
 

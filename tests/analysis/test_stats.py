@@ -1,4 +1,4 @@
-"""experiments/ablation_stats.py: intervals over seeds, the paired bootstrap, curves (property tests)."""
+"""rlanything_core.analysis.stats: intervals over seeds, the paired bootstrap, curves (property tests)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""experiments/ablation_table.py and ablation_budget.py: the table from runs, the summary's verdict, the estimate."""
+"""analysis.table and ablation.budget: the table from runs, the summary's verdict, the estimate."""
 
 from __future__ import annotations
 

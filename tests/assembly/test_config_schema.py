@@ -13,7 +13,6 @@ from rlanything_core.conf import CONF_DIR
 from rlanything_core.testing.processes import run_reaped
 
 REPO = Path(__file__).resolve().parents[2]
-EXPERIMENTS = REPO / "experiments"
 
 from rlanything_core.assembly.checks import validate  # noqa: E402
 from rlanything_core.assembly.schema import SETTING_SCHEMAS, SettingSchema, register_setting  # noqa: E402
@@ -158,7 +157,7 @@ def test_train_refuses_before_writing_anything(tmp_path: Path) -> None:
     env = dict(os.environ, PYTHONPATH=str(REPO))
     for override in ("optim.policy_lr=-1", "setting.rewriter=rulez", "seed=abc"):
         proc = run_reaped(
-            [sys.executable, str(EXPERIMENTS / "train.py"), "+setting=alfworld", override, f"run_dir={run_dir}"],
+            [sys.executable, "-m", "experiments.train", "+setting=alfworld", override, f"run_dir={run_dir}"],
             cwd=REPO,
             env=env,
             text=True,

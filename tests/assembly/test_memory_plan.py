@@ -1,7 +1,8 @@
-"""experiments/memory_plan.py: the paper's models counted on the meta device; the shipped GPU configs fit 80 GB."""
+"""scripts/memory_plan.py: the paper's models counted on the meta device; the shipped GPU configs fit 80 GB."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ from hydra import compose, initialize_config_dir
 
 from rlanything_core.conf import CONF_DIR
 
-EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
+REPO = Path(__file__).resolve().parents[2]
 
 from rlanything_core.assembly.memory_plan import GIB, _meta_model, activation_bytes, model_shape, plan  # noqa: E402
 
@@ -64,7 +65,8 @@ def test_the_command_prints_the_plan_and_whether_it_fits(tmp_path: Path) -> None
         subprocess.run(
             [
                 sys.executable,
-                str(EXPERIMENTS / "memory_plan.py"),
+                "-m",
+                "scripts.memory_plan",
                 "scale=gpu",
                 "model=qwen2.5-7b",
                 f"hydra.run.dir={tmp_path}",
@@ -74,6 +76,7 @@ def test_the_command_prints_the_plan_and_whether_it_fits(tmp_path: Path) -> None
             timeout=600,
             check=True,
             cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(REPO)},  # scripts/ is a folder of the repository, not installed
         )
         .stdout.strip()
         .splitlines()

@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 
 from rlanything_core.conf import CONF_DIR
 
-EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
+REPO = Path(__file__).resolve().parents[2]
 
 from rlanything_core.assembly.checks import validate  # noqa: E402
 from rlanything_core.assembly.setting import load_setting  # noqa: E402
@@ -117,8 +117,8 @@ def test_smoke_profile_trains_on_real_pages(tmp_path: Path) -> None:
 
     start = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, str(EXPERIMENTS / "train.py"), "+setting=miniwob", "+profile=smoke", f"run_dir={tmp_path}"],
-        cwd=EXPERIMENTS.parent, capture_output=True, text=True, timeout=900,
+        [sys.executable, "-m", "experiments.train", "+setting=miniwob", "+profile=smoke", f"run_dir={tmp_path}"],
+        cwd=REPO, capture_output=True, text=True, timeout=900,
         env={**__import__("os").environ, "RLANYTHING_BROWSER_TAG": f"smoke-{tmp_path.name}"},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]

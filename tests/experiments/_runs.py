@@ -40,7 +40,7 @@ FAST = [
 
 
 def train_cmd(run_dir: Path, *overrides: str) -> list[str]:
-    return [sys.executable, str(REPO / "experiments" / "train.py"), *FAST, f"run_dir={run_dir}", *overrides]
+    return [sys.executable, "-m", "experiments.train", *FAST, f"run_dir={run_dir}", *overrides]
 
 
 def env() -> dict[str, str]:

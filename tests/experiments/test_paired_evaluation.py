@@ -59,7 +59,7 @@ def test_two_arms_of_one_seed_play_identical_evaluation_episodes(tmp_path: Path)
     outcomes = {}
     for arm in ("outcome_only", "full"):
         run_dir = tmp_path / arm
-        cmd = [sys.executable, "experiments/train.py", "+setting=alfworld", f"arm={arm}", "seed=0",
+        cmd = [sys.executable, "-m", "experiments.train", "+setting=alfworld", f"arm={arm}", "seed=0",
                f"run_dir={run_dir}", "eval_only=true", "eval.games=2", "eval.runs=2", "eval.oracle_episodes=1",
                "setting.eval_max_steps=3", "setting.train_games=2", "setting.env_workers=1",
                "progress=false"]  # fmt: skip

@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.alfworld, pytest.mark.slow]  # ~80 s on the 2-core CPU
 def test_the_alfworld_smoke_updates_the_policy_and_the_judge(tmp_path: Path) -> None:
     import sys
 
-    cmd = [sys.executable, str(REPO / "experiments" / "train.py"), "+setting=alfworld", "+profile=smoke",
+    cmd = [sys.executable, "-m", "experiments.train", "+setting=alfworld", "+profile=smoke",
            f"run_dir={tmp_path}"]  # fmt: skip
     proc = run_reaped(cmd, cwd=REPO, env=env(), text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]

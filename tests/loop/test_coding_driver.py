@@ -289,7 +289,7 @@ SUMMARY = re.compile(r"^iterations=(\d+) policy_updates=(\d+) judge_updates=(\d+
 
 @pytest.mark.slow
 def test_livebench_smoke_cli(tmp_path: Path) -> None:
-    cmd = [sys.executable, str(REPO / "experiments" / "train.py"), "+setting=livebench", "+profile=smoke",
+    cmd = [sys.executable, "-m", "experiments.train", "+setting=livebench", "+profile=smoke",
            f"run_dir={tmp_path / 'run'}"]
     proc = run_reaped(cmd, cwd=REPO, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]

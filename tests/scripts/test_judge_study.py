@@ -1,4 +1,4 @@
-"""The judge study's own parts (``experiments/judge_study.py``): the planner-label targets, the intervals, the labeller.
+"""The judge study's own parts (``scripts/judge_study.py``): the planner-label targets, the intervals, the labeller.
 
 The study's run objects are the package's (``build_run`` on a committed config), tested where they live; here are the
 three things the study adds.
@@ -12,6 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from rlanything_core.loop.judge_probe import JudgeProbe, save_probes
+from rlanything_core.records import AgentStep, Episode, JudgeSample
+from rlanything_core.types import RolloutBatch
 from scripts.judge_study import (
     DEFAULT_RUN,
     _checkpoint_judge,
@@ -23,9 +26,6 @@ from scripts.judge_study import (
     study_sets,
     summarize,
 )
-from rlanything_core.loop.judge_probe import JudgeProbe, save_probes
-from rlanything_core.records import AgentStep, Episode, JudgeSample
-from rlanything_core.types import RolloutBatch
 
 
 def _step(votes: list[int]) -> AgentStep:

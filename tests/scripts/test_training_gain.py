@@ -1,4 +1,4 @@
-"""Training success against a frozen run on the same draws (experiments/training_gain.py)."""
+"""Training success against a frozen run on the same draws (scripts/training_gain.py)."""
 
 from __future__ import annotations
 
@@ -68,10 +68,11 @@ def test_iterations_after_an_accepted_rewrite_are_left_out(tmp_path: Path) -> No
 def test_the_command_prints_the_table_and_names_a_bad_folder(tmp_path: Path) -> None:
     frozen = _run(tmp_path, "frozen", 0, [0.5, 0.25])
     arm = _run(tmp_path, "arm", 0, [0.5, 0.5])
-    script = [sys.executable, str(REPO / "experiments" / "training_gain.py")]
-    ok = subprocess.run([*script, "--frozen", str(frozen), "--arm", "oo", str(arm)], capture_output=True, text=True)
+    script = [sys.executable, "-m", "scripts.training_gain"]
+    ok = subprocess.run([*script, "--frozen", str(frozen), "--arm", "oo", str(arm)], cwd=REPO, capture_output=True,
+                        text=True)  # fmt: skip
     assert ok.returncode == 0, ok.stderr
     assert "| oo | 1-2 | +12.5 [" in ok.stdout
-    bad = subprocess.run([*script, "--frozen", str(frozen), "--arm", "oo", str(tmp_path / "nowhere")],
+    bad = subprocess.run([*script, "--frozen", str(frozen), "--arm", "oo", str(tmp_path / "nowhere")], cwd=REPO,
                          capture_output=True, text=True)  # fmt: skip
     assert bad.returncode == 2 and "nowhere: no config.yaml" in bad.stderr and "Traceback" not in bad.stderr
