@@ -92,10 +92,10 @@ def crossed_files(overrides: list[str]) -> Crossed:
     """The package files one smoke iteration crosses from ``TaskPool.sample`` to its first written checkpoint."""
     from hydra import compose, initialize_config_dir
 
+    from rlanything_core.adaptation.pool import TaskPool
     from rlanything_core.assembly import build_run
     from rlanything_core.assembly.agent import close_shared_env_pools
     from rlanything_core.conf import CONF_DIR
-    from rlanything_core.environment.pool import TaskPool
 
     carriers = carrier_types()
     sample_code = TaskPool.sample.__code__

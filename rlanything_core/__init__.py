@@ -42,9 +42,9 @@ _EXPORTS: dict[str, str] = {
     "KLEstimator": "rlanything_core.losses.functional",
     "KLReference": "rlanything_core.losses.policy",
     # environment difficulty
-    "DifficultyCritic": "rlanything_core.environment.difficulty",
-    "Direction": "rlanything_core.environment.difficulty",
-    "accept_rewrite": "rlanything_core.environment.difficulty",
+    "DifficultyCritic": "rlanything_core.adaptation.difficulty",
+    "Direction": "rlanything_core.adaptation.difficulty",
+    "accept_rewrite": "rlanything_core.adaptation.difficulty",
     # theory
     "step_precision": "rlanything_core.theory",
     "step_precision_bound": "rlanything_core.theory",
@@ -67,12 +67,12 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
+    from rlanything_core.adaptation.difficulty import DifficultyCritic, Direction, accept_rewrite
     from rlanything_core.advantages.filters import TaskBandFilter
     from rlanything_core.advantages.functional import SingletonRule
     from rlanything_core.advantages.integrators import IntegratedIntegrator, OutcomeOnlyIntegrator, StepOnlyIntegrator
     from rlanything_core.advantages.step_reward import StepReward
     from rlanything_core.constants import EPS, FORMAT_PENALTY
-    from rlanything_core.environment.difficulty import DifficultyCritic, Direction, accept_rewrite
     from rlanything_core.losses.aggregation import Aggregation
     from rlanything_core.losses.consistency import ConsistencyRewardLoss
     from rlanything_core.losses.functional import KLEstimator

@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("maths", frozenset({"advantages", "rewards", "losses", "theory"})),
     ("engines: sandbox, models, generation backends", frozenset({"sandbox", "models", "generation"})),
     ("environments", frozenset({"envs"})),
-    ("environment adaptation", frozenset({"environment"})),
+    ("environment adaptation", frozenset({"adaptation"})),
     ("collection", frozenset({"collect"})),
     ("loop", frozenset({"loop"})),
     ("settings: each agent setting's parts", frozenset({"settings"})),

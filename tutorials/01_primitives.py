@@ -33,8 +33,8 @@ import matplotlib.pyplot as plt  # Jupyter's inline backend works headless (no d
 import torch
 
 from rlanything_core import FORMAT_PENALTY, StepBatch
+from rlanything_core.adaptation import DifficultyCritic, Direction, accept_rewrite
 from rlanything_core.advantages import IntegratedIntegrator, OutcomeOnlyIntegrator, StepReward
-from rlanything_core.environment import DifficultyCritic, Direction, accept_rewrite
 from rlanything_core.losses import Aggregation, ConsistencyRewardLoss, PolicyLoss
 from rlanything_core.rewards import consistency_targets, standardize_votes, vote_agreement
 from rlanything_core.theory import importance_weights, step_precision, step_precision_bound, theorem2_sides

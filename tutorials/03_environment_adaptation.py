@@ -38,18 +38,18 @@ import random
 import tempfile
 from pathlib import Path
 
-from rlanything_core.environment import DifficultyCritic
-from rlanything_core.environment.feedback import build_feedback, render_feedback
-from rlanything_core.environment.metrics import (
+from rlanything_core.adaptation import DifficultyCritic
+from rlanything_core.adaptation.feedback import build_feedback, render_feedback
+from rlanything_core.adaptation.metrics import (
     difficulty_before_after,
     plot_accepted_growth,
     plot_difficulty_shift,
     rejection_reasons,
     summarize,
 )
-from rlanything_core.environment.pool import TaskPool
-from rlanything_core.environment.rewriters.alfworld_rules import AlfworldRuleRewriter
-from rlanything_core.environment.rewriters.protocol import TaskSpec
+from rlanything_core.adaptation.pool import TaskPool
+from rlanything_core.adaptation.rewriters.alfworld_rules import AlfworldRuleRewriter
+from rlanything_core.adaptation.rewriters.protocol import TaskSpec
 from rlanything_core.envs.alfworld.env import AlfworldEnv
 from rlanything_core.envs.alfworld.oracle import optimal_plan
 from rlanything_core.records import AgentStep, Episode

@@ -131,11 +131,11 @@ for e in episodes:
 # its success rate moved the right way.
 
 # %%
-from rlanything_core.environment.difficulty import Direction
-from rlanything_core.environment.llm import ScriptedChatModel
-from rlanything_core.environment.pool import TaskPool
-from rlanything_core.environment.rewriters.gui_hints import GuiHintRewriter, GuiLLMRewriter
-from rlanything_core.environment.rewriters.protocol import TaskSpec
+from rlanything_core.adaptation.difficulty import Direction
+from rlanything_core.adaptation.llm import ScriptedChatModel
+from rlanything_core.adaptation.pool import TaskPool
+from rlanything_core.adaptation.rewriters.gui_hints import GuiHintRewriter, GuiLLMRewriter
+from rlanything_core.adaptation.rewriters.protocol import TaskSpec
 
 root = TaskSpec("click-link#s2", "miniwob", "click-link#s2", data=MiniwobTaskSpec("click-link", seed=2).to_data())
 rates = {e.task_id: 0.0 for e in episodes}

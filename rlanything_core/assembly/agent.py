@@ -23,6 +23,8 @@ from typing import Any
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from rlanything_core.adaptation.llm import BackendChatModel
+from rlanything_core.adaptation.rewriters.protocol import TaskSpec
 from rlanything_core.assembly import components
 from rlanything_core.assembly.checks import band
 from rlanything_core.assembly.setting import (
@@ -38,8 +40,6 @@ from rlanything_core.collect.agent import AgentCollector, SequentialRunner
 from rlanything_core.collect.judge import JudgeCollector
 from rlanything_core.collect.prompts import agent_messages, judge_messages
 from rlanything_core.config import ConfigError
-from rlanything_core.environment.llm import BackendChatModel
-from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.envs.alfworld.data import AlfworldGame
 from rlanything_core.envs.miniwob.pool import BrowserEnvPool
 from rlanything_core.envs.parallel import EnvPool

@@ -22,12 +22,12 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from rlanything_core.adaptation.rewriters.protocol import TaskSpec
 from rlanything_core.assembly import components
 from rlanything_core.assembly.backends import prepare, rollout_backends, rollout_context
 from rlanything_core.assembly.checks import validate
 from rlanything_core.assembly.setting import LoopParts, Setting
 from rlanything_core.assembly.trainer import Run, make_loop
-from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.loop.adaptation import EnvironmentAdaptation
 
 __all__ = ["build_run"]

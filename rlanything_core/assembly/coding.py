@@ -19,6 +19,8 @@ from typing import Any
 from hydra.utils import instantiate
 from omegaconf import DictConfig
 
+from rlanything_core.adaptation.llm import BackendChatModel
+from rlanything_core.adaptation.rewriters.protocol import TaskSpec
 from rlanything_core.assembly import components
 from rlanything_core.assembly.backends import sampling
 from rlanything_core.assembly.checks import band
@@ -26,8 +28,6 @@ from rlanything_core.assembly.setting import LoopParts, Setting, Tasks, check_pa
 from rlanything_core.collect.coding import CodeCollector, UnitTestCollector
 from rlanything_core.config import ConfigError
 from rlanything_core.config.fixed import FixedKey, refuse_changed
-from rlanything_core.environment.llm import BackendChatModel
-from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.loop.coding_driver import CodingLoopDriver
 from rlanything_core.loop.coding_evaluation import CodingEvaluator
 from rlanything_core.sandbox import Sandbox

@@ -14,9 +14,9 @@ from typing import Any
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from rlanything_core.adaptation.pool import TaskPool
 from rlanything_core.assembly.checks import band
 from rlanything_core.config import ConfigError
-from rlanything_core.environment.pool import TaskPool
 from rlanything_core.rewards.targets import UnitTestTargets
 
 __all__ = [

@@ -32,9 +32,9 @@ from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from rlanything_core.adaptation.rewriters.protocol import TaskSpec
 from rlanything_core.collect.prompts import agent_messages, judge_messages
 from rlanything_core.config import ConfigError
-from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.settings import SettingError
 
 __all__ = [

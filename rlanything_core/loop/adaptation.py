@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rlanything_core.environment.difficulty import Direction
-from rlanything_core.environment.feedback import TaskFeedback, build_feedback
-from rlanything_core.environment.llm import ChatModel
-from rlanything_core.environment.pool import TaskPool
-from rlanything_core.environment.rewriters.protocol import Candidate, TaskRewriter, TaskSpec
+from rlanything_core.adaptation.difficulty import Direction
+from rlanything_core.adaptation.feedback import TaskFeedback, build_feedback
+from rlanything_core.adaptation.llm import ChatModel
+from rlanything_core.adaptation.pool import TaskPool
+from rlanything_core.adaptation.rewriters.protocol import Candidate, TaskRewriter, TaskSpec
 from rlanything_core.records import Episode
 
 __all__ = ["EnvironmentAdaptation", "RewriteRequest"]

@@ -26,11 +26,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from rlanything_core.adaptation.feedback import TaskFeedback, coding_feedback
+from rlanything_core.adaptation.pool import TaskPool
+from rlanything_core.adaptation.rewriters.protocol import TaskSpec
 from rlanything_core.advantages.integrators import Integrator
 from rlanything_core.collect.coding import CodeCollector, UnitTestCollector
-from rlanything_core.environment.feedback import TaskFeedback, coding_feedback
-from rlanything_core.environment.pool import TaskPool
-from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.envs.coding.problem import CodingProblem, IOTest, TestType
 from rlanything_core.envs.coding.task import CodingTask
 from rlanything_core.loop.adaptation import EnvironmentAdaptation

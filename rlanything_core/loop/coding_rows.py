@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from rlanything_core.adaptation.rewriters.protocol import TaskSpec
 from rlanything_core.advantages.integrators import Integrator
 from rlanything_core.collect.coding import CodeSample, GeneratedTest, generated_test_pass_matrix, program_episodes
-from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.envs.coding.task import CodingTask
 from rlanything_core.loop.format_watch import warn_format_failures
 from rlanything_core.loop.iteration import IterationData, JudgeTargets, build_rows

@@ -14,13 +14,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from rlanything_core.adaptation.feedback import success_rate
+from rlanything_core.adaptation.pool import TaskPool
+from rlanything_core.adaptation.rewriters.protocol import TaskSpec
 from rlanything_core.advantages.integrators import Integrator
 from rlanything_core.advantages.step_reward import StepReward
 from rlanything_core.collect.agent import AgentCollector
 from rlanything_core.collect.judge import JudgeCollector
-from rlanything_core.environment.feedback import success_rate
-from rlanything_core.environment.pool import TaskPool
-from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.loop.adaptation import EnvironmentAdaptation
 from rlanything_core.loop.iteration import IterationData, build_iteration
 from rlanything_core.loop.pool_sync import PoolSnapshots, dist_rank_world

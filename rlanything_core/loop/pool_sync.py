@@ -21,8 +21,8 @@ from typing import Any
 
 import torch.distributed as dist
 
-from rlanything_core.environment.pool import TaskPool
-from rlanything_core.environment.rewriters.protocol import Candidate, TaskSpec
+from rlanything_core.adaptation.pool import TaskPool
+from rlanything_core.adaptation.rewriters.protocol import Candidate, TaskSpec
 from rlanything_core.files import CorruptFileError
 from rlanything_core.loop.adaptation import EnvironmentAdaptation, RewriteRequest
 

@@ -15,8 +15,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rlanything_core.adaptation.rewriters.protocol import TaskSpec
 from rlanything_core.config.fields import bounded
-from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.envs.alfworld.data import AlfworldGame, list_games, resolve_data_root
 from rlanything_core.envs.alfworld.env import AlfworldEnvFactory
 from rlanything_core.envs.alfworld.expert_agreement import AlfworldExpertLabeller

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlanything_core.environment.rewriters.protocol import TaskSpec
+from rlanything_core.adaptation.rewriters.protocol import TaskSpec
 from rlanything_core.envs.coding.livecodebench import load_livebench
 from rlanything_core.envs.coding.loaders import default_shared_dir, load_codecontests, load_kickstart, load_leetcode
 from rlanything_core.envs.coding.task import CodingTask

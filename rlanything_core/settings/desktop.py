@@ -23,7 +23,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rlanything_core.environment.rewriters.protocol import TaskSpec
+from rlanything_core.adaptation.rewriters.protocol import TaskSpec
 from rlanything_core.envs.desktop.task import DesktopTask, UnsupportedTaskError, load_task
 from rlanything_core.envs.desktop.task_folder import load_task_folder
 from rlanything_core.envs.desktop.text_env import DesktopTextEnvFactory, DisplayPool

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from rlanything_core.environment.rewriters.protocol import TaskSpec
+from rlanything_core.adaptation.rewriters.protocol import TaskSpec
 from rlanything_core.envs.miniwob.browser import BrowserStartError, browser_binaries
 from rlanything_core.envs.miniwob.env import MiniwobEnvFactory
 from rlanything_core.envs.miniwob.page_folder import PageFolderError, load_page_folder

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from rlanything_core.environment.rewriters.protocol import TaskSpec
+from rlanything_core.adaptation.rewriters.protocol import TaskSpec
 from rlanything_core.loop.evaluation import EvalSplit
 
 __all__ = ["AgentTasks", "Runner", "SettingError", "StepOracle"]

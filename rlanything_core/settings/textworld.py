@@ -2,7 +2,7 @@
 
 :class:`TextWorldTasks` is what ``rlanything_core/conf/setting/textworld.yaml`` names (``setting.parts.environment``),
 built from the grid's sizes. A task's parameters (rooms, objects, quest length, seed) are its ``TaskSpec.data``: the
-rewriter (``rlanything_core.environment.rewriters.textworld``) makes harder or easier ones of the same game.
+rewriter (``rlanything_core.adaptation.rewriters.textworld``) makes harder or easier ones of the same game.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from rlanything_core.adaptation.rewriters.protocol import TaskSpec
 from rlanything_core.config.fields import bounded
-from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.envs.textworld_games import TextWorldChallenge, TextWorldEnvFactory, TextWorldSpec
 from rlanything_core.loop.evaluation import EvalSplit
 from rlanything_core.settings.protocol import Runner, SettingError

@@ -8,9 +8,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rlanything_core.adaptation.difficulty import DifficultyCritic, Direction, accept_rewrite
 from rlanything_core.advantages.filters import TaskBandFilter
 from rlanything_core.collect.coding import CodeSample
-from rlanything_core.environment.difficulty import DifficultyCritic, Direction, accept_rewrite
 from rlanything_core.loop.coding_rows import score_task
 from rlanything_core.testing.strategies import BANDS, FLOAT_DTYPES, band_edge_groups
 from rlanything_core.types import StepBatch

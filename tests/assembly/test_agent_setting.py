@@ -10,14 +10,14 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
+from rlanything_core.adaptation.rewriters.alfworld_llm import AlfworldLLMRewriter  # noqa: E402
+from rlanything_core.adaptation.rewriters.alfworld_rules import AlfworldRuleRewriter  # noqa: E402
+from rlanything_core.adaptation.rewriters.textworld import TextWorldRewriter  # noqa: E402
 from rlanything_core.assembly.agent import agent_rewriter, agent_setting  # noqa: E402
 from rlanything_core.assembly.checks import validate  # noqa: E402
 from rlanything_core.assembly.setting import config_key  # noqa: E402
 from rlanything_core.conf import CONF_DIR
 from rlanything_core.config import ConfigError  # noqa: E402
-from rlanything_core.environment.rewriters.alfworld_llm import AlfworldLLMRewriter  # noqa: E402
-from rlanything_core.environment.rewriters.alfworld_rules import AlfworldRuleRewriter  # noqa: E402
-from rlanything_core.environment.rewriters.textworld import TextWorldRewriter  # noqa: E402
 from rlanything_core.settings.alfworld import AlfworldTasks, alfworld_oracle  # noqa: E402
 from rlanything_core.settings.textworld import TextWorldTasks  # noqa: E402
 

@@ -16,10 +16,10 @@ from rlanything_core.conf import CONF_DIR
 
 REPO = Path(__file__).resolve().parents[2]
 
+from rlanything_core.adaptation.rewriters.protocol import TaskSpec  # noqa: E402
 from rlanything_core.assembly.checks import validate  # noqa: E402
 from rlanything_core.assembly.setting import load_setting  # noqa: E402
 from rlanything_core.config import ConfigError  # noqa: E402
-from rlanything_core.environment.rewriters.protocol import TaskSpec  # noqa: E402
 from rlanything_core.envs.miniwob.tasks import MiniwobTaskSpec  # noqa: E402
 
 ARMS = sorted(p.stem for p in (CONF_DIR / "arm").glob("*.yaml"))

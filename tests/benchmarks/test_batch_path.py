@@ -37,7 +37,7 @@ def test_a_frame_holding_a_carrier_or_a_list_of_them_counts() -> None:
 def test_a_smoke_iteration_crosses_the_loop_the_update_and_the_checkpoint() -> None:
     crossed = crossed_files([])
     assert set(crossed.batch_files) <= set(crossed.files)
-    for part in ("rlanything_core/environment/pool.py", "rlanything_core/loop/rlanything_loop.py",
+    for part in ("rlanything_core/adaptation/pool.py", "rlanything_core/loop/rlanything_loop.py",
                  "rlanything_core/training/update.py", "rlanything_core/lightning/checkpoint.py"):  # fmt: skip
         assert part in crossed.files, part
     assert "rlanything_core/types.py" in crossed.batch_files

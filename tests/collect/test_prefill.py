@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 import torch
 
+from rlanything_core.adaptation.pool import TaskPool
+from rlanything_core.adaptation.rewriters.protocol import TaskSpec
 from rlanything_core.collect.coding import CodeCollector, UnitTestCollector
 from rlanything_core.collect.prefill import (
     CODE_FENCE,
@@ -22,8 +24,6 @@ from rlanything_core.collect.prefill import (
     unit_test_prefill,
 )
 from rlanything_core.collect.prompts import unit_test_messages
-from rlanything_core.environment.pool import TaskPool
-from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.envs.coding.problem import CodingProblem, IOTest, TestType
 from rlanything_core.envs.coding.task import CodingTask
 from rlanything_core.generation.prompts import render_prefilled_prompt, render_prompt

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 import torch
 
+from rlanything_core.adaptation.pool import TaskPool
+from rlanything_core.adaptation.rewriters.protocol import TaskSpec
 from rlanything_core.advantages.integrators import IntegratedIntegrator
 from rlanything_core.collect.agent import RolloutStats
 from rlanything_core.collect.judge import JudgeCollector
-from rlanything_core.environment.pool import TaskPool
-from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.loop.driver import AgentLoopDriver
 from rlanything_core.loop.protocol import source_iteration
 from rlanything_core.records import AgentStep, Episode, JudgeSample

@@ -13,9 +13,9 @@ import pytest
 import torch
 from lightning.fabric import Fabric
 
+from rlanything_core.adaptation.pool import TaskPool
+from rlanything_core.adaptation.rewriters.protocol import TaskSpec
 from rlanything_core.collect.coding import CodeCollector, UnitTestCollector
-from rlanything_core.environment.pool import TaskPool
-from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.envs.coding.loaders import load_codecontests, load_leetcode
 from rlanything_core.envs.coding.task import CodingTask
 from rlanything_core.generation.transformers_backend import TransformersBackend
@@ -204,7 +204,7 @@ class ScriptedChat:
 def test_driver_adapts_the_pool_with_coding_feedback_and_snapshots(tmp_path: Path, tiny: Any, sandbox: Sandbox) -> None:
     import json
 
-    from rlanything_core.environment.rewriters.coding import CodingRewriter
+    from rlanything_core.adaptation.rewriters.coding import CodingRewriter
     from rlanything_core.loop.adaptation import EnvironmentAdaptation
 
     _, tok = tiny

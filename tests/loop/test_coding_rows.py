@@ -14,10 +14,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rlanything_core.adaptation.pool import TaskPool
+from rlanything_core.adaptation.rewriters.protocol import TaskSpec
 from rlanything_core.advantages.integrators import IntegratedIntegrator
 from rlanything_core.collect.coding import CodeSample, GeneratedTest
-from rlanything_core.environment.pool import TaskPool
-from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.envs.coding.problem import CodingProblem, IOTest, TestType
 from rlanything_core.envs.coding.task import CodingTask
 from rlanything_core.loop.coding_driver import CodingLoopDriver, Rollouts

@@ -150,9 +150,9 @@ def test_a_changed_folder_is_reloaded(tmp_path: Path) -> None:
 
 
 def test_the_rule_rewriter_uses_an_own_pages_hints_and_settings(tmp_path: Path) -> None:
-    from rlanything_core.environment.difficulty import Direction
-    from rlanything_core.environment.rewriters.gui_hints import GuiHintRewriter, check_gui_rewrite
-    from rlanything_core.environment.rewriters.protocol import RejectReason, TaskSpec
+    from rlanything_core.adaptation.difficulty import Direction
+    from rlanything_core.adaptation.rewriters.gui_hints import GuiHintRewriter, check_gui_rewrite
+    from rlanything_core.adaptation.rewriters.protocol import RejectReason, TaskSpec
 
     manifest = {"press-ok": {"hints": ["Click ok."], "settings": {"n": {"default": 1, "low": 0, "high": 2}}}}
     folder = _folder(tmp_path / "pages", {"press-ok": PAGE}, manifest)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rlanything_core.environment.feedback import (
+from rlanything_core.adaptation.feedback import (
     build_feedback,
     coding_feedback,
     high_risk_steps,
@@ -13,7 +13,7 @@ from rlanything_core.environment.feedback import (
     success_rate,
     template_summary,
 )
-from rlanything_core.environment.llm import ScriptedChatModel
+from rlanything_core.adaptation.llm import ScriptedChatModel
 from rlanything_core.records import AgentStep, Episode, JudgeSample
 
 

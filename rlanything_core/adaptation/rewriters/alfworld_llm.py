@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rlanything_core.environment.feedback import last_boxed, render_feedback
-from rlanything_core.environment.rewriters.alfworld_goal import (
+from rlanything_core.adaptation.feedback import last_boxed, render_feedback
+from rlanything_core.adaptation.rewriters.alfworld_goal import (
     AlfTaskType,
     GameFacts,
     GoalSpec,
@@ -26,13 +26,13 @@ from rlanything_core.environment.rewriters.alfworld_goal import (
     parse_goal,
     type_hardness,
 )
-from rlanything_core.environment.rewriters.alfworld_rules import EngineVerifier, GameVerifier, load_game, materialize
-from rlanything_core.environment.rewriters.protocol import Candidate, RejectReason, TaskSpec, _rejected
+from rlanything_core.adaptation.rewriters.alfworld_rules import EngineVerifier, GameVerifier, load_game, materialize
+from rlanything_core.adaptation.rewriters.protocol import Candidate, RejectReason, TaskSpec, _rejected
 
 if TYPE_CHECKING:
-    from rlanything_core.environment.difficulty import Direction
-    from rlanything_core.environment.feedback import TaskFeedback
-    from rlanything_core.environment.llm import ChatModel
+    from rlanything_core.adaptation.difficulty import Direction
+    from rlanything_core.adaptation.feedback import TaskFeedback
+    from rlanything_core.adaptation.llm import ChatModel
 
 __all__ = ["AlfworldLLMRewriter", "facts_summary", "parse_two_tokens", "resolve_goal", "rewrite_chat"]
 

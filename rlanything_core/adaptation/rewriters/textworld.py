@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from rlanything_core.environment.rewriters.protocol import Candidate, RejectReason, TaskSpec, _rejected
+from rlanything_core.adaptation.rewriters.protocol import Candidate, RejectReason, TaskSpec, _rejected
 
 if TYPE_CHECKING:
-    from rlanything_core.environment.difficulty import Direction
-    from rlanything_core.environment.feedback import TaskFeedback
+    from rlanything_core.adaptation.difficulty import Direction
+    from rlanything_core.adaptation.feedback import TaskFeedback
 
 __all__ = ["TextWorldParams", "TextWorldRewriter", "generate_walkthrough", "step_params"]
 

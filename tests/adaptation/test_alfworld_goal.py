@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rlanything_core.environment.rewriters.alfworld_goal import (
+from rlanything_core.adaptation.rewriters.alfworld_goal import (
     AlfTaskType,
     GoalSpec,
     check_goal,
@@ -16,9 +16,9 @@ from rlanything_core.environment.rewriters.alfworld_goal import (
     rewrite_problem,
     write_game,
 )
-from rlanything_core.environment.rewriters.alfworld_llm import parse_two_tokens, resolve_goal
-from rlanything_core.environment.rewriters.alfworld_rules import admissible_goals
-from rlanything_core.environment.rewriters.protocol import RejectReason
+from rlanything_core.adaptation.rewriters.alfworld_llm import parse_two_tokens, resolve_goal
+from rlanything_core.adaptation.rewriters.alfworld_rules import admissible_goals
+from rlanything_core.adaptation.rewriters.protocol import RejectReason
 
 pytestmark = pytest.mark.alfworld
 

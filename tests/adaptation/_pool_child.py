@@ -23,8 +23,8 @@ import sys
 import traceback
 from pathlib import Path
 
-from rlanything_core.environment.pool import TaskPool
-from rlanything_core.environment.rewriters.protocol import Candidate, TaskSpec
+from rlanything_core.adaptation.pool import TaskPool
+from rlanything_core.adaptation.rewriters.protocol import Candidate, TaskSpec
 from rlanything_core.testing.processes import die_with_parent
 
 

@@ -1,6 +1,6 @@
 """Environment adaptation: difficulty critic and acceptance rule (more modules: critic feedback, rewriters, pool)."""
 
-from rlanything_core.environment.difficulty import (
+from rlanything_core.adaptation.difficulty import (
     DEFAULT_BAND,
     DifficultyCritic,
     Direction,
@@ -17,7 +17,7 @@ __all__ = [
 ]
 
 # Critic feedback, task rewriters, task pool, metrics (environment adaptation, arXiv 2602.02488).
-from rlanything_core.environment.feedback import (  # noqa: E402
+from rlanything_core.adaptation.feedback import (  # noqa: E402
     FailureNote,
     TaskFeedback,
     build_feedback,
@@ -25,9 +25,9 @@ from rlanything_core.environment.feedback import (  # noqa: E402
     high_risk_steps,
     success_rate,
 )
-from rlanything_core.environment.llm import BackendChatModel, ChatModel, ScriptedChatModel  # noqa: E402
-from rlanything_core.environment.pool import Decision, TaskPool  # noqa: E402
-from rlanything_core.environment.rewriters import (  # noqa: E402
+from rlanything_core.adaptation.llm import BackendChatModel, ChatModel, ScriptedChatModel  # noqa: E402
+from rlanything_core.adaptation.pool import Decision, TaskPool  # noqa: E402
+from rlanything_core.adaptation.rewriters import (  # noqa: E402
     AlfworldLLMRewriter,
     AlfworldRuleRewriter,
     Candidate,

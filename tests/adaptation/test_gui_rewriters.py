@@ -6,15 +6,15 @@ import json
 
 import pytest
 
-from rlanything_core.environment.difficulty import Direction
-from rlanything_core.environment.llm import ScriptedChatModel
-from rlanything_core.environment.rewriters.gui_hints import (
+from rlanything_core.adaptation.difficulty import Direction
+from rlanything_core.adaptation.llm import ScriptedChatModel
+from rlanything_core.adaptation.rewriters.gui_hints import (
     GuiHintRewriter,
     GuiLLMRewriter,
     check_gui_rewrite,
     parse_gui_rewrite,
 )
-from rlanything_core.environment.rewriters.protocol import RejectReason, TaskRewriter, TaskSpec
+from rlanything_core.adaptation.rewriters.protocol import RejectReason, TaskRewriter, TaskSpec
 from rlanything_core.envs.miniwob.tasks import CURATED_TASKS, MiniwobTaskSpec
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from rlanything_core.records import Episode
 
 if TYPE_CHECKING:
-    from rlanything_core.environment.llm import ChatModel
+    from rlanything_core.adaptation.llm import ChatModel
 
 __all__ = [
     "FailureNote",

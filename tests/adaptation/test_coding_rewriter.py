@@ -6,17 +6,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlanything_core.environment.difficulty import Direction
-from rlanything_core.environment.feedback import coding_feedback
-from rlanything_core.environment.llm import ScriptedChatModel
-from rlanything_core.environment.rewriters.coding import (
+from rlanything_core.adaptation.difficulty import Direction
+from rlanything_core.adaptation.feedback import coding_feedback
+from rlanything_core.adaptation.llm import ScriptedChatModel
+from rlanything_core.adaptation.rewriters.coding import (
     CodingLimits,
     CodingRewriter,
     last_json_object,
     task_from_problem,
     validate_payload,
 )
-from rlanything_core.environment.rewriters.protocol import RejectReason
+from rlanything_core.adaptation.rewriters.protocol import RejectReason
 
 SOLUTION = "a, b = map(int, input().split())\nprint(a * b + 1)\n"
 

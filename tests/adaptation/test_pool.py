@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from rlanything_core.environment.difficulty import Direction
-from rlanything_core.environment.metrics import (
+from rlanything_core.adaptation.difficulty import Direction
+from rlanything_core.adaptation.metrics import (
     acceptance_rate,
     accepted_per_iteration,
     difficulty_before_after,
@@ -15,8 +15,8 @@ from rlanything_core.environment.metrics import (
     rejection_reasons,
     summarize,
 )
-from rlanything_core.environment.pool import TaskPool
-from rlanything_core.environment.rewriters.protocol import Candidate, RejectReason, TaskSpec
+from rlanything_core.adaptation.pool import TaskPool
+from rlanything_core.adaptation.rewriters.protocol import Candidate, RejectReason, TaskSpec
 
 
 def _roots(n: int = 5) -> list[TaskSpec]:

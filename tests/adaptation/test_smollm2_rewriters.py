@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from rlanything_core.environment.difficulty import Direction
-from rlanything_core.environment.feedback import build_feedback
-from rlanything_core.environment.llm import BackendChatModel
-from rlanything_core.environment.rewriters.alfworld_llm import AlfworldLLMRewriter
-from rlanything_core.environment.rewriters.coding import CodingRewriter
-from rlanything_core.environment.rewriters.protocol import RejectReason, TaskSpec
+from rlanything_core.adaptation.difficulty import Direction
+from rlanything_core.adaptation.feedback import build_feedback
+from rlanything_core.adaptation.llm import BackendChatModel
+from rlanything_core.adaptation.rewriters.alfworld_llm import AlfworldLLMRewriter
+from rlanything_core.adaptation.rewriters.coding import CodingRewriter
+from rlanything_core.adaptation.rewriters.protocol import RejectReason, TaskSpec
 from rlanything_core.records import AgentStep, Episode, JudgeSample
 
 pytestmark = [pytest.mark.slow, pytest.mark.smollm2]

@@ -17,13 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from rlanything_core.environment.feedback import render_feedback
-from rlanything_core.environment.rewriters.protocol import Candidate, RejectReason, TaskSpec, _rejected
+from rlanything_core.adaptation.feedback import render_feedback
+from rlanything_core.adaptation.rewriters.protocol import Candidate, RejectReason, TaskSpec, _rejected
 
 if TYPE_CHECKING:
-    from rlanything_core.environment.difficulty import Direction
-    from rlanything_core.environment.feedback import TaskFeedback
-    from rlanything_core.environment.llm import ChatModel
+    from rlanything_core.adaptation.difficulty import Direction
+    from rlanything_core.adaptation.feedback import TaskFeedback
+    from rlanything_core.adaptation.llm import ChatModel
     from rlanything_core.envs.coding.problem import CodingProblem
 
 __all__ = [

@@ -7,8 +7,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlanything_core.environment import DifficultyCritic, Direction, accept_rewrite
-from rlanything_core.environment.difficulty import RATE_TOLERANCE as TOL
+from rlanything_core.adaptation import DifficultyCritic, Direction, accept_rewrite
+from rlanything_core.adaptation.difficulty import RATE_TOLERANCE as TOL
 
 rates = st.floats(0, 1)
 bands = st.tuples(st.floats(0, 1), st.floats(0, 1)).filter(lambda b: b[0] < b[1])

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from rlanything_core.environment.rewriters.alfworld_goal import (
+from rlanything_core.adaptation.rewriters.alfworld_goal import (
     AlfTaskType,
     GameFacts,
     GoalSpec,
@@ -24,11 +24,11 @@ from rlanything_core.environment.rewriters.alfworld_goal import (
     type_hardness,
     write_game,
 )
-from rlanything_core.environment.rewriters.protocol import Candidate, RejectReason, TaskSpec, _rejected
+from rlanything_core.adaptation.rewriters.protocol import Candidate, RejectReason, TaskSpec, _rejected
 
 if TYPE_CHECKING:
-    from rlanything_core.environment.difficulty import Direction
-    from rlanything_core.environment.feedback import TaskFeedback
+    from rlanything_core.adaptation.difficulty import Direction
+    from rlanything_core.adaptation.feedback import TaskFeedback
 
 __all__ = [
     "AlfworldRuleRewriter",

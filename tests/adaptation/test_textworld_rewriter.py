@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from rlanything_core.environment.difficulty import Direction
-from rlanything_core.environment.rewriters.protocol import RejectReason, TaskSpec
-from rlanything_core.environment.rewriters.textworld import TextWorldParams, TextWorldRewriter, step_params
+from rlanything_core.adaptation.difficulty import Direction
+from rlanything_core.adaptation.rewriters.protocol import RejectReason, TaskSpec
+from rlanything_core.adaptation.rewriters.textworld import TextWorldParams, TextWorldRewriter, step_params
 
 
 def test_step_params_bounds() -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rlanything_core.environment.pool import TaskPool
-from rlanything_core.environment.rewriters.protocol import Candidate, TaskSpec
+from rlanything_core.adaptation.pool import TaskPool
+from rlanything_core.adaptation.rewriters.protocol import Candidate, TaskSpec
 from rlanything_core.files import CorruptFileError
 
 

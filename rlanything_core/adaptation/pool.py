@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlanything_core.environment.difficulty import DEFAULT_BAND, DifficultyCritic, Direction, accept_rewrite
-from rlanything_core.environment.rewriters.protocol import Candidate, TaskSpec
+from rlanything_core.adaptation.difficulty import DEFAULT_BAND, DifficultyCritic, Direction, accept_rewrite
+from rlanything_core.adaptation.rewriters.protocol import Candidate, TaskSpec
 from rlanything_core.files import (
     CorruptFileError,
     atomic_write_bytes,

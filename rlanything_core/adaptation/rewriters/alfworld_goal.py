@@ -21,7 +21,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from rlanything_core.environment.rewriters.protocol import RejectReason
+from rlanything_core.adaptation.rewriters.protocol import RejectReason
 from rlanything_core.files import atomic_write_json
 
 __all__ = [

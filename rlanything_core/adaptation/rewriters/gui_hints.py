@@ -22,14 +22,14 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rlanything_core.environment.feedback import render_feedback
-from rlanything_core.environment.llm import ChatModel
-from rlanything_core.environment.rewriters.protocol import Candidate, RejectReason, TaskSpec, _rejected
+from rlanything_core.adaptation.feedback import render_feedback
+from rlanything_core.adaptation.llm import ChatModel
+from rlanything_core.adaptation.rewriters.protocol import Candidate, RejectReason, TaskSpec, _rejected
 from rlanything_core.envs.miniwob.tasks import CURATED_TASKS, resolve_task
 
 if TYPE_CHECKING:
-    from rlanything_core.environment.difficulty import Direction
-    from rlanything_core.environment.feedback import TaskFeedback
+    from rlanything_core.adaptation.difficulty import Direction
+    from rlanything_core.adaptation.feedback import TaskFeedback
 
 __all__ = ["GuiHintRewriter", "GuiLLMRewriter", "check_gui_rewrite", "gui_rewrite_chat", "parse_gui_rewrite"]
 

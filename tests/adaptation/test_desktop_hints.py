@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rlanything_core.environment.rewriters.desktop_hints import DesktopHintRewriter
-from rlanything_core.environment.rewriters.protocol import RejectReason, TaskSpec
+from rlanything_core.adaptation.rewriters.desktop_hints import DesktopHintRewriter
+from rlanything_core.adaptation.rewriters.protocol import RejectReason, TaskSpec
 from rlanything_core.envs.desktop.variants import load_hints, shipped_tasks
 
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from rlanything_core.environment.difficulty import Direction
-from rlanything_core.environment.feedback import FailureNote, TaskFeedback
-from rlanything_core.environment.llm import ScriptedChatModel
-from rlanything_core.environment.rewriters.alfworld_goal import GoalSpec, parse_goal
-from rlanything_core.environment.rewriters.alfworld_llm import AlfworldLLMRewriter
-from rlanything_core.environment.rewriters.alfworld_rules import AlfworldRuleRewriter, EngineVerifier, materialize
-from rlanything_core.environment.rewriters.protocol import RejectReason, TaskRewriter, TaskSpec
+from rlanything_core.adaptation.difficulty import Direction
+from rlanything_core.adaptation.feedback import FailureNote, TaskFeedback
+from rlanything_core.adaptation.llm import ScriptedChatModel
+from rlanything_core.adaptation.rewriters.alfworld_goal import GoalSpec, parse_goal
+from rlanything_core.adaptation.rewriters.alfworld_llm import AlfworldLLMRewriter
+from rlanything_core.adaptation.rewriters.alfworld_rules import AlfworldRuleRewriter, EngineVerifier, materialize
+from rlanything_core.adaptation.rewriters.protocol import RejectReason, TaskRewriter, TaskSpec
 
 pytestmark = [pytest.mark.alfworld, pytest.mark.slow]
 

@@ -3,7 +3,7 @@
 The desktop counterpart of :mod:`.gui_hints` (MiniWoB++); the hints themselves ship with the tasks
 (:mod:`rlanything_core.envs.desktop.variants`).
 
-A desktop :class:`~rlanything_core.environment.rewriters.protocol.TaskSpec` carries ``data = {"task_json": path,
+A desktop :class:`~rlanything_core.adaptation.rewriters.protocol.TaskSpec` carries ``data = {"task_json": path,
 "instruction": str, "hint": str}``; a rewrite changes only ``instruction`` (the evaluator is the JSON's, untouched),
 so every valid candidate is scored exactly like its parent.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rlanything_core.environment.rewriters.protocol import Candidate, RejectReason, TaskSpec
+from rlanything_core.adaptation.rewriters.protocol import Candidate, RejectReason, TaskSpec
 from rlanything_core.envs.desktop.variants import HINT_PREFIX, strip_hint
 
 __all__ = ["DesktopHintRewriter"]

@@ -13,8 +13,8 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from rlanything_core.environment.difficulty import Direction
-    from rlanything_core.environment.feedback import TaskFeedback
+    from rlanything_core.adaptation.difficulty import Direction
+    from rlanything_core.adaptation.feedback import TaskFeedback
 
 __all__ = ["Candidate", "RejectReason", "TaskRewriter", "TaskSpec"]
 

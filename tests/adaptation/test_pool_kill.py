@@ -15,7 +15,7 @@ from typing import IO
 
 import pytest
 
-from rlanything_core.environment.pool import TaskPool
+from rlanything_core.adaptation.pool import TaskPool
 from rlanything_core.testing.processes import reaped
 
 CHILD = Path(__file__).with_name("_pool_child.py")
