@@ -23,12 +23,12 @@ from hydra import compose
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from experiments import warm_start, warm_start_encoder
 from experiments.ablation_budget import arm_seconds, plan_from_config
 from experiments.ablation_results import final_eval, read_metrics
 from experiments.ablation_table import LABELS
 from experiments.reuse import reuse_file, reuse_run
 from experiments.train import run_training
+from rlanything_core.ablation import warm_start, warm_start_encoder
 from rlanything_core.assembly.agent import close_shared_env_pools
 from rlanything_core.assembly.eval_record import read_outcomes_iteration
 from rlanything_core.files import atomic_write_text

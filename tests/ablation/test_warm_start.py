@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from experiments import warm_start
+from rlanything_core.ablation import warm_start
 
 pytestmark = [pytest.mark.alfworld, pytest.mark.slow]
 
