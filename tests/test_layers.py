@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[1] / PACKAGE
 # Lowest first. A part (a subpackage, or a module directly under rlanything_core/) may import parts of its own layer
 # (without a circle between parts) and of the layers below it.
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
-    ("data model", frozenset({"_validation", "constants", "types", "records", "seeding", "masking", "files"})),
+    ("data model", frozenset({"_validation", "constants", "types", "records", "seeding", "masking", "files",
+                               "digests"})),
     # where the shipped configs and the data lie, which extras are installed, progress lines: import nothing above
     ("support: configs, data folder, extras, progress", frozenset({"conf", "data_dir", "extras", "progress"})),
     ("config checks: a composed config against dataclasses", frozenset({"config"})),
