@@ -127,7 +127,8 @@ def scores(p: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)
-    parser.add_argument("--policy-init", required=True, help="the warm start (experiments/warm_start_encoder.py)")
+    parser.add_argument("--policy-init", required=True,
+                        help="the warm start (python -m rlanything_core.ablation.warm_start_encoder)")
     parser.add_argument("--iterations", type=int, default=4, help="training batches played")
     parser.add_argument("--tasks", type=int, default=8, help="tasks per batch")
     parser.add_argument("--group-size", type=int, default=2)

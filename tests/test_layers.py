@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[1] / PACKAGE
 # Lowest first. A part (a subpackage, or a module directly under rlanything_core/) may import parts of its own layer
 # (without a circle between parts) and of the layers below it.
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
-    ("data model", frozenset({"_validation", "constants", "types", "records", "seeding", "masking", "files"})),
+    ("data model", frozenset({"_validation", "constants", "types", "records", "seeding", "masking", "files",
+                               "digests"})),
     # where the shipped configs and the data lie, which extras are installed, progress lines: import nothing above
     ("support: configs, data folder, extras, progress", frozenset({"conf", "data_dir", "extras", "progress"})),
     ("config checks: a composed config against dataclasses", frozenset({"config"})),
@@ -38,7 +39,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("training", frozenset({"training", "lightning"})),
     ("assembly: a run from a composed config (above settings, loop, training)", frozenset({"assembly"})),
     ("analysis of finished runs: reading them back, statistics, tables, plots", frozenset({"analysis"})),
-    ("the ablation: its runs, seed workers, reuse and budget (above assembly and analysis)", frozenset({"ablation"})),
+    ("the ablation: its runs, seed workers, reuse, budget and the warm start (above assembly and analysis)", frozenset({"ablation"})),
     ("the command line: rlanything train|evaluate|ablate", frozenset({"cli", "__main__"})),
     ("test helpers", frozenset({"testing"})),
 )

@@ -64,7 +64,7 @@ work = Path(tempfile.mkdtemp(prefix="rlanything-loop-"))
 policy_init = work / "policy.pt"
 started = time.time()
 warm = subprocess.run(  # cached under ~/.cache/rlanything/warm_start by the recipe: a rerun takes seconds
-    [sys.executable, "experiments/warm_start_encoder.py", "--games-per-type", "6", "--epochs", "2", "--eval-games", "0",
+    [sys.executable, "-m", "rlanything_core.ablation.warm_start_encoder", "--games-per-type", "6", "--epochs", "2", "--eval-games", "0",
      "--heldout-per-type", "0", "--bench-steps", "0", "--no-progress", "--threads", "2", "--save", str(policy_init)],
     cwd=REPO, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},  # this checkout's package
 )  # fmt: skip

@@ -7,6 +7,12 @@
 - :mod:`~rlanything_core.ablation.reuse`: finished runs of another results folder reused when identical.
 - :mod:`~rlanything_core.ablation.budget`: what an ablation should cost, before it starts.
 
+- :mod:`~rlanything_core.ablation.warm_start_encoder`: the supervised warm start of the encoder-scorer policy
+  (``model=minilm-scorer``, the ALFWorld default) on the hand-coded expert;
+  ``python -m rlanything_core.ablation.warm_start_encoder``.
+- :mod:`~rlanything_core.ablation.warm_start`: the same for the tiny LM policy; ``python -m
+  rlanything_core.ablation.warm_start``.
+
 Reading finished runs back (statistics, tables, plots) is :mod:`rlanything_core.analysis`.
 """
 

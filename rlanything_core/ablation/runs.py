@@ -18,7 +18,7 @@ from hydra import compose
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from experiments import warm_start, warm_start_encoder
+from rlanything_core.ablation import warm_start, warm_start_encoder
 from rlanything_core.ablation.reuse import reuse_file, reuse_run
 from rlanything_core.analysis.results import final_eval, read_metrics
 from rlanything_core.analysis.table import LABELS
@@ -138,8 +138,9 @@ def reused_runs(cfg: DictConfig, out: Path, arms: list[str]) -> list[str]:
 def _warm_start_recipe(cfg: DictConfig, seed: int) -> tuple[str, list[str]] | None:
     """The warm-start script for the configured policy family and its arguments, or None where there is none.
 
-    The encoder scorer (``model=minilm-scorer``, the ALFWorld default) is fitted by ``warm_start_encoder.py`` and the
-    tiny policy by ``warm_start.py``; a pretrained LM starts from its own weights, as the paper's base models do.
+    The encoder scorer (``model=minilm-scorer``, the ALFWorld default) is fitted by
+    ``rlanything_core.ablation.warm_start_encoder`` and the tiny policy by ``rlanything_core.ablation.warm_start``; a
+    pretrained LM starts from its own weights, as the paper's base models do.
     """
     family = str(cfg.model.policy.get("_target_", ""))
     m = cfg.model.policy
@@ -192,7 +193,7 @@ def warm_start_policy(cfg: DictConfig, seed: int, out: Path) -> Path | None:
             atomic_write_text(record, json.dumps(argv))
             log(f"warm start (seed {seed}): reused {_shown(made)} (same recipe)")
             return target
-    log(f"warm start (seed {seed}): experiments/{script}.py {' '.join(argv)}")
+    log(f"warm start (seed {seed}): python -m rlanything_core.ablation.{script} {' '.join(argv)}")
     fit = warm_start_encoder.main if script == "warm_start_encoder" else warm_start.main
     fit([*argv, "--save", str(target)])
     _check_same_weights(target)

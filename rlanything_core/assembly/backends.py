@@ -90,7 +90,7 @@ def load_models(cfg: DictConfig) -> tuple[Any, Any | None, Any]:
     if tokenizer is None:
         tokenizer = AutoTokenizer.from_pretrained(str(cfg.model.tokenizer))
     policy_init = OmegaConf.select(cfg, "model.policy_init")
-    if policy_init is not None:  # a supervised warm start (experiments/warm_start.py), or a run's checkpoint
+    if policy_init is not None:  # a supervised warm start (rlanything_core.ablation.warm_start), or a run's checkpoint
         policy.load_state_dict(policy_weights(str(policy_init)))
     judge = None
     if cfg.arm.use_judge:

@@ -143,8 +143,8 @@ def _validate_model_files(cfg: DictConfig) -> None:
         raise ConfigError(
             "model.policy_init",
             f"{policy_init!r} does not exist",
-            "point it at a saved policy state dict (experiments/warm_start.py --save) or a run's last.ckpt, or set "
-            "it to null",
+            "point it at a saved policy state dict (python -m rlanything_core.ablation.warm_start --save) or a run's "
+            "last.ckpt, or set it to null",
         )
     if cfg.arm.judge_checkpoint is not None and not Path(str(cfg.arm.judge_checkpoint)).is_file():
         raise ConfigError(

@@ -17,12 +17,15 @@ from typing import Any, ClassVar
 
 from rlanything_core.adaptation.rewriters.protocol import TaskSpec
 from rlanything_core.config.fields import bounded
+from rlanything_core.digests import file_digest
 from rlanything_core.envs.alfworld.data import AlfworldGame, list_games, resolve_data_root
 from rlanything_core.envs.alfworld.env import AlfworldEnvFactory
 from rlanything_core.envs.alfworld.expert_agreement import AlfworldExpertLabeller
-from rlanything_core.envs.alfworld.oracle import StepLabel, label_trajectory
+from rlanything_core.envs.alfworld.oracle import StepLabel, label_trajectory, planner_version
 from rlanything_core.envs.alfworld.sampling import stratified_sample
+from rlanything_core.files import cache_dir
 from rlanything_core.loop.evaluation import EvalSplit
+from rlanything_core.loop.oracle_labels import StoredLabels
 from rlanything_core.settings.protocol import Runner, SettingError, StepOracle
 
 __all__ = ["AlfworldTasks", "alfworld_env_task", "alfworld_oracle", "game_id", "training_pool_summary"]
@@ -42,6 +45,14 @@ class AlfworldTasks:
         train_sample_seed: which training games the stratified draw takes.
         eval_games: games per evaluation split (``None``: the whole split).
         eval_sample_seed: which evaluation games the stratified draw takes (the same for every arm and seed).
+        label_store: keep the planner's step labels on disk, keyed by a content hash of the game file, the actions
+            and the planner's code (:class:`~rlanything_core.loop.oracle_labels.StoredLabels`): the judge's probe set
+            is planned once per probe set, and every arm, seed and later run reads the same labels back. ``False``:
+            plan every time.
+        label_store_dir: where (``None``: ``planner_labels`` in the user's cache folder,
+            :func:`~rlanything_core.files.cache_dir`).
+        max_idle_engines: loaded ALFWorld engines an environment worker keeps for its games' next episodes
+            (``None``: :data:`~rlanything_core.envs.alfworld.engine_cache.MAX_IDLE_ENGINES`).
     """
 
     runner: ClassVar[Runner] = Runner.WORKERS
@@ -54,6 +65,9 @@ class AlfworldTasks:
     train_sample_seed: int = bounded(0, ge=0)
     eval_games: int | None = None
     eval_sample_seed: int = 0
+    label_store: bool = True
+    label_store_dir: str | None = None
+    max_idle_engines: int | None = bounded(None, ge=0)
 
     def check(self) -> None:
         """Refuse data and sizes that cannot work, before any work.
@@ -133,15 +147,19 @@ class AlfworldTasks:
 
     def env_factory(self, max_steps: int) -> AlfworldEnvFactory:
         """ALFWorld environments of ``max_steps`` actions."""
-        return AlfworldEnvFactory(max_episode_steps=max_steps)
+        return AlfworldEnvFactory(max_episode_steps=max_steps, max_idle_engines=self.max_idle_engines)
 
     def to_env_task(self, task: TaskSpec) -> str:
         """See :func:`alfworld_env_task`."""
         return alfworld_env_task(task)
 
     def step_oracle(self) -> StepOracle:
-        """The planner's labels (:func:`alfworld_oracle`)."""
-        return alfworld_oracle
+        """The planner's labels (:func:`alfworld_oracle`), stored on disk unless ``label_store`` is off."""
+        if not self.label_store:
+            return alfworld_oracle
+        folder = Path(self.label_store_dir).expanduser() if self.label_store_dir else cache_dir("planner_labels")
+        # the version names this function's reading of the labels too (+1 progress, -1 otherwise)
+        return StoredLabels(alfworld_oracle, folder, version=f"{planner_version()}:progress+1", task_key=file_digest)
 
     def step_labeller(self) -> AlfworldExpertLabeller:
         """The step records' cheap exact label: the hand-coded expert's next command (``expert_agreement``)."""

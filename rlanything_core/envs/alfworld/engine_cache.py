@@ -45,13 +45,18 @@ __all__ = [
     "idle_engine_count",
     "lighten_grammar_derivation",
     "memoize_grammar_parsing",
+    "memoize_logic_parsing",
     "memoize_pddl_translation",
     "take_engine",
     "translation_cache_dir",
 ]
 
-MAX_IDLE_ENGINES = 64
-"""Idle engines kept per process (~10 MiB each)."""
+MAX_IDLE_ENGINES = 320
+"""Idle engines kept per process by default (~5 MiB each: 20 loaded ``valid_seen`` engines took 103 MiB more than 20
+fewer). 320 holds a whole-split evaluation (274 games) and the default's training pool in one environment worker, so a
+process that evaluates again resets its games instead of loading them; an LRU smaller than that cycle missed every
+time (at 64, each evaluation loaded every game again). ``AlfworldEnvFactory(max_idle_engines=...)`` or
+``setting.parts.environment.max_idle_engines`` set another bound."""
 
 _EngineKey = tuple[str, int, int]
 _IDLE: OrderedDict[_EngineKey, list[Any]] = OrderedDict()
@@ -73,8 +78,20 @@ def take_engine(game_file: Path) -> Any | None:
     return engine
 
 
-def give_engine(game_file: Path, engine: Any) -> None:
-    """Return an engine for reuse; beyond :data:`MAX_IDLE_ENGINES` the least recently returned are closed."""
+def give_engine(game_file: Path, engine: Any, *, max_idle: int | None = None) -> None:
+    """Return an engine for reuse; beyond ``max_idle`` idle engines the least recently returned are closed.
+
+    Args:
+        game_file: the game the engine has loaded.
+        engine: the engine (reset by the next :func:`take_engine` caller).
+        max_idle: the bound on this process's idle engines (``None``: :data:`MAX_IDLE_ENGINES`; ``0``: keep none).
+
+    Raises:
+        ValueError: a negative ``max_idle``.
+    """
+    limit = MAX_IDLE_ENGINES if max_idle is None else max_idle
+    if limit < 0:
+        raise ValueError(f"max_idle: expected >= 0 or None, got {max_idle}")
     try:
         key = _key(game_file)
     except OSError:  # the file is gone: nothing can reuse this engine
@@ -82,7 +99,7 @@ def give_engine(game_file: Path, engine: Any) -> None:
         return
     _IDLE.setdefault(key, []).append(engine)
     _IDLE.move_to_end(key)
-    while idle_engine_count() > MAX_IDLE_ENGINES:
+    while idle_engine_count() > limit:
         oldest = next(iter(_IDLE))
         _close(_IDLE[oldest].pop(0))
         if not _IDLE[oldest]:
@@ -180,6 +197,59 @@ def memoize_pddl_translation() -> None:
         return _stored_translation(translate, domain, problem, optimize)
 
     fast_downward.pddl2sas = pddl2sas
+
+
+_LOGIC_PARSES = 512
+"""Parsed game logics kept per process (pickled, ~20 KiB each)."""
+
+
+@functools.cache  # the installed TextWorld does not change within a process
+def _textworld_version() -> str:
+    try:
+        return importlib.metadata.version("textworld")
+    except importlib.metadata.PackageNotFoundError:  # an unpackaged textworld: key on its parser's source instead
+        from textworld.envs.pddl.logic import parser
+
+        return hashlib.sha256(Path(parser.__file__).read_bytes()).hexdigest()
+
+
+def memoize_logic_parsing() -> None:
+    """Cache the parse of a game's logic document (its actions and grammar) in this process and on disk (idempotent).
+
+    Loading a game parses its ``grammar`` field with tatsu (``textworld.envs.pddl.logic._parse_and_convert``, looked
+    up on the module by ``GameLogic``): ~55% of a load once the PDDL translations are cached, paid again by every
+    process that loads the game (each run of the ablation is one). The parse is a pure function of the text; it is
+    stored pickled (in memory and under :func:`translation_cache_dir`, keyed by the SHA-256 of TextWorld's version
+    and the text) and every load unpickles a fresh copy (~1 ms), so no two engines share a mutable object.
+    """
+    from textworld.envs.pddl import logic
+
+    original = logic._parse_and_convert
+    if getattr(original, "__wrapped__", None) is not None:
+        return
+
+    @functools.lru_cache(maxsize=_LOGIC_PARSES)
+    def pickled(text: str, rule_name: str) -> bytes:
+        key = hashlib.sha256("\0".join(("logic", _textworld_version(), rule_name, text)).encode()).hexdigest()
+        path = translation_cache_dir() / key[:2] / f"{key}.logic.pickle.z"
+        try:
+            return zlib.decompress(path.read_bytes())
+        except Exception:  # noqa: BLE001 - a missing or unreadable entry is only a miss; it is (re)written below
+            pass
+        value = pickle.dumps(original(text, rule_name=rule_name), protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            atomic_write_bytes(path, zlib.compress(value, 6))
+        except OSError:  # a read-only or full cache: the parse is still right, the next process only slower
+            pass
+        return value
+
+    @functools.wraps(original)
+    def parse(*args: Any, **kwargs: Any) -> Any:
+        if len(args) != 1 or not isinstance(args[0], str) or set(kwargs) != {"rule_name"}:  # not GameLogic's call
+            return original(*args, **kwargs)
+        return pickle.loads(pickled(args[0], str(kwargs["rule_name"])))
+
+    logic._parse_and_convert = parse
 
 
 _TEMPLATES: dict[tuple[str, Any, Any], Any] = {}

@@ -17,6 +17,7 @@ from rlanything_core.envs.alfworld.engine_cache import (
     give_engine,
     lighten_grammar_derivation,
     memoize_grammar_parsing,
+    memoize_logic_parsing,
     memoize_pddl_translation,
     take_engine,
 )
@@ -45,6 +46,7 @@ def parse_goal(observation: str) -> str:
 def speed_up_engine() -> None:
     """Install this process's output-preserving TextWorld speed-ups (see ``engine_cache``; idempotent)."""
     memoize_pddl_translation()
+    memoize_logic_parsing()
     memoize_grammar_parsing()
     lighten_grammar_derivation()
 
@@ -90,17 +92,30 @@ class AlfworldEnv:
     Args:
         game: the game (an :class:`AlfworldGame` or a path to ``game.tw-pddl``).
         max_episode_steps: the episode ends (``truncated``) after this many steps without winning; ``None``: no limit.
+        max_idle_engines: on :meth:`close`, the engine goes to this process's idle-engine cache, which keeps at most
+            this many (least recently returned closed first; ``None``: ``engine_cache.MAX_IDLE_ENGINES``; ``0``: the
+            engine is closed). A reused engine is reset to the game's initial state: the same episodes as a freshly
+            loaded one.
 
     Example:
         >>> env = AlfworldEnv(game)  # doctest: +SKIP
         >>> obs = env.reset(); res = env.step(obs.admissible_actions[0])  # doctest: +SKIP
     """
 
-    def __init__(self, game: AlfworldGame | str | os.PathLike[str], *, max_episode_steps: int | None = 50) -> None:
+    def __init__(
+        self,
+        game: AlfworldGame | str | os.PathLike[str],
+        *,
+        max_episode_steps: int | None = 50,
+        max_idle_engines: int | None = None,
+    ) -> None:
         if max_episode_steps is not None and max_episode_steps < 1:
             raise ValueError(f"max_episode_steps must be >= 1 or None, got {max_episode_steps}")
+        if max_idle_engines is not None and max_idle_engines < 0:
+            raise ValueError(f"max_idle_engines: expected >= 0 or None, got {max_idle_engines}")
         self.game_file = _game_path(game)
         self.max_episode_steps = max_episode_steps
+        self.max_idle_engines = max_idle_engines
         self._engine: Any = None
         self._steps = 0
         self._done = True
@@ -146,7 +161,7 @@ class AlfworldEnv:
     def close(self) -> None:
         """Release the engine (to this process's idle-engine cache, for the game's next episode)."""
         if self._engine is not None:
-            give_engine(self.game_file, self._engine)
+            give_engine(self.game_file, self._engine, max_idle=self.max_idle_engines)
             self._engine = None
         self._done = True
 
@@ -157,13 +172,15 @@ class AlfworldEnvFactory:
 
     Attributes:
         max_episode_steps: passed to every :class:`AlfworldEnv`.
+        max_idle_engines: passed to every :class:`AlfworldEnv` (the bound of each worker's idle-engine cache).
     """
 
     max_episode_steps: int | None = 50
+    max_idle_engines: int | None = None
 
     def __call__(self, game: AlfworldGame | str | os.PathLike[str]) -> AlfworldEnv:
         """Build the env of one game."""
-        return AlfworldEnv(game, max_episode_steps=self.max_episode_steps)
+        return AlfworldEnv(game, max_episode_steps=self.max_episode_steps, max_idle_engines=self.max_idle_engines)
 
 
 def compiles(game_file: str | os.PathLike[str]) -> tuple[bool, str]:

@@ -15,6 +15,7 @@ unchanged, the plan is unchanged.
 from __future__ import annotations
 
 import enum
+import functools
 import os
 from collections import OrderedDict
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rlanything_core.digests import distribution_versions, imported_modules, source_digest
 from rlanything_core.envs.alfworld.env import compiles, start_engine
 
 __all__ = [
@@ -35,10 +37,27 @@ __all__ = [
     "label_trajectory",
     "optimal_plan",
     "plan_cost",
+    "planner_version",
 ]
 
 _COST5 = ("clean ", "heat ", "cool ", "use ", "slice ")
 _COST0 = ("look", "inventory", "examine ", "help")
+
+
+_PLANNER_DISTRIBUTIONS = ("textworld", "fast-downward-textworld", "alfworld")
+
+
+@functools.cache  # the code and the installed planner do not change within a process
+def planner_version() -> str:
+    """A digest of what a label depends on besides the game and the actions (stored labels are keyed by it).
+
+    The code of this module and of every package module it imports (the engine's start and its output-preserving
+    speed-ups among them: :func:`~rlanything_core.digests.imported_modules`), and the installed TextWorld,
+    fast-downward and ALFWorld.
+    """
+    versions = distribution_versions(_PLANNER_DISTRIBUTIONS)
+    code = source_digest(imported_modules("envs/alfworld/oracle.py"))
+    return code + ":" + ",".join(f"{k}={v}" for k, v in sorted(versions.items()))
 
 
 class StepLabel(enum.Enum):

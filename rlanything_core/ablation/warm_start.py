@@ -12,9 +12,9 @@ gathered so far, ``R`` times.
 
 Usage (no Hydra)::
 
-    python experiments/warm_start.py                       # the default recipe
-    python experiments/warm_start.py --loss mixed --eval-games 32 --unseen
-    python experiments/warm_start.py --dagger-rounds 2 --eval-games 32
+    python -m rlanything_core.ablation.warm_start                       # the default recipe
+    python -m rlanything_core.ablation.warm_start --loss mixed --eval-games 32 --unseen
+    python -m rlanything_core.ablation.warm_start --dagger-rounds 2 --eval-games 32
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import io
-import os
-import resource
 import time
 from collections import Counter
 from pathlib import Path
@@ -31,6 +29,7 @@ from typing import Any, cast
 
 import torch
 
+from rlanything_core.ablation.warm_start_cache import cpu_seconds, warm_start_dir
 from rlanything_core.collect.action_selection import LikelihoodSelector
 from rlanything_core.collect.agent import AgentCollector, EpisodeRunner
 from rlanything_core.collect.prompts import agent_messages
@@ -45,17 +44,6 @@ from rlanything_core.records import Episode
 from rlanything_core.training.sft import SftLoss, supervised_warm_start
 
 
-def _cpu() -> float:
-    """CPU seconds of this process and its finished children (the demonstration workers)."""
-    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
-
-
-def _cache_dir() -> Path:
-    base = os.environ.get("RLANYTHING_CACHE")
-    return (Path(base) if base else Path.home() / ".cache" / "rlanything") / "warm_start"
-
-
 def build_demonstrations(args: argparse.Namespace) -> list[ExpertStep]:
     """The hand-coded expert's steps on the first ``args.games`` games of the training split (cached)."""
     if args.split not in ("train", "valid_train"):
@@ -63,7 +51,7 @@ def build_demonstrations(args: argparse.Namespace) -> list[ExpertStep]:
     games = [str(g.game_file) for g in list_games(args.split)[args.game_offset : args.game_offset + args.games]]
     key = hashlib.sha256("\n".join(games).encode()).hexdigest()[:12]
     name = f"{args.split}-{args.expert}-n{len(games)}-s{args.expert_steps}-p{args.perturb}-{key}.json"
-    cache = Path(args.demos) if args.demos else _cache_dir() / name
+    cache = Path(args.demos) if args.demos else warm_start_dir() / name
     return load_or_build_expert_steps(games, cache, expert=args.expert, max_steps=args.expert_steps,
                                       perturb_prob=args.perturb, num_workers=args.workers)
 
@@ -179,11 +167,11 @@ def _train(model: Any, tokenizer: Any, steps: list[ExpertStep], args: argparse.N
         if round_index:  # aggregate (DAgger): every earlier round's data stays
             steps = steps + dagger_round(model, tokenizer, round_index - 1, args)
         epochs = args.epochs if not round_index else args.dagger_epochs
-        tr, cr = time.time(), _cpu()
+        tr, cr = time.time(), cpu_seconds()
         losses = fit(model, tokenizer, steps, epochs, args)
         print(f"training: {n_params / 1e6:.2f} M params, {len(steps)} examples x {epochs} epochs, loss "
               f"{losses[0]:.3f} -> {sum(losses[-5:]) / min(5, len(losses)):.3f}; {time.time() - tr:.1f} s wall, "
-              f"{_cpu() - cr:.1f} s CPU", flush=True)
+              f"{cpu_seconds() - cr:.1f} s CPU", flush=True)
 
 
 def _report_heldout(model: Any, tokenizer: Any, args: argparse.Namespace) -> None:
@@ -214,9 +202,9 @@ def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     torch.set_num_threads(args.threads)
 
-    t0, c0 = time.time(), _cpu()
+    t0, c0 = time.time(), cpu_seconds()
     steps = build_demonstrations(args)
-    t1, c1 = time.time(), _cpu()
+    t1, c1 = time.time(), cpu_seconds()
     n_won = len({s.game_file for s in steps})
     print(f"demonstrations: {len(steps)} steps from {n_won}/{args.games} {args.split} games won by the {args.expert} "
           f"expert; {t1 - t0:.1f} s wall, {c1 - c0:.1f} s CPU", flush=True)
@@ -224,7 +212,7 @@ def main(argv: list[str] | None = None) -> None:
     model, tokenizer = tiny_model_and_tokenizer("smollm2", hidden=args.hidden, layers=args.layers, seed=args.seed)
     model.config.max_position_embeddings = max(int(model.config.max_position_embeddings), 4096)  # RoPE: no table
     _train(model, tokenizer, steps, args)
-    t2, c2 = time.time(), _cpu()
+    t2, c2 = time.time(), cpu_seconds()
     if args.save:  # a state dict, as train.py's model.policy_init loads it; atomic, so a crash leaves no torn file
         buffer = io.BytesIO()
         torch.save(model.state_dict(), buffer)

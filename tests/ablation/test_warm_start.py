@@ -1,5 +1,5 @@
-"""experiments/warm_start.py end to end on three training games: demonstrations, a fit, a DAgger round, the held-out
-imitation accuracy and a short evaluation, on the real engine."""
+"""rlanything_core/ablation/warm_start.py end to end on three training games: demonstrations, a fit, a DAgger round,
+the held-out imitation accuracy and a short evaluation, on the real engine."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from experiments import warm_start
+from rlanything_core.ablation import warm_start
 
 pytestmark = [pytest.mark.alfworld, pytest.mark.slow]
 

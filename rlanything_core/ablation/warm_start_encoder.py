@@ -4,8 +4,10 @@ Demonstrations: the hand-coded expert (``envs/alfworld/expert.py``; never the PD
 games of each of the six task types of a *training* split (``train`` by default), cached. The policy (all-MiniLM-L6-v2
 bi-encoder, ``models/scorer.py``) is fitted with the candidate cross-entropy (``training/scorer_sft.py``), optionally
 followed by DAgger rounds (the policy plays training games, the expert labels the states it reached). The fitted
-weights are cached under ``~/.cache/rlanything/warm_start/`` by the recipe's hash (every argument that changes the
-weights), so seeds, arms and profiles share one warm start; an interrupted fit resumes from its checkpoint.
+weights are cached under ``~/.cache/rlanything/warm_start/`` by a content hash of the recipe (every argument that
+changes the weights), the training games' bytes and the code that makes them
+(:func:`~rlanything_core.ablation.warm_start_cache.weights_key`), so seeds, arms, profiles, later runs and other
+checkouts share one warm start; an interrupted fit resumes from its checkpoint.
 
 Printed figures (the warm start's targets): held-out top-1 agreement with the expert (``valid_train`` games, never
 trained on), success within ``--eval-steps`` at each temperature on ``valid_seen`` (and ``valid_unseen``) games drawn
@@ -14,8 +16,8 @@ thread CPU time, with the load average: CPU time is what an idle thread would ta
 
 Usage::
 
-    python experiments/warm_start_encoder.py                           # the default recipe and its figures
-    python experiments/warm_start_encoder.py --eval-games 0 --save policy.pt   # what ablate.py runs
+    python -m rlanything_core.ablation.warm_start_encoder                  # the default recipe and its figures
+    python -m rlanything_core.ablation.warm_start_encoder --eval-games 0 --save policy.pt   # what ablate.py runs
 """
 
 from __future__ import annotations
@@ -23,11 +25,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import io
-import json
 import os
-import resource
 import statistics
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -35,6 +34,7 @@ from typing import cast
 
 import torch
 
+from rlanything_core.ablation.warm_start_cache import cpu_seconds, warm_start_dir, weights_key
 from rlanything_core.collect.agent import AgentCollector, EpisodeRunner
 from rlanything_core.collect.scorer_selection import ScorerSelector
 from rlanything_core.collect.state_text import alfworld_state_text
@@ -50,31 +50,23 @@ from rlanything_core.training.scorer_sft import ScorerExample, fit_scorer, top1_
 
 WEIGHT_ARGS = ("split", "games_per_type", "expert_steps", "history", "recent_actions", "trainable_layers",
                "max_state_tokens", "epochs", "batch_size", "encoder_lr", "head_lr", "dagger_rounds",
-               "dagger_games_per_type", "dagger_epochs", "seed")
-"""The arguments that change the fitted weights (the cache key)."""
-
-
-def _cpu() -> float:
-    """CPU seconds of this process and its finished children (the demonstration workers): the idle-machine cost."""
-    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
-
-
-def _cache_dir() -> Path:
-    base = os.environ.get("RLANYTHING_CACHE")
-    return (Path(base) if base else Path.home() / ".cache" / "rlanything") / "warm_start"
+               "dagger_games_per_type", "dagger_epochs", "seed", "threads")
+"""The arguments that change the fitted weights (the cache key; the torch threads too: they may reorder sums)."""
 
 
 def recipe_key(args: argparse.Namespace) -> str:
-    """A short hash of everything that changes the warm-started weights."""
-    recipe = json.dumps({k: getattr(args, k) for k in WEIGHT_ARGS}, sort_keys=True)
-    return hashlib.sha256(recipe.encode()).hexdigest()[:12]
+    """The content hash naming the cached weights: the recipe, the training games' bytes and the code that fits them."""
+    games = _training_games(args)
+    for round_index in range(args.dagger_rounds):  # the games each DAgger round plays are data too
+        games += _dagger_games(args, round_index)
+    return weights_key({k: getattr(args, k) for k in WEIGHT_ARGS}, games, "ablation/warm_start_encoder.py")
 
 
 def demonstrations(games: list[str], args: argparse.Namespace, tag: str) -> list[ExpertStep]:
     """The hand-coded expert's steps on ``games`` (training split only), cached by the game list."""
     key = hashlib.sha256("\n".join(games).encode()).hexdigest()[:12]
-    cache = _cache_dir() / f"{tag}-handcoded2-n{len(games)}-s{args.expert_steps}-{key}.json"  # 2: the pick-two repair
+    # handcoded2: the pick-two repair
+    cache = warm_start_dir() / f"{tag}-handcoded2-n{len(games)}-s{args.expert_steps}-{key}.json"
     return load_or_build_expert_steps(games, cache, expert=ExpertKind.HANDCODED, max_steps=args.expert_steps,
                                       num_workers=args.workers)
 
@@ -103,8 +95,7 @@ def play(policy: EncoderScorerPolicy, games: list[str], args: argparse.Namespace
 
 def dagger_round(policy: EncoderScorerPolicy, round_index: int, args: argparse.Namespace) -> list[ExpertStep]:
     """The policy plays training games at T=1; the expert labels every state it reached."""
-    games = [str(g.game_file) for g in games_per_type(list_games(args.split), args.dagger_games_per_type,
-                                                      seed=args.seed + 1 + round_index)]
+    games = _dagger_games(args, round_index)
     seed = args.seed + 1000 * (round_index + 1)
     episodes = play(policy, games, args, temperature=1.0, runs=1, seed=seed)
     labelled = expert_labels([(e.task_id, [s.action for s in e.steps]) for e in episodes], seed=seed,
@@ -119,23 +110,28 @@ def _training_games(args: argparse.Namespace) -> list[str]:
     return [str(g.game_file) for g in games_per_type(list_games(args.split), args.games_per_type, seed=args.seed)]
 
 
+def _dagger_games(args: argparse.Namespace, round_index: int) -> list[str]:
+    return [str(g.game_file) for g in games_per_type(list_games(args.split), args.dagger_games_per_type,
+                                                     seed=args.seed + 1 + round_index)]
+
+
 def train(args: argparse.Namespace) -> tuple[EncoderScorerPolicy, float]:
     """The warm-started policy (from the cache when this recipe was fitted before) and the seconds it took here."""
     policy, _ = minilm_scorer(trainable_layers=args.trainable_layers, max_state_tokens=args.max_state_tokens,
                               seed=args.seed)
-    cached = _cache_dir() / f"encoder-{recipe_key(args)}.pt"
+    cached = warm_start_dir() / f"encoder-{recipe_key(args)}.pt"
     if cached.is_file() and not args.refit:
         policy.load_state_dict(torch.load(cached, map_location="cpu", weights_only=True))
-        print(f"warm start: reused {cached} (same recipe)", flush=True)
+        print(f"warm start: reused {cached} (same recipe, games and code)", flush=True)
         return policy, 0.0
-    started, cpu_started = time.time(), _cpu()
+    started, cpu_started = time.time(), cpu_seconds()
     games = _training_games(args)
     steps = demonstrations(games, args, args.split)
     won = {s.game_file for s in steps}
     types = Counter(Path(g).parent.parent.name.split("-", 1)[0] for g in won)
     print(f"demonstrations: {len(steps)} steps from {len(won)}/{len(games)} {args.split} games won by the hand-coded "
           f"expert ({dict(sorted(types.items()))}); {time.time() - started:.1f} s wall, "
-          f"{_cpu() - cpu_started:.1f} s CPU", flush=True)
+          f"{cpu_seconds() - cpu_started:.1f} s CPU", flush=True)
     examples = examples_of(steps, args)
     policy.encoder.bottom_cache.capacity = max(policy.encoder.bottom_cache.capacity, len(examples) + 64)
     partial = cached.with_suffix(".partial.pt")
@@ -144,14 +140,14 @@ def train(args: argparse.Namespace) -> tuple[EncoderScorerPolicy, float]:
             examples = examples + examples_of(dagger_round(policy, round_index - 1, args), args)
             policy.encoder.bottom_cache.capacity = max(policy.encoder.bottom_cache.capacity, len(examples) + 64)
         epochs = args.epochs if not round_index else args.dagger_epochs
-        fit_started, fit_cpu = time.time(), _cpu()
+        fit_started, fit_cpu = time.time(), cpu_seconds()
         losses = fit_scorer(policy, examples, epochs=epochs, batch_size=args.batch_size, encoder_lr=args.encoder_lr,
                             head_lr=args.head_lr, seed=args.seed + round_index,
                             checkpoint=partial.with_suffix(f".r{round_index}.pt"), progress=args.progress)
         tail = losses[-20:] or [float("nan")]
         print(f"training (round {round_index}): {len(examples)} examples x {epochs} epochs, loss "
               f"{(losses[0] if losses else float('nan')):.3f} -> {sum(tail) / len(tail):.3f}; "
-              f"{time.time() - fit_started:.1f} s wall, {_cpu() - fit_cpu:.1f} s CPU", flush=True)
+              f"{time.time() - fit_started:.1f} s wall, {cpu_seconds() - fit_cpu:.1f} s CPU", flush=True)
     buffer = io.BytesIO()
     torch.save(policy.state_dict(), buffer)
     atomic_write_bytes(cached, buffer.getvalue())
@@ -160,7 +156,7 @@ def train(args: argparse.Namespace) -> tuple[EncoderScorerPolicy, float]:
     policy.encoder.bottom_cache.capacity = 2048
     policy.encoder.bottom_cache.items.clear()
     print(f"warm start CPU time (demonstrations and training; an idle machine's wall time at {args.workers} expert "
-          f"workers is about this over the cores used): {(_cpu() - cpu_started) / 60:.1f} min", flush=True)
+          f"workers is about this over the cores used): {(cpu_seconds() - cpu_started) / 60:.1f} min", flush=True)
     return policy, time.time() - started
 
 
@@ -265,4 +261,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
