@@ -23,27 +23,23 @@ from __future__ import annotations
 import argparse
 import csv
 import random
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-if __name__ == "__main__" and not __package__:
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
+import torch
+from hydra import compose, initialize_config_dir
+from torchmetrics.functional.classification import binary_auroc
 
-import torch  # noqa: E402
-from hydra import compose, initialize_config_dir  # noqa: E402
-from torchmetrics.functional.classification import binary_auroc  # noqa: E402
-
-from rlanything_core.assembly import build_run  # noqa: E402
-from rlanything_core.collect.scorer_selection import EncoderVotes  # noqa: E402
-from rlanything_core.collect.state_text import ActionResultText, JudgeStepText, StateSummaryText  # noqa: E402
-from rlanything_core.conf import CONF_DIR  # noqa: E402
-from rlanything_core.envs.alfworld.expert_agreement import AlfworldExpertLabeller  # noqa: E402
-from rlanything_core.files import atomic_write_text  # noqa: E402
-from rlanything_core.loop.judge_probe import balanced_accuracy  # noqa: E402
-from rlanything_core.models.encoder_judge import minilm_judge  # noqa: E402
+from rlanything_core.assembly import build_run
+from rlanything_core.collect.scorer_selection import EncoderVotes
+from rlanything_core.collect.state_text import ActionResultText, JudgeStepText, StateSummaryText
+from rlanything_core.conf import CONF_DIR
+from rlanything_core.envs.alfworld.expert_agreement import AlfworldExpertLabeller
+from rlanything_core.files import atomic_write_text
+from rlanything_core.loop.judge_probe import balanced_accuracy
+from rlanything_core.models.encoder_judge import minilm_judge
 
 VARIANTS: dict[str, JudgeStepText] = {"action_result": ActionResultText(3), "state_summary": StateSummaryText(4)}
 KITCHEN = ("pick_clean_then_place_in_recep", "pick_cool_then_place_in_recep", "pick_heat_then_place_in_recep")
