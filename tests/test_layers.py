@@ -37,6 +37,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("settings: each agent setting's parts", frozenset({"settings"})),
     ("training", frozenset({"training", "lightning"})),
     ("assembly: a run from a composed config (above settings, loop, training)", frozenset({"assembly"})),
+    ("analysis: statistics of measured results", frozenset({"analysis"})),
     ("the command line: rlanything train|evaluate|ablate", frozenset({"cli", "__main__"})),
     ("test helpers", frozenset({"testing"})),
 )
