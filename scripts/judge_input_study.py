@@ -71,26 +71,30 @@ def study_config(args: argparse.Namespace, name: str, step_text: dict[str, Any])
     cfg.resume = False
     cfg.progress = False
     cfg.step_records = False
-    cfg.model.policy_init = str(args.policy_init)
+    cfg.model.policy_init = None if args.policy_init == "none" else str(args.policy_init)  # none: a smoke test
     cfg.setting.train_games = args.pool
     cfg.setting.parts.environment.train_games = args.pool  # the config is resolved: the key the builder reads
     cfg.setting.env_workers = 1
     cfg.model.judge.cache_size = 16384  # every step's frozen bottom stays cached over the passes
     cfg.votes.encoder.step_text = dict(step_text)
-    return cfg
+    return OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(args.set)))  # type: ignore[return-value]
 
 
-def split_games(types: dict[str, str], seed: int) -> tuple[list[str], list[str]]:
-    """``(fit, scored)`` game ids: a seeded half of each task type's games is fitted on (an odd one goes to fit)."""
+def split_games(types: dict[str, str], seed: int, per_type: int | None) -> tuple[list[str], list[str]]:
+    """``(fit, scored)`` game ids, a seeded draw within each task type (game level: no game on both sides).
+
+    ``per_type`` games of each type are fitted on (``None``: half, an odd one to fit); the rest are scored.
+    """
     fit: list[str] = []
     scored: list[str] = []
     rng = random.Random(seed)
     for t in sorted(set(types.values())):
         games = sorted(g for g, k in types.items() if k == t)
         rng.shuffle(games)
-        cut = (len(games) + 1) // 2
+        cut = (len(games) + 1) // 2 if per_type is None else min(per_type, len(games) - 1)
         fit += games[:cut]
         scored += games[cut:]
+    rng.shuffle(fit)  # a fit batch mixes the types, as a run's draws from the pool do
     return fit, scored
 
 
@@ -110,7 +114,7 @@ def play(args: argparse.Namespace) -> dict[str, Any]:
     labeller = AlfworldExpertLabeller()
     tasks = {t.task_id: t for t in source.pool.active_tasks()}
     types = {g: labeller.task_type(source.to_env_task(t)) for g, t in tasks.items()}
-    fit, scored = split_games(types, args.split_seed)
+    fit, scored = split_games(types, args.split_seed, args.fit_per_type)
     collector = source.collector
     tpi, seed = int(cfg.tasks_per_iteration), int(cfg.seed)
 
@@ -164,17 +168,18 @@ def train_judge(args: argparse.Namespace, name: str, data: dict[str, Any]) -> di
     if loop.judge_update is None:
         raise SystemExit(f"--run: {args.run} builds no judge update")
     update = loop.judge_update
-    started, it = time.perf_counter(), 0
+    started, it, optimizer_steps = time.perf_counter(), 0, 0
     while it < max(args.checkpoints):
         for batch in data["batches"]:
             with loop.rollout_mode():
                 rows = source.rows(source.judge(Rollouts(it, batch))).judge  # fresh votes: the iteration's seed
-            update(rows)
+            optimizer_steps += int(update(rows).get("judge/updates", 0.0))  # 0 when no group is in the band
             it += 1
             if it in args.checkpoints:
                 with loop.rollout_mode(), torch.no_grad():
                     out[f"consistency_{it}"] = step_probabilities(source, data["scored"], probe_seed)
-                print(f"{name}: {it} judge updates in {time.perf_counter() - started:.0f} s", flush=True)
+                print(f"{name}: {it} judge updates ({optimizer_steps} optimizer steps) in "
+                      f"{time.perf_counter() - started:.0f} s", flush=True)
             if it >= max(args.checkpoints):
                 break
     source.pool.close()
@@ -230,7 +235,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--pool", type=int, default=96, help="valid_train games, task types in proportion")
     parser.add_argument("--scored-rollouts", type=int, default=1, help="rollouts per scored game")
     parser.add_argument("--checkpoints", type=int, nargs="+", default=[12, 36], help="judge updates to score after")
+    parser.add_argument("--fit-per-type", type=int, default=None,
+                        help="games of each task type the judges are trained on (default: half); the rest are scored")
     parser.add_argument("--split-seed", type=int, default=0, help="which half of each type's games is fitted on")
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="change the run's resolved config (e.g. a short smoke: setting.max_steps=4)")
     parser.add_argument("--no-probe-head", dest="probe_head", action="store_false")
     parser.add_argument("--bootstrap", type=int, default=2000, help="game-level resamples")
     args = parser.parse_args(argv)
