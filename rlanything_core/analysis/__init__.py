@@ -9,6 +9,8 @@
   (``python -m rlanything_core.analysis.breakdown <results folder> ...``).
 - :mod:`~rlanything_core.analysis.summary`: the results page's forest plot over the committed folders
   (``python -m rlanything_core.analysis.summary``).
+- :mod:`~rlanything_core.analysis.judge_steps`: a judge's process AUC and balanced accuracy on labelled steps, by task
+  type, with game-level bootstrap intervals and paired differences between judges.
 """
 
 __all__: list[str] = []
