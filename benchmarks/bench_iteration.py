@@ -1,4 +1,4 @@
-"""CPU seconds per phase of one training iteration of the full arm and of an evaluation: `python -m benchmarks.bench_iteration`.
+"""CPU seconds per phase of an iteration of the full arm and of an evaluation: `python -m benchmarks.bench_iteration`.
 
     python -m benchmarks.bench_iteration                          # this checkout: one iteration + evaluation
     python -m benchmarks.bench_iteration --trees 756dceb HEAD      # old and new code side by side, with ratios
@@ -8,9 +8,10 @@ One run of ``experiments/train.py`` shaped like an arm of ``+profile=full`` (``a
 tasks_per_iteration, group size, votes, models, judge, optimizer and evaluation settings, the full arm), for one
 iteration and then its final evaluation on ``--games`` games of each evaluation split (a fixed fraction of the whole
 splits, stated in the output; the judge votes on its ``eval.judge_episodes`` and the planner labels its probe set as in
-the real run). Differences from the real run, for a clean measurement: no warm start (the costs per step do not depend on
-the weights; episode lengths do, and are counted), the environments in this process (``setting.env_workers=1``: every
-CPU second is this process's, or a waited child's), the probe set labelled here (no shared probe file).
+the real run). Differences from the real run, for a clean measurement: no warm start (the costs per step do not
+depend on the weights; episode lengths do, and are counted), the environments in this process
+(``setting.env_workers=1``: every CPU second is this process's, or a waited child's), the probe set labelled here (no
+shared probe file).
 
 CPU time is the process's user + system time plus that of its waited children (``os.times``), so threads and planner
 processes count. Each phase is exclusive: a phase's time excludes the phases it calls (the frozen bottom layers inside
@@ -50,6 +51,10 @@ __all__ = ["PhaseClock", "compare", "main", "measure", "rates"]
 ROOT = Path(__file__).resolve().parents[1]
 RATES_FILE = ROOT / "rlanything_core" / "conf" / "iteration_rates.json"
 PROFILES = ("default", "full", "step_only", "hard")
+# train.py's keys that ablate.py forwards to every arm (experiments/ablation_runs.py FORWARDED; model: its plain keys)
+FORWARDED = ("tasks_per_iteration", "group_size", "num_votes", "lam", "balance_judge_targets", "policy_band",
+             "judge_band", "env_band", "max_rewrites_per_iteration", "optim", "eval", "setting", "trainer")  # fmt: skip
+Counter = Callable[[Any, Any], tuple[str, int]]
 CONSUMERS = {"policy scoring": "rollouts", "judge scoring": "judge", "update": "update"}
 # (module, class or None, attribute) -> phase; a target missing from a tree is skipped (named in the output)
 TARGETS: tuple[tuple[str, str | None, str, str], ...] = (
@@ -115,7 +120,7 @@ class PhaseClock:
             self._charge()
             self._stack.pop()
 
-    def wrap(self, fn: Callable[..., Any], phase: str, count: Callable[[Any, Any], tuple[str, int]] | None = None) -> Any:
+    def wrap(self, fn: Callable[..., Any], phase: str, count: Counter | None = None) -> Any:
         """``fn`` timed as ``phase``; ``count(args, result)`` adds ``(name, n)`` to the part's counts."""
 
         @functools.wraps(fn)
@@ -130,7 +135,7 @@ class PhaseClock:
         return timed
 
 
-def _counter(attribute: str) -> Callable[[Any, Any], tuple[str, int]] | None:
+def _counter(attribute: str) -> Counter | None:
     """What a wrapped call counts: engine steps taken, steps the judge votes on, frozen-bottom texts run."""
     if attribute == "step_all":
         return lambda args, result: ("steps", sum(r is not None for r in result))
@@ -165,7 +170,8 @@ def instrument(clock: PhaseClock) -> list[str]:
         setattr(owner, attribute, timed)
         if cls_name is None:  # ``from module import fn`` elsewhere: replace those names too
             for other in list(sys.modules.values()):
-                if getattr(other, "__name__", "").startswith("rlanything_core") and getattr(other, attribute, None) is original:
+                ours = getattr(other, "__name__", "").startswith("rlanything_core")
+                if ours and getattr(other, attribute, None) is original:
                     setattr(other, attribute, timed)
     return missing
 
@@ -190,8 +196,7 @@ def arm_overrides(games: int, run_dir: Path, extra: list[str]) -> list[str]:
     container = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(container, dict)
     forwarded: list[str] = []
-    for key in ("tasks_per_iteration", "group_size", "num_votes", "lam", "balance_judge_targets", "policy_band",
-                "judge_band", "env_band", "max_rewrites_per_iteration", "optim", "eval", "setting", "trainer"):  # fmt: skip
+    for key in FORWARDED:
         if key in container:
             _flat(key, container[key], forwarded)
     model = {k: v for k, v in container["model"].items() if k not in ("policy", "judge")}
@@ -351,12 +356,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--trees", nargs=2, default=None, help="two checkouts or git revisions (old, new)")
     parser.add_argument("--rounds", type=int, default=1, help="runs per tree with --trees (default: 1)")
     parser.add_argument("--json", action="store_true", help="print the raw measurement as one JSON line")
+    parser.add_argument("--save", type=Path, default=None, help="with --trees: also write the raw measurements here")
+    parser.add_argument("--load", nargs=2, type=Path, default=None, help="compare two saved --json outputs (old, new)")
     parser.add_argument("--write-rates", action="store_true", help=f"store the (new) tree's rates in {RATES_FILE}")
     parser.add_argument("overrides", nargs="*", help="more Hydra overrides for the run (both trees)")
     args = parser.parse_args(argv)
     if args.games < 1:
         raise SystemExit(f"--games: expected >= 1, got {args.games}")
-    if args.trees is None:
+    if args.load is not None:
+        results = [[json.loads(line) for line in path.read_text().splitlines() if line.startswith("{")]
+                   for path in args.load]  # fmt: skip
+        labels = ["old", "new"]
+        print(f"old = {args.load[0]}, new = {args.load[1]} (saved measurements)")
+    elif args.trees is None:
         results = [[measure(args.games, args.overrides)]]
         if args.json:
             print(json.dumps(results[0][0]))
@@ -366,8 +378,10 @@ def main(argv: list[str] | None = None) -> None:
         with tempfile.TemporaryDirectory(prefix="bench-iteration-trees-") as tmp:
             trees = [_export(t, Path(tmp)) for t in args.trees]
             results = compare(trees, args.games, args.rounds, args.overrides)
+        if args.save is not None:
+            args.save.write_text(json.dumps(results) + "\n")
         labels = ["old", "new"]
-        print(f"old = {args.trees[0]}, new = {args.trees[1]}, {args.rounds} round(s) each, games per split {args.games}")
+        print(f"old = {args.trees[0]}, new = {args.trees[1]}, {args.rounds} round(s) each, {args.games} games a split")
     for label, res in zip(labels, results):
         if res[0]["missing"]:
             print(f"{label}: not instrumented (absent): {', '.join(res[0]['missing'])}")

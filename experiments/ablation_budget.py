@@ -7,10 +7,11 @@ judge's process accuracy is measured on a fixed probe set of planner-labelled st
 every later evaluation or judge-only probe costs one judge pass per probe step. An episode of ``limit`` steps is won
 after ``won_steps`` steps on average with probability ``success``, else runs to the limit. Runs (a seed's "before" or
 one arm) go to ``jobs`` parallel workers, one core each; the warm start runs once before them. The defaults of
-:class:`StepCosts` are this project's figures for the encoder policy on one core of the 2-core CPU machine; for the model they were measured on, the rates that ``python -m
-benchmarks.bench_iteration --write-rates`` measured (CPU seconds per phase of one iteration of the full arm and of an
-evaluation, ``rlanything_core/conf/iteration_rates.json``: :func:`measured_costs`) replace them, and the ``budget``
-section of the config overrides both. The result is an estimate to plan with, not a measurement.
+:class:`StepCosts` are this project's figures for the encoder policy on one core of the 2-core CPU machine;
+for the model they were measured on, the rates that ``python -m benchmarks.bench_iteration --write-rates`` measured
+(CPU seconds per phase of one iteration of the full arm and of an evaluation,
+``rlanything_core/conf/iteration_rates.json``: :func:`measured_costs`) replace them, and the ``budget`` section of the
+config overrides both. The result is an estimate to plan with, not a measurement.
 """
 
 from __future__ import annotations

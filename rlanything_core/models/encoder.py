@@ -215,8 +215,9 @@ class SplitEncoder(nn.Module):
     def bottom_digest(self) -> str:
         """SHA-256 of what a cached bottom output depends on besides the token ids.
 
-        The ``[CLS]``/``[SEP]`` ids, the split, the precision, the attention implementation, and every tensor of the embeddings and of the bottom
-        layers (name, dtype, shape, bytes): equal digests mean equal outputs for equal ids.
+        The ``[CLS]``/``[SEP]`` ids, the split, the precision, the attention implementation, and every tensor of the
+        embeddings and of the bottom layers (name, dtype, shape, bytes): equal digests mean equal outputs for equal
+        ids.
         """
         attention = getattr(self.bert.config, "_attn_implementation", None)
         head = f"{self.cls_id}|{self.sep_id}|{self.split}|{self.frozen_precision.value}|{attention}"
