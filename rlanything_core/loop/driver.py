@@ -2,7 +2,7 @@
 
     pool.sample(k) + pending rewrites -> this rank's task groups -> AgentCollector -> JudgeCollector (m votes)
       -> build_iteration (step reward, integrator, bands, judge targets) -> IterationData
-      -> success rates of all ranks -> EnvironmentAdaptation on the writer rank -> pool snapshot for this iteration
+      -> outcomes (success rates, episodes) -> the loop's plan / rewrite / apply (loop.pool_sync) -> pool snapshot
 
 Task groups are dealt to ranks round-robin by their global index and every episode is seeded by its group and
 rollout (``derive_seed``), so the union over ranks is exactly what one process would collect.
@@ -23,10 +23,11 @@ from rlanything_core.environment.pool import TaskPool
 from rlanything_core.environment.rewriters.protocol import TaskSpec
 from rlanything_core.loop.adaptation import EnvironmentAdaptation
 from rlanything_core.loop.iteration import IterationData, build_iteration
-from rlanything_core.loop.pool_sync import PoolSnapshots, dist_rank_world
-from rlanything_core.loop.protocol import Rollouts
+from rlanything_core.loop.pool_sync import PoolSnapshots
+from rlanything_core.loop.protocol import Outcomes, Rollouts
 from rlanything_core.loop.step_records import StepRecorder
 from rlanything_core.loop.vote_mode import VoteMode
+from rlanything_core.records import Episode
 from rlanything_core.rewards.targets import ConsistencyTargets
 from rlanything_core.seeding import derive_seed
 
@@ -140,7 +141,7 @@ class AgentLoopDriver(PoolSnapshots):
             started = time.perf_counter()
             tasks = self.tasks_for(rollouts.iteration)  # before adapt: the iteration's tasks, as collect saw them
             self.recorder.record(rollouts.episodes, [self.to_env_task(tasks[e.group_id]) for e in rollouts.episodes],
-                                 iteration=rollouts.iteration, rank=dist_rank_world()[0], advantages=advantages,
+                                 iteration=rollouts.iteration, rank=self.collectives.rank, advantages=advantages,
                                  step_reward=step_reward)  # fmt: skip
             record_s.append(time.perf_counter() - started)
 
@@ -161,23 +162,10 @@ class AgentLoopDriver(PoolSnapshots):
             data.metrics["time/records_s"] = record_s[0]
         return data
 
-    def adapt(self, rollouts: Rollouts, /) -> dict[str, float]:
-        """Success rates of every rank to the pool (collective), adaptation on the writer; ``env/*`` metrics."""
-        started = time.perf_counter()
-        metrics = self._adapt(rollouts.episodes, rollouts.iteration)
-        metrics["time/adapt_s"] = time.perf_counter() - started  # the pool sync too, where there is no adaptation
-        return metrics
-
-    def _adapt(self, episodes: list[Any], iteration: int) -> dict[str, float]:
-        by_task: dict[str, list[Any]] = {}
-        for e in episodes:
+    def outcomes(self, rollouts: Rollouts, /) -> Outcomes:
+        """This rank's success rate of each task, and its episodes (the critic feedback is built from them)."""
+        by_task: dict[str, list[Episode]] = {}
+        for e in rollouts.episodes:
             by_task.setdefault(e.task_id, []).append(e)
         rates = {t: success_rate(eps) for t, eps in by_task.items()}
-        adaptation = self.adaptation
-
-        def plan(all_rates: dict[str, float], all_episodes: list[Any]) -> Any:
-            assert adaptation is not None
-            seed = derive_seed(self.seed, iteration, "env")
-            return adaptation.plan(self.pool, all_episodes, all_rates, iteration=iteration, seed=seed)
-
-        return self._sync_pool(rates, episodes, iteration, adaptation, plan if adaptation is not None else None)
+        return Outcomes(rollouts.iteration, rates, list(rollouts.episodes))

@@ -13,7 +13,7 @@ from torch import nn
 
 from rlanything_core.lightning.fabric_runtime import FabricRuntime
 from rlanything_core.loop.iteration import IterationData
-from rlanything_core.loop.protocol import Rollouts
+from rlanything_core.loop.protocol import SINGLE_PROCESS, Collectives, Rollouts
 from rlanything_core.loop.rlanything_loop import RLAnythingLoop
 from rlanything_core.losses.policy import PolicyLoss
 from rlanything_core.training.update import ModelUpdate
@@ -38,6 +38,8 @@ def ragged_rows(n: int, length: int, *, seed: int = 0, shortest: int | None = No
 
 class FixedRows:
     """An ``IterationSource`` whose every iteration yields ``data``'s rows (no rollouts, no pool)."""
+
+    collectives: Collectives = SINGLE_PROCESS
 
     def __init__(self, data: IterationData) -> None:
         self.data = data
