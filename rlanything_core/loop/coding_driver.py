@@ -160,7 +160,7 @@ class CodingLoopDriver(PoolSnapshots):
         self.max_workers = max_workers
         self.integrator = integrator
 
-    def collect(self, iteration: int, /) -> Rollouts:
+    def collect(self, iteration: int, /) -> Rollouts[TaskRollouts]:
         """This rank's tasks and their ``G`` programs each (GT tests run); none where the rank has no task group."""
         specs = self.tasks_for(iteration)
         mine = self.my_groups(len(specs))
@@ -176,7 +176,7 @@ class CodingLoopDriver(PoolSnapshots):
             ],
         )
 
-    def judge(self, rollouts: Rollouts, /) -> Rollouts:
+    def judge(self, rollouts: Rollouts[TaskRollouts], /) -> Rollouts[TaskRollouts]:
         """The judge's unit tests, run in the sandbox, then every task scored once (its ``TaskResult``).
 
         ``K`` tests per task (none without a judge) run on the task's programs; ``score_task`` gives the result that
@@ -196,7 +196,7 @@ class CodingLoopDriver(PoolSnapshots):
             scored.append(dataclasses.replace(t, tests=unit, result=result))
         return Rollouts(rollouts.iteration, scored, dict(rollouts.metrics))
 
-    def rows(self, rollouts: Rollouts, /) -> IterationData:
+    def rows(self, rollouts: Rollouts[TaskRollouts], /) -> IterationData:
         """Both models' rows of the scored tasks (``coding_rows``)."""
         return coding_rows(
             rollouts.episodes,
@@ -207,7 +207,7 @@ class CodingLoopDriver(PoolSnapshots):
             policy_band=self.policy_band,
         )
 
-    def outcomes(self, rollouts: Rollouts, /) -> Outcomes:
+    def outcomes(self, rollouts: Rollouts[TaskRollouts], /) -> Outcomes:
         """This rank's pass-all rate of each task and its coding critic feedback (per-test pass rates)."""
         rates: dict[str, float] = {}
         feedback: list[TaskFeedback] = []

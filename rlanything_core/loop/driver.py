@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from torch import Tensor
+
 from rlanything_core.advantages.integrators import Integrator
 from rlanything_core.advantages.step_reward import StepReward
 from rlanything_core.collect.agent import AgentCollector
@@ -96,7 +98,7 @@ class AgentLoopDriver(PoolSnapshots):
         self.recorder = recorder
 
     # ------------------------------------------------------------------------------------------- one iteration
-    def collect(self, iteration: int, /) -> Rollouts:
+    def collect(self, iteration: int, /) -> Rollouts[Episode]:
         """This rank's task groups of iteration ``iteration``, played by the policy with the current weights."""
         tasks = self.tasks_for(iteration)
         mine = self.my_groups(len(tasks))
@@ -117,7 +119,7 @@ class AgentLoopDriver(PoolSnapshots):
         metrics.update({f"policy_model/{k}": v for k, v in stats.model.items()})  # e.g. truncated state texts
         return Rollouts(iteration, list(episodes), metrics)
 
-    def judge(self, rollouts: Rollouts, /) -> Rollouts:
+    def judge(self, rollouts: Rollouts[Episode], /) -> Rollouts[Episode]:
         """The judge's ``m`` votes on every step (unchanged without a judge or episodes)."""
         if self.judge_collector is None or not rollouts.episodes:
             return rollouts
@@ -128,7 +130,7 @@ class AgentLoopDriver(PoolSnapshots):
         metrics["time/judge_s"] = time.perf_counter() - started
         return Rollouts(rollouts.iteration, list(episodes), metrics)
 
-    def rows(self, rollouts: Rollouts, /) -> IterationData:
+    def rows(self, rollouts: Rollouts[Episode], /) -> IterationData:
         """Step reward, advantages, bands and judge targets of the judged episodes: the training rows.
 
         With a recorder, the steps' records are written here, from the rewards ``build_iteration`` computed: the
@@ -136,7 +138,7 @@ class AgentLoopDriver(PoolSnapshots):
         """
         record_s: list[float] = []
 
-        def record(step_reward: Any, advantages: Any) -> None:
+        def record(step_reward: Tensor | None, advantages: Tensor) -> None:
             assert self.recorder is not None
             started = time.perf_counter()
             tasks = self.tasks_for(rollouts.iteration)  # before adapt: the iteration's tasks, as collect saw them
@@ -162,7 +164,7 @@ class AgentLoopDriver(PoolSnapshots):
             data.metrics["time/records_s"] = record_s[0]
         return data
 
-    def outcomes(self, rollouts: Rollouts, /) -> Outcomes:
+    def outcomes(self, rollouts: Rollouts[Episode], /) -> Outcomes:
         """This rank's success rate of each task, and its episodes (the critic feedback is built from them)."""
         by_task: dict[str, list[Episode]] = {}
         for e in rollouts.episodes:

@@ -19,12 +19,13 @@ from __future__ import annotations
 import os
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import torch
 from torch import Tensor, nn
 
 from rlanything_core.environment.feedback import TaskFeedback
+from rlanything_core.environment.pool import TaskPool
 from rlanything_core.environment.rewriters.protocol import Candidate
 from rlanything_core.loop.adaptation import RewriteRequest
 from rlanything_core.loop.iteration import IterationData, empty_iteration
@@ -35,6 +36,7 @@ __all__ = [
     "SINGLE_PROCESS",
     "AdaptationPlan",
     "Collectives",
+    "EpisodeT",
     "Evaluator",
     "IterationSource",
     "JudgeAccuracyEvaluator",
@@ -112,19 +114,23 @@ SINGLE_PROCESS = SingleProcess()
 """The shared one-process :class:`Collectives` (it holds no state)."""
 
 
+EpisodeT = TypeVar("EpisodeT")
+"""What a setting's rollouts are made of: ``records.Episode`` (agent settings), ``loop.coding_rows.TaskRollouts``."""
+
+
 @dataclass
-class Rollouts:
+class Rollouts(Generic[EpisodeT]):
     """One rank's rollouts of one iteration, between the source's stages.
 
     Attributes:
         iteration: the iteration number (0-based).
-        episodes: this rank's share (agent ``Episode`` records; for coding, what the coding driver needs); empty on
-            a rank without a task group.
+        episodes: this rank's share (agent ``Episode`` records; for coding, ``TaskRollouts``: a task and its
+            programs); empty on a rank without a task group.
         metrics: scalars to log (parse failures, timings), merged into the iteration's metrics by ``rows``.
     """
 
     iteration: int
-    episodes: list[Any]
+    episodes: list[EpisodeT]
     metrics: dict[str, float] = field(default_factory=dict)
 
 
@@ -162,7 +168,7 @@ class AdaptationPlan:
 
 
 @runtime_checkable
-class IterationSource(Protocol):
+class IterationSource(Protocol[EpisodeT]):
     """The data side of an iteration, in stages; keeps its task pool resumable.
 
     Implemented by ``AgentLoopDriver`` (ALFWorld, TextWorld and the GUI settings) and ``CodingLoopDriver``. A rank
@@ -172,28 +178,30 @@ class IterationSource(Protocol):
     rollouts' metrics to the rows' metrics.
 
     Attributes:
+        pool: the task pool (its writer is global rank 0).
         collectives: the ranks and collectives its stages use (the pool sync, the rank's task groups);
             ``RLAnythingLoop`` sets it to its runtime, outside the loop it is ``SINGLE_PROCESS`` by default.
     """
 
+    pool: TaskPool
     collectives: Collectives
 
-    def collect(self, iteration: int, /) -> Rollouts:
+    def collect(self, iteration: int, /) -> Rollouts[EpisodeT]:
         """This rank's rollouts of iteration ``iteration`` with the current weights."""
         ...
 
-    def judge(self, rollouts: Rollouts, /) -> Rollouts:
+    def judge(self, rollouts: Rollouts[EpisodeT], /) -> Rollouts[EpisodeT]:
         """The judge's votes (agent) or unit tests (coding); unchanged without a judge."""
         ...
 
-    def rows(self, rollouts: Rollouts, /) -> IterationData:
+    def rows(self, rollouts: Rollouts[EpisodeT], /) -> IterationData:
         """Score the rollouts (step reward, advantages, judge targets, bands) and build the training rows.
 
         Called only with rollouts (a rank without any gets ``empty_iteration``); its metrics are the rows' own.
         """
         ...
 
-    def outcomes(self, rollouts: Rollouts, /) -> Outcomes:
+    def outcomes(self, rollouts: Rollouts[EpisodeT], /) -> Outcomes:
         """This rank's success rates and what the critic reads (episodes, or the setting's own feedback)."""
         ...
 
@@ -224,7 +232,7 @@ class IterationSource(Protocol):
         ...
 
 
-def source_iteration(source: IterationSource, iteration: int) -> IterationData:
+def source_iteration(source: IterationSource[Any], iteration: int) -> IterationData:
     """One iteration's data side outside the loop (tests, notebooks): the data stages of ``RLAnythingLoop.run``.
 
     No rollout context is entered (the caller's models are used as they are) and the rows are not balanced over

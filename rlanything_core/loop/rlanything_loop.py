@@ -77,7 +77,7 @@ class RLAnythingLoop:
 
     def __init__(
         self,
-        source: IterationSource,
+        source: IterationSource[Any],
         runtime: Runtime,
         policy: Update,
         judge: nn.Module | None = None,
@@ -113,14 +113,10 @@ class RLAnythingLoop:
             raise ValueError("judge_update: it must train the loop's judge model")
         if not isinstance(source, IterationSource):
             raise ValueError(f"source: expected an IterationSource, got {type(source).__name__}")
-        if evaluator is not None and evaluator.sharded and not isinstance(evaluator, ShardedEvaluator):
-            raise TypeError(
-                f"evaluator: a sharded evaluator needs a `collectives` attribute, {type(evaluator).__name__} has none"
-            )
         # every collective of the data side goes through the runtime: the pool sync, the rank's task groups, the
-        # sharded evaluation's gathers
+        # sharded evaluation's gathers (an evaluator that declares its collectives: AgentEvaluator, CodingEvaluator)
         source.collectives = runtime
-        if evaluator is not None and isinstance(evaluator, ShardedEvaluator):
+        if isinstance(evaluator, ShardedEvaluator):
             evaluator.collectives = runtime
         self.source = source
         self.runtime = runtime
@@ -147,8 +143,8 @@ class RLAnythingLoop:
         self._set_up = False
 
     @property
-    def driver(self) -> Any:
-        """The source, typed loosely for what callers read beyond the protocol (its pool, collectors)."""
+    def driver(self) -> IterationSource[Any]:
+        """The source (``AgentLoopDriver``, ``CodingLoopDriver``): its pool, its collectors."""
         return self.source
 
     @property
