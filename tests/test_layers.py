@@ -39,7 +39,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("training", frozenset({"training", "lightning"})),
     ("assembly: a run from a composed config (above settings, loop, training)", frozenset({"assembly"})),
     ("analysis of finished runs: reading them back, statistics, tables, plots", frozenset({"analysis"})),
-    ("the ablation: its runs, seed workers, reuse, budget and the warm start (above assembly and analysis)", frozenset({"ablation"})),
+    ("the ablation: runs, seed workers, reuse, budget, warm start (above assembly, analysis)", frozenset({"ablation"})),
     ("the command line: rlanything train|evaluate|ablate", frozenset({"cli", "__main__"})),
     ("test helpers", frozenset({"testing"})),
 )

@@ -25,6 +25,7 @@ from rlanything_core.generation.types import SamplingParams
 from rlanything_core.generation.weight_sync import EngineCycle, push_weights
 from rlanything_core.lightning.checkpoint import read_checkpoint
 from rlanything_core.models.encoder_rows import share_frozen_bottom
+from rlanything_core.training.logprobs import RowScorer
 
 __all__ = [
     "RANK_VARIABLES",
@@ -141,7 +142,7 @@ def judge_max_new_tokens(cfg: DictConfig) -> int:
 
 def agent_backend(cfg: DictConfig, model: Any, tokenizer: Any) -> Any:
     """What the selector / vote sampler calls: an encoder scorer is its own backend; a causal LM gets transformers'."""
-    if callable(getattr(model, "row_logprobs", None)):
+    if isinstance(model, RowScorer):
         return model
     return TransformersBackend(model, tokenizer, batch_size=int(cfg.model.batch_size))
 

@@ -35,6 +35,7 @@ from omegaconf import DictConfig, OmegaConf
 from rlanything_core.adaptation.rewriters.protocol import TaskSpec
 from rlanything_core.collect.prompts import agent_messages, judge_messages
 from rlanything_core.config import ConfigError
+from rlanything_core.loop.protocol import Evaluator, IterationSource
 from rlanything_core.settings import SettingError
 
 __all__ = [
@@ -88,7 +89,7 @@ class Setting:
 
     tasks: Callable[[DictConfig], Tasks]
     rewriter: Callable[[DictConfig, Path, Any, list[TaskSpec]], Any]
-    loop: Callable[[LoopParts], tuple[Any, Any]]
+    loop: Callable[[LoopParts], tuple[IterationSource[Any], Evaluator | None]]
     agent_prompts: Callable[..., Any] = agent_messages
     judge_prompts: Callable[..., Any] = judge_messages
     validate: Callable[[DictConfig], None] | None = None

@@ -19,6 +19,7 @@ from rlanything_core.lightning import fabric_runtime
 from rlanything_core.lightning.csv_logger import ResumableCSVLogger
 from rlanything_core.lightning.fabric_runtime import FabricRuntime
 from rlanything_core.lightning.sharding import ShardingConfig
+from rlanything_core.loop.protocol import Evaluator, IterationSource
 from rlanything_core.loop.rlanything_loop import RLAnythingLoop
 from rlanything_core.training.update import ModelUpdate
 
@@ -41,8 +42,8 @@ class Run:
 def make_loop(
     cfg: DictConfig,
     run_dir: Path,
-    source: Any,
-    evaluator: Any,
+    source: IterationSource[Any],
+    evaluator: Evaluator | None,
     policy: Any,
     judge: Any,
     judge_loss: Any,

@@ -27,6 +27,7 @@ from torch import Tensor, nn
 
 from rlanything_core.lightning.checkpoint import atomic_save, resume_path
 from rlanything_core.lightning.loading import materialize_from_rank0, shard_from_rank0
+from rlanything_core.lightning.process_group import all_gather_object, scatter_object
 from rlanything_core.lightning.sharding import ShardingConfig, gathered, is_sharded
 
 __all__ = ["FabricRuntime", "fsdp2_strategy", "parallelize_models"]
@@ -169,6 +170,14 @@ class FabricRuntime:
     def broadcast(self, obj: Any, src: int = 0) -> Any:
         """Rank ``src``'s ``obj``."""
         return self.fabric.broadcast(obj, src)
+
+    def all_gather_object(self, obj: Any, /) -> list[Any]:
+        """Every rank's ``obj``, in rank order (``loop.protocol.Collectives``)."""
+        return all_gather_object(obj, self.world_size)
+
+    def scatter_object(self, objs: list[Any] | None, src: int) -> Any:
+        """Rank ``src``'s ``objs[rank]`` on each rank (``loop.protocol.Collectives``)."""
+        return scatter_object(objs, src, self.world_size)
 
     def resume_path(self, path: str | os.PathLike[str]) -> Path | None:
         """``checkpoint.resume_path``: the complete checkpoint at ``path``, or ``None``."""

@@ -9,7 +9,8 @@ Runs on the pool's single writer with the success rates of every task rolled out
 
 The rewrites (an LLM call each, for the coding and SmolLM2 rewriters) need no pool state: ``plan`` (writer) lists
 them, ``rewrite`` runs one on any rank, ``apply`` (writer) adds the candidates in request order;
-``PoolSnapshots._sync_pool`` runs the three, spreading the rewrites over the ranks (one process: all of them there).
+``RLAnythingLoop.run`` calls the three through ``loop.pool_sync.PoolSnapshots`` (``plan``, ``rewrite``,
+``apply``), spreading the rewrites over the ranks (one process: all of them there).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The data side of one RLAnything iteration in the coding setting (arXiv 2602.02488; Open-AgentRL's coding loop).
 
-The driver runs the stages the loop calls (``collect``, ``judge``, ``rows``, ``adapt``; ``loop/protocol.py``)::
+The driver gives the stages the loop calls (``collect``, ``judge``, ``rows``, ``outcomes``; ``loop/protocol.py``)::
 
     collect: pool.sample(k) + pending rewrites -> this rank's tasks -> G programs each (CodeCollector, GT tests run)
     judge:   K unit tests per task from the judge (UnitTestCollector) -> pass matrix of programs x tests (sandbox)
@@ -9,7 +9,7 @@ The driver runs the stages the loop calls (``collect``, ``judge``, ``rows``, ``a
              -> step reward R = GT pass fraction (B, 1) -> PassFractionIntegrator (z-scored per task)
              -> unit-test targets (rewards.UnitTestTargets) of tasks with >= 1 correct program (optionally every
                 task, for the tests' format alone) -> loop.iteration.build_rows -> IterationData
-    adapt:   pass-all rates and coding critic feedback -> EnvironmentAdaptation on the writer rank -> pool snapshot
+    outcomes: pass-all rates and coding critic feedback -> the loop's plan / rewrite / apply (loop.pool_sync)
 
 The scoring and the rows are ``loop/coding_rows.py``. The seam with the agent settings is
 ``loop.iteration.build_rows`` (the *step-reward seam*): the same batch object (``RolloutBatch``), the same integrator
@@ -24,7 +24,6 @@ samples of its first program's step (one judge row per test).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from rlanything_core.adaptation.feedback import TaskFeedback, coding_feedback
 from rlanything_core.adaptation.pool import TaskPool
@@ -37,7 +36,7 @@ from rlanything_core.loop.adaptation import EnvironmentAdaptation
 from rlanything_core.loop.coding_rows import TaskRollouts, coding_rows, score_task
 from rlanything_core.loop.iteration import IterationData
 from rlanything_core.loop.pool_sync import PoolSnapshots
-from rlanything_core.loop.protocol import Rollouts
+from rlanything_core.loop.protocol import Outcomes, Rollouts
 from rlanything_core.rewards.pass_fraction import PassFractionIntegrator
 from rlanything_core.rewards.targets import UnitTestTargets
 from rlanything_core.sandbox import Sandbox
@@ -161,7 +160,7 @@ class CodingLoopDriver(PoolSnapshots):
         self.max_workers = max_workers
         self.integrator = integrator
 
-    def collect(self, iteration: int, /) -> Rollouts:
+    def collect(self, iteration: int, /) -> Rollouts[TaskRollouts]:
         """This rank's tasks and their ``G`` programs each (GT tests run); none where the rank has no task group."""
         specs = self.tasks_for(iteration)
         mine = self.my_groups(len(specs))
@@ -177,7 +176,7 @@ class CodingLoopDriver(PoolSnapshots):
             ],
         )
 
-    def judge(self, rollouts: Rollouts, /) -> Rollouts:
+    def judge(self, rollouts: Rollouts[TaskRollouts], /) -> Rollouts[TaskRollouts]:
         """The judge's unit tests, run in the sandbox, then every task scored once (its ``TaskResult``).
 
         ``K`` tests per task (none without a judge) run on the task's programs; ``score_task`` gives the result that
@@ -197,7 +196,7 @@ class CodingLoopDriver(PoolSnapshots):
             scored.append(dataclasses.replace(t, tests=unit, result=result))
         return Rollouts(rollouts.iteration, scored, dict(rollouts.metrics))
 
-    def rows(self, rollouts: Rollouts, /) -> IterationData:
+    def rows(self, rollouts: Rollouts[TaskRollouts], /) -> IterationData:
         """Both models' rows of the scored tasks (``coding_rows``)."""
         return coding_rows(
             rollouts.episodes,
@@ -208,8 +207,8 @@ class CodingLoopDriver(PoolSnapshots):
             policy_band=self.policy_band,
         )
 
-    def adapt(self, rollouts: Rollouts, /) -> dict[str, float]:
-        """Pass-all rates and critic feedback to the pool (every rank: collective), adaptation on the writer rank."""
+    def outcomes(self, rollouts: Rollouts[TaskRollouts], /) -> Outcomes:
+        """This rank's pass-all rate of each task and its coding critic feedback (per-test pass rates)."""
         rates: dict[str, float] = {}
         feedback: list[TaskFeedback] = []
         for t in rollouts.episodes:
@@ -218,20 +217,4 @@ class CodingLoopDriver(PoolSnapshots):
             valid_cols = res.parsed.nonzero().squeeze(1)
             gen = res.gen_pass[:, valid_cols].tolist()
             feedback.append(coding_feedback(t.spec.task_id, t.task.problem.prompt[:200], res.gt_pass.tolist(), gen))
-        return self._adapt(rates, feedback, rollouts.iteration)
-
-    def _adapt(self, rates: dict[str, float], feedback: list[TaskFeedback], iteration: int) -> dict[str, float]:
-        adaptation = self.adaptation
-
-        def plan(all_rates: dict[str, float], all_feedback: list[Any]) -> Any:
-            assert adaptation is not None
-            return adaptation.plan(
-                self.pool,
-                [],
-                all_rates,
-                iteration=iteration,
-                seed=derive_seed(self.seed, iteration, "env"),
-                feedback={f.task_id: f for f in all_feedback},
-            )
-
-        return self._sync_pool(rates, feedback, iteration, adaptation, plan if adaptation is not None else None)
+        return Outcomes(rollouts.iteration, rates, feedback=feedback)

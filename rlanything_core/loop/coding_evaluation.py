@@ -25,7 +25,7 @@ from rlanything_core.collect.coding import CodeCollector, GeneratedTest, UnitTes
 from rlanything_core.envs.coding.problem import TestType
 from rlanything_core.envs.coding.task import CodingTask
 from rlanything_core.loop.format_watch import warn_format_failures
-from rlanything_core.loop.sharded_evaluation import _gather, _rank_world
+from rlanything_core.loop.protocol import SINGLE_PROCESS, Collectives
 from rlanything_core.rewards.unit_tests import UnitTestCounts, unit_test_counts
 from rlanything_core.sandbox.literal_call import LiteralCall, literal_call_test, parse_literal_call
 from rlanything_core.seeding import derive_seed
@@ -118,7 +118,8 @@ class CodingEvaluator:
         seed: evaluation seed (the same samples at every evaluation when the weights are the same).
         max_workers: concurrent sandbox processes.
         sharded: in a process group, every rank evaluates the problems ``k % world == rank`` of each split and the
-            per-problem results are gathered (``all_gather_object``), so every rank must call the evaluator and each
+            per-problem results are gathered (``collectives.all_gather_object``, the loop's runtime), so every rank
+            must call the evaluator and each
             gets the metrics of a one-process evaluation: problem ``k``'s programs and tests are seeded by
             ``(seed, split, k)`` and their sample index, whatever else is in the batch. Outside a process group (or
             with one rank) it makes no difference.
@@ -140,11 +141,12 @@ class CodingEvaluator:
         self.seed = seed
         self.max_workers = max_workers
         self.sharded = sharded  # read by RLAnythingLoop.evaluate: call on every rank, not on rank 0 alone
+        self.collectives: Collectives = SINGLE_PROCESS  # what a sharded evaluation gathers over (the loop's runtime)
 
     @torch.no_grad()
     def __call__(self) -> dict[str, float]:
         """``<split>/pass@1``, ``<split>/ut`` (+ ``ut_total``), ``<split>/detect`` (+ ``detect_total``), ...."""
-        rank, world = _rank_world() if self.sharded else (0, 1)
+        rank, world = (self.collectives.rank, self.collectives.world_size) if self.sharded else (0, 1)
         metrics: dict[str, float] = {}
         for split in self.splits:
             tasks = list(split.tasks)
@@ -153,7 +155,7 @@ class CodingEvaluator:
             mine = list(range(rank, len(tasks), world))
             local = dict(zip(mine, self._evaluate(split.name, [tasks[k] for k in mine], mine))) if mine else {}
             results: dict[int, _TaskResult] = {}
-            for part in _gather(local, world) if world > 1 else [local]:
+            for part in self.collectives.all_gather_object(local) if world > 1 else [local]:
                 results.update(part)
             metrics.update(self._metrics(split.name, [results[k] for k in range(len(tasks))]))
         return metrics

@@ -2,7 +2,7 @@
 
     pool.sample(k) + pending rewrites -> this rank's task groups -> AgentCollector -> JudgeCollector (m votes)
       -> build_iteration (step reward, integrator, bands, judge targets) -> IterationData
-      -> success rates of all ranks -> EnvironmentAdaptation on the writer rank -> pool snapshot for this iteration
+      -> outcomes (success rates, episodes) -> the loop's plan / rewrite / apply (loop.pool_sync) -> pool snapshot
 
 Task groups are dealt to ranks round-robin by their global index and every episode is seeded by its group and
 rollout (``derive_seed``), so the union over ranks is exactly what one process would collect.
@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from torch import Tensor
+
 from rlanything_core.adaptation.feedback import success_rate
 from rlanything_core.adaptation.pool import TaskPool
 from rlanything_core.adaptation.rewriters.protocol import TaskSpec
@@ -23,10 +25,11 @@ from rlanything_core.collect.agent import AgentCollector
 from rlanything_core.collect.judge import JudgeCollector
 from rlanything_core.loop.adaptation import EnvironmentAdaptation
 from rlanything_core.loop.iteration import IterationData, build_iteration
-from rlanything_core.loop.pool_sync import PoolSnapshots, dist_rank_world
-from rlanything_core.loop.protocol import Rollouts
+from rlanything_core.loop.pool_sync import PoolSnapshots
+from rlanything_core.loop.protocol import Outcomes, Rollouts
 from rlanything_core.loop.step_records import StepRecorder
 from rlanything_core.loop.vote_mode import VoteMode
+from rlanything_core.records import Episode
 from rlanything_core.rewards.targets import ConsistencyTargets
 from rlanything_core.seeding import derive_seed
 
@@ -95,7 +98,7 @@ class AgentLoopDriver(PoolSnapshots):
         self.recorder = recorder
 
     # ------------------------------------------------------------------------------------------- one iteration
-    def collect(self, iteration: int, /) -> Rollouts:
+    def collect(self, iteration: int, /) -> Rollouts[Episode]:
         """This rank's task groups of iteration ``iteration``, played by the policy with the current weights."""
         tasks = self.tasks_for(iteration)
         mine = self.my_groups(len(tasks))
@@ -116,7 +119,7 @@ class AgentLoopDriver(PoolSnapshots):
         metrics.update({f"policy_model/{k}": v for k, v in stats.model.items()})  # e.g. truncated state texts
         return Rollouts(iteration, list(episodes), metrics)
 
-    def judge(self, rollouts: Rollouts, /) -> Rollouts:
+    def judge(self, rollouts: Rollouts[Episode], /) -> Rollouts[Episode]:
         """The judge's ``m`` votes on every step (unchanged without a judge or episodes)."""
         if self.judge_collector is None or not rollouts.episodes:
             return rollouts
@@ -127,7 +130,7 @@ class AgentLoopDriver(PoolSnapshots):
         metrics["time/judge_s"] = time.perf_counter() - started
         return Rollouts(rollouts.iteration, list(episodes), metrics)
 
-    def rows(self, rollouts: Rollouts, /) -> IterationData:
+    def rows(self, rollouts: Rollouts[Episode], /) -> IterationData:
         """Step reward, advantages, bands and judge targets of the judged episodes: the training rows.
 
         With a recorder, the steps' records are written here, from the rewards ``build_iteration`` computed: the
@@ -135,12 +138,12 @@ class AgentLoopDriver(PoolSnapshots):
         """
         record_s: list[float] = []
 
-        def record(step_reward: Any, advantages: Any) -> None:
+        def record(step_reward: Tensor | None, advantages: Tensor) -> None:
             assert self.recorder is not None
             started = time.perf_counter()
             tasks = self.tasks_for(rollouts.iteration)  # before adapt: the iteration's tasks, as collect saw them
             self.recorder.record(rollouts.episodes, [self.to_env_task(tasks[e.group_id]) for e in rollouts.episodes],
-                                 iteration=rollouts.iteration, rank=dist_rank_world()[0], advantages=advantages,
+                                 iteration=rollouts.iteration, rank=self.collectives.rank, advantages=advantages,
                                  step_reward=step_reward)  # fmt: skip
             record_s.append(time.perf_counter() - started)
 
@@ -161,23 +164,10 @@ class AgentLoopDriver(PoolSnapshots):
             data.metrics["time/records_s"] = record_s[0]
         return data
 
-    def adapt(self, rollouts: Rollouts, /) -> dict[str, float]:
-        """Success rates of every rank to the pool (collective), adaptation on the writer; ``env/*`` metrics."""
-        started = time.perf_counter()
-        metrics = self._adapt(rollouts.episodes, rollouts.iteration)
-        metrics["time/adapt_s"] = time.perf_counter() - started  # the pool sync too, where there is no adaptation
-        return metrics
-
-    def _adapt(self, episodes: list[Any], iteration: int) -> dict[str, float]:
-        by_task: dict[str, list[Any]] = {}
-        for e in episodes:
+    def outcomes(self, rollouts: Rollouts[Episode], /) -> Outcomes:
+        """This rank's success rate of each task, and its episodes (the critic feedback is built from them)."""
+        by_task: dict[str, list[Episode]] = {}
+        for e in rollouts.episodes:
             by_task.setdefault(e.task_id, []).append(e)
         rates = {t: success_rate(eps) for t, eps in by_task.items()}
-        adaptation = self.adaptation
-
-        def plan(all_rates: dict[str, float], all_episodes: list[Any]) -> Any:
-            assert adaptation is not None
-            seed = derive_seed(self.seed, iteration, "env")
-            return adaptation.plan(self.pool, all_episodes, all_rates, iteration=iteration, seed=seed)
-
-        return self._sync_pool(rates, episodes, iteration, adaptation, plan if adaptation is not None else None)
+        return Outcomes(rollouts.iteration, rates, list(rollouts.episodes))

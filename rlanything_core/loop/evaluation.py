@@ -45,6 +45,8 @@ from rlanything_core.loop.judge_probe import (
     save_probes,
     step_majority_votes,
 )
+from rlanything_core.loop.protocol import SINGLE_PROCESS, Collectives
+from rlanything_core.loop.sharded_evaluation import sharded_collect, sharded_judge
 from rlanything_core.records import Episode
 from rlanything_core.seeding import derive_seed
 
@@ -131,6 +133,7 @@ class AgentEvaluator:
     """
 
     sharded: bool = False  # sharded_evaluator's copy says True: every rank calls it (see loop.sharded_evaluation)
+    collectives: Collectives = SINGLE_PROCESS  # what a sharded evaluation splits and gathers over (the loop's runtime)
 
     def __init__(
         self,
@@ -167,6 +170,18 @@ class AgentEvaluator:
         if self.probe_file is not None and self.probe_file.is_file():
             self.probes = load_probes(self.probe_file, self._probe_settings())
 
+    def _collect(self, tasks: list[Any], *, seed: int, task_ids: list[str]) -> list[Episode]:
+        """The collector's episodes of ``tasks``, split over the ranks when sharded (every rank gets them all)."""
+        if self.sharded:
+            return sharded_collect(self.collector, tasks, seed=seed, task_ids=task_ids, collectives=self.collectives)[0]
+        return self.collector.collect(tasks, seed=seed, task_ids=task_ids)[0]
+
+    def _judge(self, judge: JudgeCollector, episodes: Sequence[Episode], *, seed: int) -> list[Episode]:
+        """Judged copies of ``episodes``, the votes split over the ranks when sharded (every rank gets them all)."""
+        if self.sharded:
+            return sharded_judge(judge, episodes, seed=seed, collectives=self.collectives)[0]
+        return judge.judge(episodes, seed=seed)[0]
+
     def _probe_games(self, split: EvalSplit) -> int:
         """How many of the split's first games the probe plays: enough for ``oracle_episodes`` episodes."""
         return min(len(split.tasks), math.ceil(self.oracle_episodes / max(1, int(self.collector.group_size))))
@@ -191,7 +206,7 @@ class AgentEvaluator:
         games = self._probe_games(split)
         if self.oracle is None or games == 0:
             return None
-        episodes, _ = self.collector.collect(
+        episodes = self._collect(
             list(split.tasks[:games]), seed=derive_seed(self.seed, split.name), task_ids=list(split.task_ids[:games])
         )
         by_id = dict(zip(split.task_ids, split.tasks))
@@ -206,7 +221,7 @@ class AgentEvaluator:
         """The judge's votes on the probe's steps against the planner's labels (the same vote seeds every call)."""
         if probe is None or self.judge is None:
             return {}
-        judged, _ = self.judge.judge(probe.episodes, seed=derive_seed(self.seed, probe.split, "probe"))
+        judged = self._judge(self.judge, probe.episodes, seed=derive_seed(self.seed, probe.split, "probe"))
         return probe_accuracy(replace(probe, episodes=judged))  # the probe itself keeps its episodes unjudged
 
     @torch.no_grad()
@@ -231,7 +246,7 @@ class AgentEvaluator:
         outcomes: list[EpisodeOutcome] = []
         runs = self.collector.group_size
         for split in self.splits:
-            episodes, _ = self.collector.collect(
+            episodes = self._collect(
                 list(split.tasks), seed=derive_seed(self.episode_seed, split.name), task_ids=list(split.task_ids)
             )
             # the collector returns each task's runs together, in task order
@@ -247,8 +262,8 @@ class AgentEvaluator:
             if self.judge is None:
                 continue
             # a prefix: the same episodes and vote seeds at every call
-            judged, _ = self.judge.judge(
-                episodes[: self.judge_episodes], seed=derive_seed(self.episode_seed, split.name, "judge")
+            judged = self._judge(
+                self.judge, episodes[: self.judge_episodes], seed=derive_seed(self.episode_seed, split.name, "judge")
             )
             predicted, actual = judge_outcome_predictions(judged)
             if predicted.numel():

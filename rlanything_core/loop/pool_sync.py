@@ -2,10 +2,11 @@
 
 One writer owns the pool: global rank 0, chosen once the process group exists (``save_initial_pool`` and
 ``restore_pool`` run in ``RLAnythingLoop.restore``, after Lightning set the process group up), not guessed from the
-launcher's variables when the run is built (``srun`` sets no ``RANK``). After each iteration the drivers gather the
-success rates (and whatever the adaptation needs: episodes, critic feedback) from every rank, let the writer plan the
-adaptation, spread the task rewrites over all ranks and gather their candidates, let the writer add them and save the
-pool, copy the saved state to ``pool/snapshots/iter_<n>.json``, and broadcast the pool's state to the other
+launcher's variables when the run is built (``srun`` sets no ``RANK``). After each iteration the loop calls three
+stages on each rank's ``Outcomes`` (success rates, and what the critic reads: episodes or the setting's feedback):
+``plan`` gathers them from every rank and lets the writer plan the adaptation, ``rewrite`` spreads the task rewrites
+over all ranks and gathers their candidates, ``apply`` lets the writer add them and save the pool, copy the saved
+state to ``pool/snapshots/iter_<n>.json``, and broadcast the pool's state to the other
 ranks (``broadcast_object_list``): no rank re-reads shared storage, which NFS may serve stale. An error on the writer
 is broadcast too, so every rank raises it instead of waiting. A resumed run rolls the pool back to the snapshot of its
 checkpoint's iteration, so a crash between the two saves repeats that iteration exactly.
@@ -19,34 +20,29 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import torch.distributed as dist
-
 from rlanything_core.adaptation.pool import TaskPool
 from rlanything_core.adaptation.rewriters.protocol import Candidate, TaskSpec
 from rlanything_core.files import CorruptFileError
 from rlanything_core.loop.adaptation import EnvironmentAdaptation, RewriteRequest
+from rlanything_core.loop.protocol import SINGLE_PROCESS, AdaptationPlan, Collectives, Outcomes
+from rlanything_core.seeding import derive_seed
 
-__all__ = ["PoolSnapshots", "dist_rank_world"]
-
-PlanFn = Callable[[dict[str, float], list[Any]], tuple[dict[str, float], list[RewriteRequest]]]
-
-
-def dist_rank_world() -> tuple[int, int]:
-    """``(rank, world size)``; ``(0, 1)`` outside ``torch.distributed``."""
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size()
-    return 0, 1
-
+__all__ = ["PoolSnapshots"]
 
 class PoolSnapshots:
     """Base of the loop drivers: keeps ``self.pool`` in step with the checkpoints.
 
-    Subclasses set ``pool``, ``tasks_per_iteration`` and ``seed``.
+    Subclasses set ``pool``, ``tasks_per_iteration``, ``seed`` and ``adaptation`` (``None``: the tasks stay fixed), and
+    give their rollouts' ``Outcomes``; ``plan``, ``rewrite`` and ``apply`` are the loop's adaptation stages. Every
+    rank and collective is ``collectives``'s
+    (``RLAnythingLoop`` sets it to its runtime; one process by default).
     """
 
     pool: TaskPool
     tasks_per_iteration: int
     seed: int
+    adaptation: EnvironmentAdaptation | None
+    collectives: Collectives = SINGLE_PROCESS
 
     def tasks_for(self, iteration: int) -> list[TaskSpec]:
         """The iteration's tasks, identical on every rank: a seeded sample of active tasks, then pending rewrites."""
@@ -54,16 +50,14 @@ class PoolSnapshots:
             self.pool.sample(self.tasks_per_iteration, seed=self.seed, iteration=iteration) + self.pool.pending_tasks()
         )
 
-    @staticmethod
-    def my_groups(num_tasks: int) -> list[int]:
+    def my_groups(self, num_tasks: int) -> list[int]:
         """This rank's task groups (round-robin by global index); empty when there are more ranks than tasks.
 
         A rank without a task group rolls out nothing but still takes part in every collective of the iteration (the
         pool sync here, the row deal of ``row_sharding.balance_rows``, the update's padding passes), and trains on its
         share of the other ranks' rows: any number of ranks works.
         """
-        rank, world = dist_rank_world()
-        return list(range(rank, num_tasks, world))
+        return list(range(self.collectives.rank, num_tasks, self.collectives.world_size))
 
     def _snapshot_path(self, iteration: int) -> Path:
         return self.pool.run_dir / "pool" / "snapshots" / f"iter_{iteration:06d}.json"
@@ -115,8 +109,7 @@ class PoolSnapshots:
 
     def _elect_writer(self) -> None:
         """Global rank 0 becomes the writer (takes the lock); any other rank gives the role up."""
-        rank, _ = dist_rank_world()
-        if rank == 0:
+        if self.collectives.rank == 0:
             self.pool.claim_writer()
         elif self.pool.writer:
             self.pool.close()
@@ -124,7 +117,7 @@ class PoolSnapshots:
 
     def _on_writer_then_share(self, work: Callable[[], object]) -> None:
         """Run ``work`` on the writer (rank 0), then broadcast its pool state (or its error) to every other rank."""
-        rank, world = dist_rank_world()
+        rank, world = self.collectives.rank, self.collectives.world_size
         error: BaseException | None = None
         if rank == 0:
             try:
@@ -132,11 +125,10 @@ class PoolSnapshots:
             except BaseException as err:  # every rank must reach the broadcast, then raise
                 error = err
         if world > 1:
-            payload: list[Any] = [None]
+            payload: Any = None
             if rank == 0:
-                payload[0] = ("error", f"{type(error).__name__}: {error}") if error else ("pool", self.pool.snapshot())
-            dist.broadcast_object_list(payload, src=0)
-            kind, value = payload[0]
+                payload = ("error", f"{type(error).__name__}: {error}") if error else ("pool", self.pool.snapshot())
+            kind, value = self.collectives.broadcast(payload, 0)
             if rank != 0:
                 if kind == "error":
                     raise RuntimeError(f"the pool writer (rank 0) failed: {value}")
@@ -153,89 +145,92 @@ class PoolSnapshots:
             os.fsync(fh.fileno())
         os.replace(tmp, target)
 
-    def _sync_pool(
-        self,
-        rates: dict[str, float],
-        items: Sequence[Any],
-        iteration: int,
-        adaptation: EnvironmentAdaptation | None,
-        plan: PlanFn | None,
-    ) -> dict[str, float]:
-        """Gather ``rates`` and ``items`` from every rank, adapt the pool (rewrites spread over the ranks), save it.
+    # ------------------------------------------------------------------ adaptation: plan, rewrite, apply
+    def plan(self, outcomes: Outcomes, /) -> AdaptationPlan:
+        """Every rank's outcomes gathered; the writer plans the adaptation and broadcasts its rewrite requests.
 
-        1. every rank's rates and items are gathered (``all_gather_object``);
-        2. the writer runs ``plan`` (resolves pending candidates, lists the rewrite requests) and broadcasts the
-           requests;
-        3. every rank runs ``adaptation.rewrite`` on its share of the requests (``k % world == rank``: the rewriter's
-           LLM calls, which took as long as all of them on rank 0 while the others waited) and all candidates are
-           gathered;
-        4. the writer adds them in request order (``adaptation.apply``: the one-process result), saves and snapshots
-           the pool, and broadcasts its state.
-
-        An error anywhere reaches every rank. Collective.
-
-        Args:
-            rates: success rate of each task this rank rolled out.
-            items: what ``plan`` needs besides the rates (episodes, feedback records), this rank's share.
-            iteration: the iteration (names the snapshot).
-            adaptation: the environment adaptation; ``None`` keeps the tasks fixed (``plan`` unused).
-            plan: ``(all rates, all items) -> (metrics, requests)``: ``adaptation.plan`` with the driver's arguments.
-
-        Returns:
-            The adaptation's metrics plus ``env/accepted_total``.
+        The writer's ``adaptation.plan`` resolves last iteration's candidates from the gathered success rates and
+        lists this iteration's rewrite requests (with the critic feedback of the gathered episodes, or the setting's
+        own ``outcomes.feedback``). Without an adaptation nothing is gathered and no request is made. An error on the
+        writer reaches every rank. Collective.
         """
         self._elect_writer()  # idempotent: a driver used without ``RLAnythingLoop.restore`` still has its writer
-        all_items = list(items)
-        rank, world = dist_rank_world()
-        if world > 1:
-            gathered: list[Any] = [None] * world
-            dist.all_gather_object(gathered, (rates, all_items))
-            rates = {t: r for part in gathered for t, r in part[0].items()}
-            all_items = [x for part in gathered for x in part[1]]
-        metrics: dict[str, float] = {}
-        requests: list[RewriteRequest] = []
-        candidates: list[list[Candidate]] = []
-        if adaptation is not None and plan is not None:
-            planned = self._on_writer_broadcast(lambda: plan(rates, all_items))
-            metrics, requests = planned if rank == 0 else ({}, planned[1])
-            candidates = _rewrite_sharded(adaptation, requests, rank, world)
+        adaptation = self.adaptation
+        iteration = outcomes.iteration
+        if adaptation is None:
+            return AdaptationPlan(iteration, {}, [])
+        gathered = (
+            self.collectives.all_gather_object(outcomes) if self.collectives.world_size > 1 else [outcomes]
+        )
+        rates = {t: r for part in gathered for t, r in part.rates.items()}
+        episodes = [e for part in gathered for e in part.episodes]
+        feedback = (
+            None if outcomes.feedback is None else {f.task_id: f for part in gathered for f in part.feedback or []}
+        )
+        seed = derive_seed(self.seed, iteration, "env")
+
+        def on_writer() -> tuple[dict[str, float], list[RewriteRequest]]:
+            return adaptation.plan(self.pool, episodes, rates, iteration=iteration, seed=seed, feedback=feedback)
+
+        metrics, requests = self._on_writer_broadcast(on_writer)
+        return AdaptationPlan(iteration, metrics if self.collectives.rank == 0 else {}, list(requests))
+
+    def rewrite(self, plan: AdaptationPlan, /) -> list[list[Candidate]]:
+        """Every request's candidates, on every rank; collective.
+
+        Each rank rewrites requests ``k % world == rank`` (the rewriter's LLM calls, which took as long as all of them
+        on rank 0 while the others waited), then all are gathered.
+        """
+        if self.adaptation is None:
+            return []
+        return _rewrite_sharded(self.adaptation, plan.requests, self.collectives)
+
+    def apply(self, plan: AdaptationPlan, candidates: list[list[Candidate]], /) -> dict[str, float]:
+        """The writer adds the candidates and saves the pool; the ``env/*`` metrics; collective.
+
+        The writer adds them in request order (the one-process result), saves and snapshots the pool, and shares its
+        state with every rank. Returns the adaptation's metrics plus ``env/accepted_total``.
+        """
+        metrics = dict(plan.metrics)
+        adaptation = self.adaptation
 
         def on_writer() -> None:
-            if adaptation is not None and plan is not None:
-                metrics.update(adaptation.apply(self.pool, requests, candidates, iteration=iteration, metrics=metrics))
+            if adaptation is not None:
+                metrics.update(adaptation.apply(self.pool, plan.requests, candidates, iteration=plan.iteration,
+                                                metrics=metrics))  # fmt: skip
             self.pool.save()
-            self._copy_state(self._snapshot_path(iteration))
+            self._copy_state(self._snapshot_path(plan.iteration))
 
         self._on_writer_then_share(on_writer)
         metrics["env/accepted_total"] = float(len(self.pool.accepted_ids()))
         return metrics
 
-    @staticmethod
-    def _on_writer_broadcast(work: Callable[[], Any]) -> Any:
+    def _on_writer_broadcast(self, work: Callable[[], Any]) -> Any:
         """``work()`` on rank 0, its result (or its error) broadcast to every rank."""
-        rank, world = dist_rank_world()
-        payload: list[Any] = [None]
+        rank = self.collectives.rank
+        payload: Any = None
         error: BaseException | None = None
         if rank == 0:
             try:
-                payload[0] = ("ok", work())
+                payload = ("ok", work())
             except BaseException as err:  # every rank must reach the broadcast, then raise
                 error = err
-                payload[0] = ("error", f"{type(err).__name__}: {err}")
-        if world > 1:
-            dist.broadcast_object_list(payload, src=0)
+                payload = ("error", f"{type(err).__name__}: {err}")
+        if self.collectives.world_size > 1:
+            payload = self.collectives.broadcast(payload, 0)
         if error is not None:
             raise error
-        kind, value = payload[0]
+        kind, value = payload
         if kind == "error":
             raise RuntimeError(f"the pool writer (rank 0) failed: {value}")
         return value
 
 
 def _rewrite_sharded(
-    adaptation: EnvironmentAdaptation, requests: Sequence[RewriteRequest], rank: int, world: int
+    adaptation: EnvironmentAdaptation, requests: Sequence[RewriteRequest], collectives: Collectives
 ) -> list[list[Candidate]]:
     """Every request's candidates, on every rank; each rank rewrites requests ``rank, rank + world, ...``."""
+    rank, world = collectives.rank, collectives.world_size
     local: dict[int, Any] = {}
     for k in range(rank, len(requests), world):
         try:
@@ -243,10 +238,7 @@ def _rewrite_sharded(
         except Exception as err:  # every rank must reach the gather, then raise
             local[k] = ("error", f"rank {rank}, request {k} ({requests[k].task.task_id}): {type(err).__name__}: {err}")
             break
-    parts: list[Any] = [local]
-    if world > 1:
-        parts = [None] * world
-        dist.all_gather_object(parts, local)
+    parts: list[Any] = collectives.all_gather_object(local) if world > 1 else [local]
     merged: dict[int, Any] = {k: v for part in parts for k, v in part.items()}
     failures = [value for kind, value in merged.values() if kind == "error"]
     if failures:

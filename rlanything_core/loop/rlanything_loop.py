@@ -2,7 +2,8 @@
 
     resume (weights, optimizers, counter, RNG states, update history; the pool rolled back) -> evaluate at start?
     for iteration in completed .. iterations - 1:
-        collect -> judge -> rows -> adapt       (the source's stages, inside the rollout context)
+        rollouts = collect -> judge; data = rows (the setting's scorer)      (inside the rollout context)
+        outcomes -> plan -> rewrite -> apply                                 (the pool's adaptation, collective)
         balance rows over ranks -> update policy, then judge -> completed = iteration + 1
         -> checkpoint when due -> log -> evaluate when due
     final evaluation
@@ -31,6 +32,7 @@ from rlanything_core.loop.protocol import (
     IterationSource,
     JudgeAccuracyEvaluator,
     Runtime,
+    ShardedEvaluator,
     Update,
 )
 from rlanything_core.loop.row_sharding import balance_iteration
@@ -75,7 +77,7 @@ class RLAnythingLoop:
 
     def __init__(
         self,
-        source: IterationSource,
+        source: IterationSource[Any],
         runtime: Runtime,
         policy: Update,
         judge: nn.Module | None = None,
@@ -111,6 +113,11 @@ class RLAnythingLoop:
             raise ValueError("judge_update: it must train the loop's judge model")
         if not isinstance(source, IterationSource):
             raise ValueError(f"source: expected an IterationSource, got {type(source).__name__}")
+        # every collective of the data side goes through the runtime: the pool sync, the rank's task groups, the
+        # sharded evaluation's gathers (an evaluator that declares its collectives: AgentEvaluator, CodingEvaluator)
+        source.collectives = runtime
+        if isinstance(evaluator, ShardedEvaluator):
+            evaluator.collectives = runtime
         self.source = source
         self.runtime = runtime
         self.policy_update = policy
@@ -136,8 +143,8 @@ class RLAnythingLoop:
         self._set_up = False
 
     @property
-    def driver(self) -> Any:
-        """The source, typed loosely for what callers read beyond the protocol (its pool, collectors)."""
+    def driver(self) -> IterationSource[Any]:
+        """The source (``AgentLoopDriver``, ``CodingLoopDriver``): its pool, its collectors."""
         return self.source
 
     @property
@@ -167,13 +174,23 @@ class RLAnythingLoop:
                             enabled=self.runtime.rank == 0)  # fmt: skip
         for iteration in range(self.completed, self.iterations):
             with self.rollout_mode():  # every rank: ranks run different numbers of forwards, with no collective
-                rollouts = self.source.judge(self.source.collect(iteration))
-                # a rank without tasks trains on no row, yet takes part in the adaptation's and the update's collectives
+                # this rank's task groups of the pool's sample (and pending rewrites), played by the policy
+                rollouts = self.source.collect(iteration)
+                # the judge's m votes on every step (coding: its unit tests, run on the programs)
+                rollouts = self.source.judge(rollouts)
+                # the setting's scorer (R, advantages, judge targets) and both models' rows; a rank without tasks
+                # trains on no row, yet takes part in the adaptation's and the update's collectives
                 data = self.source.rows(rollouts) if rollouts.episodes else empty_iteration(iteration)
-                data.metrics.update({**rollouts.metrics, **self.source.adapt(rollouts)})
+                started = time.perf_counter()
+                outcomes = self.source.outcomes(rollouts)  # success rates (+ critic feedback) of this rank's tasks
+                plan = self.source.plan(outcomes)  # every rank's outcomes -> the writer's rewrite requests
+                candidates = self.source.rewrite(plan)  # each rank its share of the requests, all gathered
+                env_metrics = self.source.apply(plan, candidates)  # the writer adds them, saves and shares the pool
+                env_metrics["time/adapt_s"] = time.perf_counter() - started  # the pool sync too, without adaptation
+                data.metrics.update({**rollouts.metrics, **env_metrics})
             if self.balance_rows:
-                data = balance_iteration(data)
-            metrics = self.update(data)
+                data = balance_iteration(data, self.runtime)  # the rows dealt evenly over the ranks
+            metrics = self.update(data)  # the policy's update, then the judge's
             self.completed = iteration + 1
             metrics["time/checkpoint_s"] = self.checkpoint()
             self.runtime.log(metrics, step=iteration)

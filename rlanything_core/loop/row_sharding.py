@@ -20,19 +20,13 @@ import dataclasses
 from typing import Any
 
 import torch
-import torch.distributed as dist
 from torch import Tensor
 
 from rlanything_core.loop.iteration import IterationData
+from rlanything_core.loop.protocol import Collectives
 from rlanything_core.types import TokenRows, TrainingRows
 
 __all__ = ["balance_iteration", "balance_rows", "concat_rows", "deal_rows"]
-
-
-def _rank_world() -> tuple[int, int]:
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size()
-    return 0, 1
 
 
 def _pad_cat(parts: list[Tensor], value: int | bool) -> Tensor:
@@ -89,34 +83,34 @@ def deal_rows(meta: list[tuple[list[int], list[int]]], world: int) -> list[list[
     return out
 
 
-def balance_rows(rows: TrainingRows | None) -> TrainingRows | None:
+def balance_rows(rows: TrainingRows | None, collectives: Collectives) -> TrainingRows | None:
     """This rank's share of every rank's ``rows`` (collective: every rank calls it, with or without rows).
 
-    Returns ``rows`` unchanged outside a process group or with one rank; ``None`` when this rank gets no row.
+    Returns ``rows`` unchanged with one rank; ``None`` when this rank gets no row. ``collectives``: the run's
+    (``RLAnythingLoop`` gives its runtime).
     """
-    rank, world = _rank_world()
+    rank, world = collectives.rank, collectives.world_size
     if world == 1:
         return rows
     local = (
         (rows.group.tolist(), rows.rows.attention_mask.sum(dim=1).tolist()) if rows is not None else ([], [])
     )
-    meta: list[Any] = [None] * world
-    dist.all_gather_object(meta, local)
+    meta: list[Any] = collectives.all_gather_object(local)
     plan = deal_rows(meta, world)
     received: list[TrainingRows] = []
     for src in range(world):
         if not meta[src][0]:
             continue  # every rank knows src holds nothing: no call
-        out: list[Any] = [None]
         scatter: list[Any] | None = None
         if rank == src:
             assert rows is not None
             scatter = [rows.subset(torch.tensor(plan[src][dst], dtype=torch.int64)) for dst in range(world)]
-        dist.scatter_object_list(out, scatter, src=src)
-        received.append(out[0])
+        received.append(collectives.scatter_object(scatter, src))
     return concat_rows(received)
 
 
-def balance_iteration(data: IterationData) -> IterationData:
+def balance_iteration(data: IterationData, collectives: Collectives) -> IterationData:
     """``data`` with its policy and judge rows balanced over the ranks (``balance_rows``); collective."""
-    return dataclasses.replace(data, policy=balance_rows(data.policy), judge=balance_rows(data.judge))
+    return dataclasses.replace(
+        data, policy=balance_rows(data.policy, collectives), judge=balance_rows(data.judge, collectives)
+    )

@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 from torch import Tensor
 
-__all__ = ["sequence_token_logprobs"]
+__all__ = ["RowScorer", "sequence_token_logprobs"]
+
+
+@runtime_checkable
+class RowScorer(Protocol):
+    """A model that scores candidate rows instead of modelling tokens: a declared capability, not a probe.
+
+    An encoder scorer policy or judge (``models.encoder_rows.EncoderRowModel``) is one; the update, the packing and the
+    backends ask for this type.
+    """
+
+    def row_logprobs(self, input_ids: Tensor, attention_mask: Tensor, score_mask: Tensor) -> Tensor:
+        """``(N, L)`` log-probabilities of the scored positions of rows laid out by ``models.scorer_rows``."""
+        ...
 
 
 def _is_fsdp_unit(model: Any) -> bool:
@@ -50,9 +63,9 @@ def sequence_token_logprobs(
     Returns:
         ``(N, L)`` float32; unscored positions, position 0 (no context) and padding hold 0.
 
-    A model that is not a language model but scores candidates (an encoder scorer policy or judge,
-    ``rlanything_core.models.scorer``) provides ``row_logprobs(input_ids, attention_mask, score_mask)`` over rows laid
-    out by ``models.scorer_rows``; it is used instead, so the trainer needs no other code path.
+    A model that is not a language model but scores candidates (a :class:`RowScorer`: an encoder scorer policy or
+    judge, ``rlanything_core.models.scorer``) provides ``row_logprobs(input_ids, attention_mask, score_mask)`` over
+    rows laid out by ``models.scorer_rows``; it is used instead, so the trainer needs no other code path.
     """
     if input_ids.shape != attention_mask.shape:
         raise ValueError(
@@ -61,11 +74,10 @@ def sequence_token_logprobs(
     if score_mask is not None and score_mask.shape != input_ids.shape:
         raise ValueError(f"score_mask: expected shape {tuple(input_ids.shape)}, got {tuple(score_mask.shape)}")
     device = input_ids.device
-    row_scorer = getattr(model, "row_logprobs", None)
-    if callable(row_scorer):
+    if isinstance(model, RowScorer):
         attention_mask, score_mask = attention_mask.to(device), None if score_mask is None else score_mask.to(device)
         scored = attention_mask if score_mask is None else score_mask & attention_mask
-        return row_scorer(input_ids, attention_mask, scored)
+        return model.row_logprobs(input_ids, attention_mask, scored)
     # The scored positions are chosen on the host (masks may arrive there or on the device): indexing by them then
     # needs no device synchronization, and a model on a device without data (``meta``) runs the same path.
     host_attention = attention_mask.cpu()

@@ -26,7 +26,7 @@ import torch
 from torch import Tensor
 from torch.utils.checkpoint import checkpoint
 
-from rlanything_core.training.logprobs import _is_fsdp_unit
+from rlanything_core.training.logprobs import RowScorer, _is_fsdp_unit
 from rlanything_core.training.packed_attention import (
     PACKED_KEYWORD,
     PackedAttention,
@@ -155,10 +155,10 @@ def head_logprobs(head: Any, hidden: Tensor, targets: Tensor, *, chunk_tokens: i
 def packable(model: Any) -> bool:
     """Whether ``model`` is a transformers causal LM whose decoder and head packing can drive.
 
-    Not packable: candidate scorers (``row_logprobs``), models without ``get_decoder``/``get_output_embeddings``, and
+    Not packable: candidate scorers (``RowScorer``), models without ``get_decoder``/``get_output_embeddings``, and
     models whose logits are transformed after the head (``final_logit_softcapping``: Gemma 2).
     """
-    if callable(getattr(model, "row_logprobs", None)):
+    if isinstance(model, RowScorer):
         return False
     if not callable(getattr(model, "get_decoder", None)) or not callable(getattr(model, "get_output_embeddings", None)):
         return False

@@ -13,7 +13,7 @@ from torch import nn
 
 from rlanything_core.lightning.fabric_runtime import FabricRuntime
 from rlanything_core.loop.iteration import IterationData
-from rlanything_core.loop.protocol import Rollouts
+from rlanything_core.loop.protocol import SINGLE_PROCESS, AdaptationPlan, Collectives, Outcomes, Rollouts
 from rlanything_core.loop.rlanything_loop import RLAnythingLoop
 from rlanything_core.losses.policy import PolicyLoss
 from rlanything_core.training.update import ModelUpdate
@@ -39,6 +39,9 @@ def ragged_rows(n: int, length: int, *, seed: int = 0, shortest: int | None = No
 class FixedRows:
     """An ``IterationSource`` whose every iteration yields ``data``'s rows (no rollouts, no pool)."""
 
+    collectives: Collectives = SINGLE_PROCESS
+    pool: Any = None  # no task pool
+
     def __init__(self, data: IterationData) -> None:
         self.data = data
 
@@ -51,7 +54,16 @@ class FixedRows:
     def rows(self, rollouts: Rollouts, /) -> IterationData:
         return dataclasses.replace(self.data, iteration=rollouts.iteration, metrics=dict(self.data.metrics))
 
-    def adapt(self, rollouts: Rollouts, /) -> dict[str, float]:
+    def outcomes(self, rollouts: Rollouts, /) -> Outcomes:
+        return Outcomes(rollouts.iteration, {})
+
+    def plan(self, outcomes: Outcomes, /) -> AdaptationPlan:
+        return AdaptationPlan(outcomes.iteration, {}, [])
+
+    def rewrite(self, plan: AdaptationPlan, /) -> list[Any]:
+        return []
+
+    def apply(self, plan: AdaptationPlan, candidates: list[Any], /) -> dict[str, float]:
         return {}
 
     def save_initial_pool(self) -> None:

@@ -24,6 +24,7 @@ from rlanything_core.envs.coding.task import CodingTask
 from rlanything_core.generation.sampling import prompt_seeds
 from rlanything_core.generation.transformers_backend import TransformersBackend
 from rlanything_core.generation.types import FinishReason, Generation, SamplingParams
+from rlanything_core.lightning.process_group import ProcessGroup
 from rlanything_core.loop.coding_evaluation import CodingEvalSplit, CodingEvaluator
 from rlanything_core.models.tiny import tiny_model_and_tokenizer
 from rlanything_core.sandbox import Sandbox
@@ -113,6 +114,8 @@ def _run(evaluator: CodingEvaluator) -> dict[str, Any]:
 def main(rank: int, port: int, out: str) -> None:
     sandbox = Sandbox()
     built = evaluators(sandbox)
+    for evaluator in built.values():
+        evaluator.collectives = ProcessGroup()  # the process group started below (one rank once it is destroyed)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=2)
     result: dict[str, Any] = {name: _run(e) for name, e in built.items()}

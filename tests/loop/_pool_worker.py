@@ -16,19 +16,28 @@ from typing import Any
 
 import torch.distributed as dist
 
+from rlanything_core.adaptation.feedback import TaskFeedback
 from rlanything_core.adaptation.pool import TaskPool
 from rlanything_core.adaptation.rewriters.protocol import Candidate, TaskSpec
+from rlanything_core.lightning.process_group import ProcessGroup
 from rlanything_core.loop.adaptation import EnvironmentAdaptation
 from rlanything_core.loop.pool_sync import PoolSnapshots
+from rlanything_core.loop.protocol import Outcomes
 
 ROOTS = [TaskSpec(task_id=f"r{i}", kind="dummy", root_id=f"r{i}", data={"i": i}) for i in range(4)]
 
 
 class Driver(PoolSnapshots):
-    def __init__(self, pool: TaskPool) -> None:
+    def __init__(self, pool: TaskPool, adaptation: EnvironmentAdaptation | None) -> None:
         self.pool = pool
         self.tasks_per_iteration = 2
         self.seed = 0
+        self.adaptation = adaptation
+        self.collectives = ProcessGroup()
+
+    def sync(self, outcomes: Outcomes) -> dict[str, float]:  # the loop's adaptation stages, in its order
+        plan = self.plan(outcomes)
+        return self.apply(plan, self.rewrite(plan))
 
 
 def _view(driver: Driver) -> dict[str, Any]:
@@ -42,7 +51,7 @@ def main(rank: int, port: int, shared: str, stale: str, out: str) -> None:
         os.environ.pop(var, None)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     run_dir = Path(shared if rank == 0 else stale)
-    driver = Driver(TaskPool.create(run_dir, ROOTS, writer=False))  # as rlanything_core/assembly/build.py builds it
+    driver = Driver(TaskPool.create(run_dir, ROOTS, writer=False), None)  # as rlanything_core/assembly builds it
     dist.init_process_group("gloo", rank=rank, world_size=2)
     result: dict[str, Any] = {}
     driver.save_initial_pool()
@@ -56,26 +65,31 @@ def main(rank: int, port: int, shared: str, stale: str, out: str) -> None:
             new = TaskSpec(f"{task.task_id}@v1-{direction.value[0]}", "dummy", task.root_id, 1, data={"i": 10})
             return [Candidate(new, task.task_id, task.root_id, direction.value, "test", valid=True)]
 
-    adaptation = EnvironmentAdaptation(rewriter=Rewriter())
+    class Adaptation(EnvironmentAdaptation):  # records what the writer planned on
+        def plan(self, pool: TaskPool, episodes: Any, rates: dict[str, float], **kwargs: Any) -> Any:
+            assert pool.writer  # runs on the writer only
+            metrics, requests = super().plan(pool, episodes, rates, **kwargs)
+            seen = {"env/rates_seen": float(len(rates)), "env/items_seen": float(len(kwargs["feedback"]))}
+            return {**metrics, **seen}, requests
 
-    def plan(rates: dict[str, float], items: list[Any]) -> Any:  # runs on the writer only
-        assert driver.pool.writer
-        metrics, requests = adaptation.plan(driver.pool, [], rates, iteration=0, seed=0, feedback={})
-        return {**metrics, "env/rates_seen": float(len(rates)), "env/items_seen": float(len(items))}, requests
+    driver.adaptation = Adaptation(rewriter=Rewriter())
 
     # r0 always fails (rewrite easier), r1 always succeeds (harder), r2 and r3 too (harder): four rewrites, two ranks
     rates = {"r0": 0.0, "r3": 1.0} if rank == 0 else {"r1": 1.0, "r2": 1.0}
-    result["metrics"] = driver._sync_pool(rates, [rank], 0, adaptation, plan)
+    feedback = [TaskFeedback(f"fb{rank}", "", 0.0, 0)]  # one critic record per rank: the writer sees both
+    result["metrics"] = driver.sync(Outcomes(0, rates, feedback=feedback))
     result["rewrote"] = rewrote
     result["after_sync"] = _view(driver)
     driver.restore_pool(0)  # a resume from scratch: every rank back to the initial pool
     result["restored"] = _view(driver)
 
-    def broken(rates: dict[str, float], items: list[Any]) -> Any:
-        raise ValueError("the rewriter broke")
+    class Broken(EnvironmentAdaptation):
+        def plan(self, *args: Any, **kwargs: Any) -> Any:
+            raise ValueError("the rewriter broke")
 
+    driver.adaptation = Broken(rewriter=Rewriter())
     try:  # an error on the writer reaches every rank (no rank waits forever for the writer)
-        driver._sync_pool(rates, [rank], 1, adaptation, broken)
+        driver.sync(Outcomes(1, rates, feedback=[]))
         result["error"] = None
     except Exception as err:  # noqa: BLE001
         result["error"] = f"{type(err).__name__}: {err}"

@@ -17,6 +17,7 @@ import torch.distributed as dist
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from rlanything_core.lightning.process_group import ProcessGroup  # noqa: E402
 from rlanything_core.loop.row_sharding import balance_rows  # noqa: E402
 from rlanything_core.testing.processes import die_with_parent  # noqa: E402
 from rlanything_core.types import TrainingRows, rows_from_sequences  # noqa: E402
@@ -40,7 +41,7 @@ def main(rank: int, world: int, port: int, out: Path) -> None:
     owner = rows.group % (world - 1)  # groups dealt to ranks 0 .. world-2; the last rank has no task group
     mine = (owner == rank).nonzero().squeeze(1)
     local = rows.subset(mine) if mine.numel() and rank < world - 1 else None
-    got = balance_rows(local)
+    got = balance_rows(local, ProcessGroup())
     result = {"rank": rank, "held": 0 if local is None else local.num_rows, "received": []}
     if got is not None:
         for n in range(got.num_rows):

@@ -47,11 +47,13 @@ def main(rank: int, port: int, run_dir: str, out: str) -> None:
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose("train", overrides=[*FAST, f"run_dir={run_dir}", *OVERRIDES])
-    from rlanything_core.loop.sharded_evaluation import sharded_evaluator
+    from rlanything_core.lightning.process_group import ProcessGroup
 
-    evaluator = sharded_evaluator(build_run(cfg).loop.evaluator)  # idempotent once the builders wrap it themselves
-    counting = Counting(evaluator.collector.collector)
-    evaluator.collector.collector = counting
+    evaluator = build_run(cfg).loop.evaluator  # sharded, as the builders make it
+    assert evaluator.sharded
+    evaluator.collectives = ProcessGroup()  # the process group started below, not the run's (unlaunched) runtime
+    counting = Counting(evaluator.collector)
+    evaluator.collector = counting
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=2)
     result: dict[str, Any] = {"metrics": evaluator(), "outcomes": [vars(o) for o in evaluator.last_outcomes]}
@@ -61,8 +63,8 @@ def main(rank: int, port: int, run_dir: str, out: str) -> None:
     dist.destroy_process_group()
     if rank == 0:  # the reference: one process, the plain collector and judge
         plain = copy.copy(evaluator)
+        plain.sharded = False
         plain.collector = counting.collector
-        plain.judge = evaluator.judge.judge_collector
         result["plain_metrics"] = plain()
         result["plain_outcomes"] = [vars(o) for o in plain.last_outcomes]
     close_shared_env_pools()

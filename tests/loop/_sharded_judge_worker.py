@@ -1,6 +1,6 @@
 """One rank of tests/loop/test_sharded_judge.py: ``python _sharded_judge_worker.py RANK WORLD PORT OUT``.
 
-Every rank holds the same episodes and calls ``ShardedJudge.judge`` on them (a stub vote sampler: the vote's text is
+Every rank holds the same episodes and calls ``sharded_judge`` on them (a stub vote sampler: the vote's text is
 its seed), then writes what it got back, whether its inputs changed, and the one-process result to compare with.
 """
 
@@ -20,7 +20,8 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from rlanything_core.collect.judge import JudgeCollector  # noqa: E402
-from rlanything_core.loop.sharded_evaluation import ShardedJudge  # noqa: E402
+from rlanything_core.lightning.process_group import ProcessGroup  # noqa: E402
+from rlanything_core.loop.sharded_evaluation import sharded_judge  # noqa: E402
 from rlanything_core.records import AgentStep, Episode, JudgeSample  # noqa: E402
 from rlanything_core.testing.processes import die_with_parent  # noqa: E402
 
@@ -58,7 +59,8 @@ def main(rank: int, world: int, port: int, out: Path) -> None:
         sampler = SeedVotes()
         given = episodes(groups)
         before = copy.deepcopy(given)
-        judged, stats = ShardedJudge(JudgeCollector(object(), num_votes=2, votes=sampler)).judge(given, seed=7)
+        judged, stats = sharded_judge(JudgeCollector(object(), num_votes=2, votes=sampler), given, seed=7,
+                                      collectives=ProcessGroup())
         plain, plain_stats = JudgeCollector(object(), num_votes=2, votes=SeedVotes()).judge(before, seed=7)
         result["cases"].append({
             "judged": summary(judged), "stats": vars(stats), "inputs_unchanged": given == before,

@@ -216,7 +216,7 @@ def test_an_integrator_that_needs_votes_is_refused(tmp_path: Any) -> None:
 
 
 def test_the_stages_on_a_rank_without_tasks(tmp_path: Any) -> None:
-    """No task group: the judge leaves the rollouts as they are, no row, and adapt still syncs the pool."""
+    """No task group: the judge leaves the rollouts as they are, no row, and the adaptation still syncs the pool."""
     driver = _driver(tmp_path)
     driver.save_initial_pool()
     driver.collect = lambda iteration: Rollouts(iteration, [])  # type: ignore[method-assign]  # as on a rank without
@@ -224,4 +224,5 @@ def test_the_stages_on_a_rank_without_tasks(tmp_path: Any) -> None:
     assert driver.judge(empty) is empty
     data = source_iteration(driver, 2)  # the rows stage is not asked: the caller gives the empty iteration
     assert data.iteration == 2 and data.policy is None and data.judge is None and data.metrics["rollouts"] == 0.0
-    assert isinstance(driver.adapt(empty), dict)
+    plan = driver.plan(driver.outcomes(empty))
+    assert plan.requests == [] and isinstance(driver.apply(plan, driver.rewrite(plan)), dict)

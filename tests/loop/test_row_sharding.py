@@ -16,6 +16,7 @@ import pytest
 import torch
 from _row_sharding_worker import global_rows
 
+from rlanything_core.loop.protocol import SINGLE_PROCESS
 from rlanything_core.loop.row_sharding import balance_rows, concat_rows, deal_rows
 from rlanything_core.testing.processes import free_port, run_ranks
 
@@ -53,7 +54,7 @@ def test_concat_pads_to_the_longest_row_and_keeps_every_field() -> None:
 
 def test_one_process_passes_rows_through() -> None:
     rows = global_rows()
-    assert balance_rows(rows) is rows and balance_rows(None) is None
+    assert balance_rows(rows, SINGLE_PROCESS) is rows and balance_rows(None, SINGLE_PROCESS) is None
 
 
 def test_three_ranks_one_without_task_group_each_train_a_share(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""``ShardedJudge`` over three gloo ranks: each votes on its task groups, all get every episode judged, in order.
+"""``sharded_judge`` over three gloo ranks: each votes on its task groups, all get every episode judged, in order.
 
 The judge returns judged copies instead of writing votes into the episodes it is given; the sharded judge
 must do the same, and give every rank the one-process result (the vote seeds depend on the group, not the batch).
