@@ -49,9 +49,6 @@ NOT_WIRING: dict[str, str] = {
     "rlanything_core/assembly/schema.py": "the config's dataclass schema",
     "rlanything_core/assembly/memory_plan.py": "a per-GPU memory estimate of a config",
     "rlanything_core/assembly/eval_record.py": "reading a finished run's evaluation back",
-    "experiments/warm_start.py": "a pre-training script (moving into rlanything_core/ablation)",
-    "experiments/warm_start_encoder.py": "a pre-training script (moving into rlanything_core/ablation)",
-    "experiments/judge_input_study.py": "a research one-off (moving to scripts/)",
 }
 """Files of :data:`CLASSIFIED_FOLDERS` that are not wiring, each with its reason."""
 

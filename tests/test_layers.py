@@ -309,11 +309,6 @@ SCRIPTS_ROOT = ROOT.parent / SCRIPTS
 ENTRY_POINTS = frozenset({"experiments/__init__.py", "experiments/train.py", "experiments/ablate.py"})
 """What experiments/ holds: the thin entry points (the apps are the package's)."""
 ENTRY_POINT_LINES = 400
-NOT_YET_MOVED = frozenset({
-    # research code of experiments/ whose moves (warm starts into rlanything_core/ablation/, the judge-input study
-    # into scripts/) are their own changes; a stale entry fails the test
-    "experiments/warm_start.py", "experiments/warm_start_encoder.py", "experiments/judge_input_study.py",
-})
 
 
 @pytest.fixture(scope="module")
@@ -329,14 +324,6 @@ def apps() -> tuple[dict[str, tuple[str, str]], dict[str, list[tuple[int, str]]]
     return sources, graph
 
 
-PENDING_MOVES: dict[str, frozenset[str]] = {
-    # the warm starts still live in experiments/ (their move into rlanything_core/ablation/ is its own change): until
-    # then an ablation with a warm start runs from a checkout only
-    "rlanything_core/ablation/runs.py": frozenset({"experiments.warm_start", "experiments.warm_start_encoder"}),
-}
-"""Imports of ``experiments`` by the package that are known and about to go; a stale entry fails the test."""
-
-
 def test_the_package_never_imports_experiments_or_scripts() -> None:
     """The library is used without the apps: ``rlanything_core`` importing ``experiments`` or ``scripts`` fails."""
     known = set(module_sources(APPS_ROOT)) | set(module_sources(SCRIPTS_ROOT))
@@ -346,11 +333,8 @@ def test_the_package_never_imports_experiments_or_scripts() -> None:
         for line, target in imports(module, source, is_package=path.endswith("__init__.py"), known=known,
                                     top=(APPS, SCRIPTS))  # fmt: skip
     ]
-    bad = [f"{p}:{line}: {m} imports {t}" for p, line, m, t in found if t not in PENDING_MOVES.get(p, frozenset())]
+    bad = [f"{p}:{line}: {m} imports {t}" for p, line, m, t in found]
     assert not bad, "the package imports the apps (move what both need into the package):\n" + "\n".join(bad)
-    seen = {(p, t) for p, _, _, t in found}
-    stale = [f"{p}: {t}" for p, names in PENDING_MOVES.items() for t in names if (p, t) not in seen]
-    assert not stale, "PENDING_MOVES names imports that are gone (remove them from the list): " + ", ".join(stale)
 
 
 def test_experiments_holds_only_thin_entry_points(apps) -> None:  # type: ignore[no-untyped-def]
@@ -358,15 +342,14 @@ def test_experiments_holds_only_thin_entry_points(apps) -> None:  # type: ignore
     sources, graph = apps
     held = {path for path, _ in sources.values() if path.startswith(APPS + "/")}
     assert ENTRY_POINTS <= held, f"missing entry points: {sorted(ENTRY_POINTS - held)}"
-    assert not held - ENTRY_POINTS - NOT_YET_MOVED, (
+    assert not held - ENTRY_POINTS, (
         f"experiments/ holds only entry points; move these into the package or scripts/: "
-        f"{sorted(held - ENTRY_POINTS - NOT_YET_MOVED)}"
+        f"{sorted(held - ENTRY_POINTS)}"
     )
-    assert not NOT_YET_MOVED - held, f"NOT_YET_MOVED names files that moved: {sorted(NOT_YET_MOVED - held)}"
     lines = sum(source.count("\n") for path, source in sources.values() if path in ENTRY_POINTS)
     assert lines <= ENTRY_POINT_LINES, f"the entry points hold {lines} lines (at most {ENTRY_POINT_LINES})"
     paths = {m: path for m, (path, _) in sources.items()}
-    beside = [f"{paths[m]}:{line}: imports {t}" for m, found in graph.items() if paths[m] not in NOT_YET_MOVED
+    beside = [f"{paths[m]}:{line}: imports {t}" for m, found in graph.items()
               for line, t in found if not (t == PACKAGE or t.startswith(PACKAGE + "."))]  # fmt: skip
     assert not beside, "entry points and scripts import only the package:\n" + "\n".join(beside)
     assert any(t.startswith(PACKAGE + ".") for found in graph.values() for _, t in found)  # the parser sees them
@@ -379,7 +362,6 @@ def test_no_sys_path_edit_and_no_buried_import(apps) -> None:  # type: ignore[no
     bad = [
         f"{path}:{number}: {line.strip()}"
         for path, source in sorted(sources.values())
-        if path not in NOT_YET_MOVED
         for number, line in enumerate(source.splitlines(), 1)
         if "sys.path" in line or "noqa: E402" in line
     ]

@@ -122,14 +122,8 @@ TINY_ABLATION = [
     "model.temperature=20", "model.judge_temperature=20", "iterations=1", "tasks_per_iteration=2", "group_size=4",
     "eval.games=1", "progress=false", "arms=[outcome_only]", "seeds=[0]", "jobs=1", "run_id=wheel",
 ]
-_RUNS = (REPO / "rlanything_core" / "ablation" / "runs.py").read_text()
 
 
-@pytest.mark.xfail(
-    "from experiments import" in _RUNS,
-    reason="the ablation still imports the warm starts from experiments/, which the wheel does not ship",
-    strict=True,
-)
 def test_a_tiny_ablation_runs_from_a_temporary_folder(with_deps: Path, tmp_path: Path) -> None:
     done = _run([str(with_deps / "bin" / "rlanything"), "ablate", *TINY_ABLATION], cwd=tmp_path, timeout=900,
                 OMP_NUM_THREADS="1")  # fmt: skip
