@@ -18,6 +18,7 @@ from rlanything_core.assembly.checks import validate  # noqa: E402
 from rlanything_core.assembly.setting import config_key  # noqa: E402
 from rlanything_core.conf import CONF_DIR
 from rlanything_core.config import ConfigError  # noqa: E402
+from rlanything_core.loop.oracle_labels import StoredLabels
 from rlanything_core.settings.alfworld import AlfworldTasks, alfworld_oracle  # noqa: E402
 from rlanything_core.settings.textworld import TextWorldTasks  # noqa: E402
 
@@ -34,7 +35,9 @@ def test_the_setting_keys_reach_the_parts_as_plain_values() -> None:
         eval_splits={"in_distribution": "valid_seen", "out_of_distribution": "valid_unseen"}, eval_games=2,
         eval_sample_seed=0,
     )  # fmt: skip
-    assert validate(_cfg("+setting=alfworld")).environment.step_oracle() is alfworld_oracle
+    stored = validate(_cfg("+setting=alfworld")).environment.step_oracle()  # the planner, its labels kept on disk
+    assert isinstance(stored, StoredLabels) and stored.oracle is alfworld_oracle
+    assert validate(_cfg("+setting=alfworld", "+setting.parts.environment.label_store=false")).environment.step_oracle() is alfworld_oracle
     tw = validate(_cfg("+setting=textworld", "setting.eval_rooms=2", "eval.games=3")).environment
     assert isinstance(tw, TextWorldTasks) and tw.eval_rooms == 2 and tw.eval_games == 3
     assert tw.step_oracle() is None
