@@ -87,7 +87,7 @@ def test_kept_and_reset_engines_play_every_task_type_like_fresh_unpatched_loads(
         env.close()
     assert engine_cache.idle_engine_count() == len(games)
     assert getattr(logic._parse_and_convert, "__wrapped__", None) is not None
-    assert list((tmp_path / "cache" / "pddl2sas").rglob("*.logic.pickle.z"))  # the parse reached the disk
+    assert list((tmp_path / "cache" / "tw_logic").rglob("*.pickle.z"))  # the parse reached the disk
 
     engine_cache._IDLE.clear()  # forget the engines without closing them: the next loads read the disk cache
     for i, g in enumerate(games):

@@ -4,8 +4,11 @@ Loading a ``game.tw-pddl`` (parsing its PDDL and building the TextWorld state) c
 costs ~0.35 s and gives the same initial state. The loop plays every task ``G`` times per iteration and the same
 training and evaluation games again in later iterations, so :class:`~rlanything_core.envs.alfworld.env.AlfworldEnv`
 hands its engine back here on ``close()`` and takes one from here on its next ``reset()``: a game is parsed once per
-process, not once per episode. Engines are ~10 MiB each; the cache keeps at most :data:`MAX_IDLE_ENGINES` and closes
-the least recently returned beyond that.
+process, not once per episode. Engines are ~5 MiB each; the cache keeps at most :data:`MAX_IDLE_ENGINES` (or the
+``max_idle`` its caller gives) and closes the least recently returned beyond that.
+
+A load in a new process (each run of the ablation is one) parses the game's logic document with tatsu again:
+:func:`memoize_logic_parsing` stores that parse on disk, keyed by content, so a load costs ~0.065 CPU s, not ~0.175.
 
 The key includes the file's size and modification time, so a game file rewritten in place (environment adaptation
 writes new files, but a user might not) is never served from a stale engine.
@@ -219,7 +222,7 @@ def memoize_logic_parsing() -> None:
     Loading a game parses its ``grammar`` field with tatsu (``textworld.envs.pddl.logic._parse_and_convert``, looked
     up on the module by ``GameLogic``): ~55% of a load once the PDDL translations are cached, paid again by every
     process that loads the game (each run of the ablation is one). The parse is a pure function of the text; it is
-    stored pickled (in memory and under :func:`translation_cache_dir`, keyed by the SHA-256 of TextWorld's version
+    stored pickled (in memory and under ``$RLANYTHING_CACHE/tw_logic``, keyed by the SHA-256 of TextWorld's version
     and the text) and every load unpickles a fresh copy (~1 ms), so no two engines share a mutable object.
     """
     from textworld.envs.pddl import logic
@@ -231,7 +234,7 @@ def memoize_logic_parsing() -> None:
     @functools.lru_cache(maxsize=_LOGIC_PARSES)
     def pickled(text: str, rule_name: str) -> bytes:
         key = hashlib.sha256("\0".join(("logic", _textworld_version(), rule_name, text)).encode()).hexdigest()
-        path = translation_cache_dir() / key[:2] / f"{key}.logic.pickle.z"
+        path = cache_dir("tw_logic") / key[:2] / f"{key}.pickle.z"
         try:
             return zlib.decompress(path.read_bytes())
         except Exception:  # noqa: BLE001 - a missing or unreadable entry is only a miss; it is (re)written below
