@@ -37,7 +37,8 @@ def test_the_setting_keys_reach_the_parts_as_plain_values() -> None:
     )  # fmt: skip
     stored = validate(_cfg("+setting=alfworld")).environment.step_oracle()  # the planner, its labels kept on disk
     assert isinstance(stored, StoredLabels) and stored.oracle is alfworld_oracle
-    assert validate(_cfg("+setting=alfworld", "+setting.parts.environment.label_store=false")).environment.step_oracle() is alfworld_oracle
+    planner = validate(_cfg("+setting=alfworld", "+setting.parts.environment.label_store=false")).environment
+    assert planner.step_oracle() is alfworld_oracle
     tw = validate(_cfg("+setting=textworld", "setting.eval_rooms=2", "eval.games=3")).environment
     assert isinstance(tw, TextWorldTasks) and tw.eval_rooms == 2 and tw.eval_games == 3
     assert tw.step_oracle() is None
