@@ -65,7 +65,7 @@ def test_the_rates_divide_each_phase_by_its_own_count() -> None:
 
 
 def test_the_estimator_uses_the_measured_rates_of_its_model_only(tmp_path: Path) -> None:
-    from experiments.ablation_budget import StepCosts, measured_costs
+    from rlanything_core.ablation.budget import StepCosts, measured_costs
 
     path = tmp_path / "rates.json"
     path.write_text(json.dumps({"measured": {"model": "minilm-scorer"}, "rates": {"judge_s": 0.5, "unknown": 1}}))
