@@ -24,8 +24,8 @@ everything else (building the run, loading the games' files) as ``other``.
 archive``) and runs this file once per tree and round in a fresh process with ``PYTHONPATH`` set to that tree,
 alternating the order between rounds (a load change on the shared machine hits both), then prints each phase's CPU
 seconds side by side with the ratio NEW / OLD, and the minutes of each ablation profile that the budget estimator
-(``rlanything_core/ablation/budget.py``) gives with each tree's measured per-step rates. ``--write-rates`` stores the new
-tree's rates in ``rlanything_core/conf/iteration_rates.json``, the figures the estimator uses.
+(``rlanything_core/ablation/budget.py``) gives with each tree's measured per-step rates. ``--write-rates`` stores
+the new tree's rates in ``rlanything_core/conf/iteration_rates.json``, the figures the estimator uses.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ __all__ = ["PhaseClock", "compare", "main", "measure", "rates"]
 ROOT = Path(__file__).resolve().parents[1]
 RATES_FILE = ROOT / "rlanything_core" / "conf" / "iteration_rates.json"
 PROFILES = ("default", "full", "step_only", "hard")
-# train.py's keys that ablate.py forwards to every arm (rlanything_core/ablation/runs.py FORWARDED; model: its plain keys)
+# train.py's keys that the ablation forwards to every arm (ablation/runs.py FORWARDED; model: its plain keys)
 FORWARDED = ("tasks_per_iteration", "group_size", "num_votes", "lam", "balance_judge_targets", "policy_band",
              "judge_band", "env_band", "max_rewrites_per_iteration", "optim", "eval", "setting", "trainer")  # fmt: skip
 Counter = Callable[[Any, Any], tuple[str, int]]

@@ -29,7 +29,8 @@ def test_the_configs_are_in_the_package_and_listed_as_package_data() -> None:
     assert SEARCH_PATH == "pkg://rlanything_core.conf"
     assert not (REPO / "experiments" / "conf").exists()
     pyproject = (REPO / "pyproject.toml").read_text()
-    assert '"rlanything_core.conf" = ["*.yaml", "*/*.yaml", "model_configs/*.json", "iteration_rates.json"]' in pyproject
+    package_data = '"rlanything_core.conf" = ["*.yaml", "*/*.yaml", "model_configs/*.json", "iteration_rates.json"]'
+    assert package_data in pyproject
     assert 'rlanything = "rlanything_core.cli:main"' in pyproject
     deepest = max(len(p.relative_to(CONF_DIR).parts) for p in CONF_DIR.rglob("*.yaml"))
     assert deepest <= 2, "a config folder deeper than the package-data globs: it would be left out of the wheel"
