@@ -63,7 +63,7 @@ lint: setup
 # checks this itself: rlanything_core/sandbox/sandbox.py::fallback_work_root).
 unit: setup docs-assets
 	tmp=$$(mktemp -d /tmp/rlanything-tests-XXXXXX) && chmod 1777 "$$tmp"; \
-	TMPDIR=$$tmp .venv/bin/pytest tests tutorials --nbmake --nbmake-timeout=1200 -p no:cacheprovider --durations=30; \
+	TMPDIR=$$tmp RLANYTHING_TUTORIAL_ITERATIONS=2 .venv/bin/pytest tests tutorials --nbmake --nbmake-timeout=1200 -p no:cacheprovider --durations=30; \
 	status=$$?; rm -rf "$$tmp"; exit $$status
 
 # The documentation site (mkdocs-material + mkdocstrings + mkdocs-jupyter), built strictly: broken links, missing

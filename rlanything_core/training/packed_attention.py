@@ -14,7 +14,11 @@ Backends, in the order ``select_backend`` tries them (once per device type, name
 - ``varlen``: ``torch.nn.attention.varlen.varlen_attn`` (CUDA; torch's own flash kernel, no compilation);
 - ``flex_attention``: ``torch.nn.attention.flex_attention`` with a document block mask (compiled on CUDA; it computes
   only the blocks the mask touches; its backward does not run on CPUs);
-- ``dense``: the block-causal mask under the model's own attention (the CPU fallback; ``packing.block_causal_mask``).
+- ``segments``: causal SDPA on each sequence's slice of the row, one call per sequence (any device; the CPU default).
+  It computes the same pairs as a varlen kernel, in the model's dtype; the price is a kernel launch per sequence,
+  which a CPU does not notice and a GPU would (there the kernels above come first);
+- ``dense``: the block-causal mask under the model's own attention (``packing.block_causal_mask``): every ``T x T``
+  pair, kept as the reference the others are tested against.
 
 The kernels are reached through transformers' ``AttentionInterface``: the model's attention implementation is
 replaced by a registered wrapper (``rlanything_packed_<base>``) that behaves exactly as its base (``sdpa``, ...) unless
@@ -51,7 +55,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-BACKENDS = ("flash_attention_3", "flash_attention_2", "varlen", "flex_attention", "dense")
+BACKENDS = ("flash_attention_3", "flash_attention_2", "varlen", "flex_attention", "segments", "dense")
 PACKED_KEYWORD = "rlanything_packed"
 """The keyword the packed forward passes down to the attention layers (transformers forwards unknown kwargs)."""
 _ENV = "RLANYTHING_PACKED_ATTENTION"
@@ -80,7 +84,7 @@ class PackedAttention:
 
 
 def _available(backend: str, device: torch.device) -> bool:
-    if backend == "dense":
+    if backend in ("segments", "dense"):
         return True
     if backend == "flex_attention":
         return importlib.util.find_spec("torch.nn.attention.flex_attention") is not None and device.type == "cuda"
@@ -217,6 +221,26 @@ def _flex(query: Tensor, key: Tensor, value: Tensor, block_mask: Any, scale: flo
     return fn(query, key, value, block_mask=block_mask, scale=scale, enable_gqa=gqa)
 
 
+def _segments(
+    packed: PackedAttention, query: Tensor, key: Tensor, value: Tensor, scale: float | None, window: int | None
+) -> Tensor:
+    """Causal SDPA per sequence of the row: ``(1, H, T, D)`` in and out, ``sum(len^2)`` work instead of ``T^2``."""
+    gqa = key.shape[1] != query.shape[1]
+    outs, start = [], 0
+    for n in packed.lengths:
+        q, k, v = (x[:, :, start : start + n] for x in (query, key, value))
+        start += n
+        if window is None or window >= n:
+            outs.append(torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale,
+                                                                         enable_gqa=gqa))  # fmt: skip
+            continue
+        pos = torch.arange(n, device=q.device)  # a sliding window: key k is seen by query p when p - window < k <= p
+        band = (pos[None, :] <= pos[:, None]) & (pos[None, :] > pos[:, None] - window)
+        outs.append(torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=band, scale=scale,
+                                                                     enable_gqa=gqa))  # fmt: skip
+    return torch.cat(outs, dim=2) if outs else query
+
+
 def run_packed(
     packed: PackedAttention,
     query: Tensor,
@@ -227,6 +251,8 @@ def run_packed(
     sliding_window: int | None,
 ) -> Tensor:
     """Attention of ``(1, H, T, D)`` query/key/value per ``packed``; ``(1, T, H, D)`` out, as transformers expects."""
+    if packed.backend == "segments":
+        return _segments(packed, query, key, value, scaling, sliding_window).transpose(1, 2)
     if packed.backend == "flex_attention":
         if sliding_window is not None:
             raise ValueError("sliding_window: the packed flex_attention path has no sliding window; use a varlen one")

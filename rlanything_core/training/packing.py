@@ -5,7 +5,8 @@ flash kernels (and repeats grouped-query K/V); its LM head and log-softmax run o
 position. Packed, the same rows are one row of ``sum(lengths)`` tokens whose ``position_ids`` restart at 0 for each
 sequence. Attention stays within each sequence without a dense mask where a variable-length kernel runs
 (``training/packed_attention.py``: flash attention, torch's ``varlen_attn`` or flex attention, fed the sequences'
-offsets from the host); the dense block-causal mask (``block_causal_mask``) remains the CPU fallback. The head then
+offsets from the host; on a CPU, causal SDPA per sequence); the dense block-causal mask (``block_causal_mask``) is
+the reference they are tested against. The head then
 runs only on the positions that predict a scored (response) token, a chunk of positions at a time, each chunk
 recomputed in the backward instead of keeping its ``(chunk, vocabulary)`` logits.
 
@@ -196,7 +197,7 @@ def _packed_scores(
         mask: Any = mask_argument(attention, input_ids.device)
         kwargs[PACKED_KEYWORD] = attention
     else:
-        # The CPU fallback. Under SDPA and eager attention the block-diagonal mask is given, in the form each takes
+        # The reference path (``attention='dense'``). Under SDPA and eager attention the block-diagonal mask is given, in the form each takes
         # (transformers would build the same one, after reading the position_ids back from the device to find the
         # restarts); flash attention and the others take the restarting position_ids alone. No cache: transformers
         # reads restarts as packing only without one.
@@ -249,7 +250,7 @@ def packed_token_logprobs(
         score_mask: ``(N, L)`` bool, the tokens to score; default every real token but each row's first.
         chunk_tokens: positions per chunk of the vocabulary head.
         attention: the attention backend (``packed_attention.BACKENDS``); default ``select_backend``'s choice for
-            the ids' device (a variable-length kernel on a GPU, the dense block-causal mask on a CPU).
+            the ids' device (a variable-length kernel on a GPU, causal SDPA per sequence on a CPU).
         block_size: the flex-attention block size (``flex_attention`` only).
 
     Returns:

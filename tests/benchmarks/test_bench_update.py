@@ -72,7 +72,7 @@ def test_a_cpu_run_reports_the_configuration_it_measured(capsys: pytest.CaptureF
         "fsdp": False,
         "activation_checkpointing": False,
         "micro_batch_tokens": 8192,
-        "attention": "dense",
+        "attention": "segments",
     }
-    assert "activation_checkpointing=False" in line and "attention=dense" in line and "matrix_fraction=unknown" in line
+    assert "activation_checkpointing=False" in line and "attention=segments" in line and "matrix_fraction=unknown" in line
     assert result["matrix_fraction"] is None and result["library"]["update_tflop"] > 0

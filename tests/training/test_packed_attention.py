@@ -52,9 +52,9 @@ def _record_attention(model: Any, monkeypatch: pytest.MonkeyPatch) -> list[dict[
     return calls
 
 
-def test_select_backend_falls_back_to_dense_on_cpu_and_refuses_unknown_names(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_select_backend_runs_per_sequence_sdpa_on_cpu_and_refuses_unknown_names(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RLANYTHING_PACKED_ATTENTION", raising=False)
-    assert pa.select_backend("cpu") == "dense"
+    assert pa.select_backend("cpu") == "segments"
     assert pa.select_backend("cpu", "flex_attention") == "flex_attention"
     monkeypatch.setenv("RLANYTHING_PACKED_ATTENTION", "varlen")
     assert pa.select_backend("cpu") == "varlen"
@@ -98,12 +98,13 @@ def test_flex_attention_backward_is_refused_on_cpu_not_silently_wrong() -> None:
         packed_token_logprobs(model, ids, attention, score_mask=response, attention="flex_attention", block_size=16)
 
 
-def test_the_dense_fallback_gradients_equal_the_padded_path() -> None:
+@pytest.mark.parametrize("backend", ["dense", "segments"])
+def test_the_cpu_paths_gradients_equal_the_padded_path(backend: str) -> None:
     model, twin = _model(), _model()
     ids, attention, response = _rows([17, 3, 9, 12, 5], seed=3)
     weights = torch.randn(ids.shape, generator=torch.Generator().manual_seed(1))
     (sequence_token_logprobs(model, ids, attention, score_mask=response) * weights).sum().backward()
-    (packed_token_logprobs(twin, ids, attention, score_mask=response, attention="dense") * weights).sum().backward()
+    (packed_token_logprobs(twin, ids, attention, score_mask=response, attention=backend) * weights).sum().backward()
     for (name, p), q in zip(model.named_parameters(), twin.parameters()):
         assert p.grad is not None and q.grad is not None
         assert torch.allclose(p.grad, q.grad, atol=1e-5), name
@@ -113,7 +114,7 @@ def test_only_the_dense_fallback_passes_a_t_by_t_mask(monkeypatch: pytest.Monkey
     lengths = [30, 7, 18]
     total = sum(lengths)
     ids, attention, response = _rows(lengths)
-    for backend, device in (("dense", "cpu"), ("flex_attention", "cpu"), ("varlen", "meta")):
+    for backend, device in (("dense", "cpu"), ("segments", "cpu"), ("flex_attention", "cpu"), ("varlen", "meta")):
         model = _model(device=device)
         pa.install_packed_attention(model)
         calls = _record_attention(model, monkeypatch)
@@ -255,3 +256,23 @@ def test_a_flash_attn_build_that_does_not_import_is_passed_over(tmp_path: Any, m
     monkeypatch.delitem(sys.modules, "flash_attn", raising=False)
     assert not pa._available("flash_attention_2", torch.device("cuda"))
     assert not pa._available("flash_attention_2", torch.device("cpu"))  # and never on a CPU
+
+
+@pytest.mark.parametrize("window", [None, 3])
+def test_per_sequence_sdpa_equals_naive_attention_with_grouped_heads_and_a_window(window: int | None) -> None:
+    lengths = [5, 1, 8]
+    gen = torch.Generator().manual_seed(4)
+    query = torch.randn(1, 4, sum(lengths), 8, generator=gen)
+    key, value = (torch.randn(1, 2, sum(lengths), 8, generator=gen) for _ in range(2))  # 2 K/V heads for 4 queries
+    segments = torch.repeat_interleave(torch.arange(len(lengths)), torch.tensor(lengths))[None]
+    packed = pa.packed_attention(segments, lengths, "segments")
+    out = pa.run_packed(packed, query, key, value, scaling=None, sliding_window=window)
+    assert out.shape == (1, sum(lengths), 4, 8)
+    pos = torch.arange(sum(lengths))
+    seen = (segments[0][:, None] == segments[0][None, :]) & (pos[None, :] <= pos[:, None])
+    if window is not None:
+        seen &= pos[None, :] > pos[:, None] - window
+    k, v = (x.repeat_interleave(2, dim=1) for x in (key, value))
+    scores = (query @ k.transpose(-1, -2) / 8**0.5).masked_fill(~seen, float("-inf"))
+    expected = (scores.softmax(-1) @ v).transpose(1, 2)
+    assert torch.allclose(out, expected, atol=1e-5)
