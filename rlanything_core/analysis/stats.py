@@ -94,6 +94,19 @@ def _check_level(level: float, samples: int) -> None:
         raise ValueError(f"samples: expected >= 1, got {samples}")
 
 
+def _paired_units(
+    arm: Mapping[tuple[int, str], float], reference: Mapping[tuple[int, str], float]
+) -> list[tuple[int, str]]:
+    """The units both mappings hold, sorted; a clear error when they are not the same units or there are none."""
+    if set(arm) != set(reference):
+        only_arm = sorted(set(arm) - set(reference))[:3]
+        only_ref = sorted(set(reference) - set(arm))[:3]
+        raise ValueError(f"arm, reference: not paired (units only in arm: {only_arm}, only in reference: {only_ref})")
+    if not arm:
+        raise ValueError("arm, reference: expected at least one paired unit")
+    return sorted(arm)
+
+
 def _interval(means: np.ndarray, level: float) -> tuple[float, float]:
     tail = (1.0 - level) / 2.0
     low, high = np.quantile(means, [tail, 1.0 - tail])
@@ -125,14 +138,7 @@ def paired_bootstrap_difference(
             ``samples`` / ``level``.
     """
     _check_level(level, samples)
-    if set(arm) != set(reference):
-        only_arm = sorted(set(arm) - set(reference))[:3]
-        only_ref = sorted(set(reference) - set(arm))[:3]
-        raise ValueError(f"arm, reference: not paired (units only in arm: {only_arm}, only in reference: {only_ref})")
-    if not arm:
-        raise ValueError("arm, reference: expected at least one paired unit")
-    units = sorted(arm)
-    diffs = np.array([arm[u] - reference[u] for u in units], dtype=np.float64)
+    diffs = np.array([arm[u] - reference[u] for u in _paired_units(arm, reference)], dtype=np.float64)
     if not np.isfinite(diffs).all():
         raise ValueError("arm, reference: expected finite values")
     rng = np.random.default_rng(seed)
@@ -162,14 +168,8 @@ def hierarchical_bootstrap_difference(
     Args and raises: as :func:`paired_bootstrap_difference`.
     """
     _check_level(level, samples)
-    if set(arm) != set(reference):
-        only_arm = sorted(set(arm) - set(reference))[:3]
-        only_ref = sorted(set(reference) - set(arm))[:3]
-        raise ValueError(f"arm, reference: not paired (units only in arm: {only_arm}, only in reference: {only_ref})")
-    if not arm:
-        raise ValueError("arm, reference: expected at least one paired unit")
     by_seed: dict[int, list[float]] = {}
-    for unit in sorted(arm):
+    for unit in _paired_units(arm, reference):
         by_seed.setdefault(unit[0], []).append(arm[unit] - reference[unit])
     groups = [np.asarray(v, dtype=np.float64) for _, v in sorted(by_seed.items())]
     if not all(np.isfinite(g).all() for g in groups):

@@ -197,10 +197,10 @@ def _packed_scores(
         mask: Any = mask_argument(attention, input_ids.device)
         kwargs[PACKED_KEYWORD] = attention
     else:
-        # The reference path (``attention='dense'``). Under SDPA and eager attention the block-diagonal mask is given, in the form each takes
-        # (transformers would build the same one, after reading the position_ids back from the device to find the
-        # restarts); flash attention and the others take the restarting position_ids alone. No cache: transformers
-        # reads restarts as packing only without one.
+        # The reference path (``attention='dense'``). Under SDPA and eager attention the block-diagonal mask is
+        # given, in the form each takes (transformers would build the same one, after reading the position_ids back
+        # from the device to find the restarts); flash attention and the others take the restarting position_ids
+        # alone. No cache: transformers reads restarts as packing only without one.
         implementation = str(getattr(self.config, "_attn_implementation", None)).removeprefix("rlanything_packed_")
         mask = None
         if implementation in ("sdpa", "eager"):

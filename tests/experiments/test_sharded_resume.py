@@ -18,7 +18,8 @@ from _runs import REPO, env, run, train_cmd
 from rlanything_core.lightning.checkpoint import SHARDS, read_checkpoint
 from rlanything_core.testing.processes import reaped
 
-pytestmark = pytest.mark.slow
+# heavy: single-process exact resume (test_train_cli) and FSDP2 matching one process (test_distributed) run under CI
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 SHARDED = [
     "iterations=2",

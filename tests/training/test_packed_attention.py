@@ -52,7 +52,7 @@ def _record_attention(model: Any, monkeypatch: pytest.MonkeyPatch) -> list[dict[
     return calls
 
 
-def test_select_backend_runs_per_sequence_sdpa_on_cpu_and_refuses_unknown_names(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_select_backend_picks_sdpa_per_sequence_on_cpu_and_refuses_bad_names(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RLANYTHING_PACKED_ATTENTION", raising=False)
     assert pa.select_backend("cpu") == "segments"
     assert pa.select_backend("cpu", "flex_attention") == "flex_attention"
