@@ -20,6 +20,7 @@ __all__ = [
     "atomic_write_json",
     "atomic_write_text",
     "cache_dir",
+    "cache_root",
     "fsync_dir",
     "parse_json",
     "read_json",
@@ -29,13 +30,22 @@ DEFAULT_FIX = "restore the file from a backup, or delete it (or start again in a
 """What to do about a corrupt file when its reader knows nothing more specific."""
 
 
-def cache_dir(name: str) -> Path:
-    """The cache folder ``name`` under ``$RLANYTHING_CACHE``, or under ``~/.cache/rlanything`` when that is unset.
+def cache_root() -> Path:
+    """Where everything rebuilt on demand is kept.
 
-    Everything in it can be deleted at any time: it is rebuilt on demand.
+    ``$RLANYTHING_CACHE``, else ``$XDG_CACHE_HOME/rlanything``, else ``~/.cache/rlanything``. A relative
+    ``XDG_CACHE_HOME`` is ignored, as the XDG base-directory spec says.
     """
     base = os.environ.get("RLANYTHING_CACHE")
-    return (Path(base) if base else Path.home() / ".cache" / "rlanything") / name
+    if base:
+        return Path(base).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    return (Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache") / "rlanything"
+
+
+def cache_dir(name: str) -> Path:
+    """The cache folder ``name`` under :func:`cache_root`. Everything in it can be deleted at any time."""
+    return cache_root() / name
 
 
 def fsync_dir(path: Path) -> None:

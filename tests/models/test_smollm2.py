@@ -33,6 +33,11 @@ def test_cache_dir_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_
     monkeypatch.setenv("RLANYTHING_CACHE", str(tmp_path))
     assert default_cache_dir() == tmp_path / "smollm2-135m-instruct"
     monkeypatch.delenv("RLANYTHING_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_dir() == tmp_path / "xdg" / "rlanything" / "smollm2-135m-instruct"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")  # the XDG spec: only an absolute path counts
+    assert default_cache_dir() == Path.home() / ".cache" / "rlanything" / "smollm2-135m-instruct"
+    monkeypatch.delenv("XDG_CACHE_HOME")
     assert default_cache_dir() == Path.home() / ".cache" / "rlanything" / "smollm2-135m-instruct"
 
 
