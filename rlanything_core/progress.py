@@ -4,7 +4,10 @@ The phases that take minutes to hours (the warm start, an evaluation, the traini
 each wrap their loop in a :class:`Progress`. On a terminal it shows a tqdm bar; whatever the terminal, it writes a
 line ``[HH:MM:SS] <what>: <done>/<total> <unit> (<percent>%), <elapsed> elapsed, ETA <eta>`` each time another
 ``log_every`` percent is done, or ``log_interval_s`` (a minute) after the last line, whichever comes first, so a
-slow phase still says every minute how far it is (and at the end). The lines go to standard output (an ablation's
+slow phase still says every minute how far it is (and at the end); a quick phase is not spelled out unit by unit (no
+two percent lines within ``min_interval_s``). A single call that runs for minutes without units to count (resetting a
+batch of engines) is wrapped in :func:`heartbeat`: a line when it starts, one a minute while it runs, and one when it
+ends. The lines go to standard output (an ablation's
 worker logs, which its parent echoes) and to the ``rlanything.progress`` logger, which :func:`log_to_file` points
 at a run's ``logs/progress.log``. The ETA: the elapsed time per unit so far times the units left (:func:`eta_seconds`).
 """
@@ -14,13 +17,16 @@ from __future__ import annotations
 import logging
 import math
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 
 from tqdm.auto import tqdm
 
-__all__ = ["LOGGER", "Progress", "eta_seconds", "format_duration", "log_to_file", "progress_line"]
+__all__ = ["LOGGER", "Progress", "eta_seconds", "format_duration", "heartbeat", "log_to_file", "progress_line"]
 
 LOGGER = logging.getLogger("rlanything.progress")
 LOGGER.propagate = False  # its lines are printed already; the logger only feeds the run's own log file
@@ -88,12 +94,15 @@ class Progress:
         log_every: percent of ``total`` between two lines (in (0, 100]).
         log_interval_s: at most this long between two lines while units are done (> 0): a phase of hours still
             reports every minute.
+        min_interval_s: at least this long between two percent lines (>= 0; the first and the closing line always
+            come): a phase of seconds prints two lines, not one per unit.
         enabled: ``False``: no bar and no line (other ranks of a distributed run).
         bar: show the tqdm bar (only on a terminal in any case).
     """
 
     def __init__(self, total: int, what: str, *, unit: str = "it", initial: int = 0, log_every: float = 5.0,
-                 log_interval_s: float = 60.0, enabled: bool = True, bar: bool = True) -> None:  # fmt: skip
+                 log_interval_s: float = 60.0, min_interval_s: float = 10.0, enabled: bool = True,
+                 bar: bool = True) -> None:  # fmt: skip
         if total < 0:
             raise ValueError(f"total: expected >= 0, got {total}")
         if not 0 <= initial <= total:
@@ -102,7 +111,10 @@ class Progress:
             raise ValueError(f"log_every: expected a percent in (0, 100], got {log_every}")
         if not log_interval_s > 0:
             raise ValueError(f"log_interval_s: expected > 0, got {log_interval_s}")
+        if not min_interval_s >= 0:
+            raise ValueError(f"min_interval_s: expected >= 0, got {min_interval_s}")
         self.log_interval_s = log_interval_s
+        self.min_interval_s = min_interval_s
         self.total, self.what, self.unit, self.log_every, self.enabled = total, what, unit, log_every, enabled
         self.initial = self.done = initial
         self.start = self._last_line = time.monotonic()
@@ -133,9 +145,10 @@ class Progress:
         """
         self.done = min(self.total, self.done + n)
         self.bar.update(n)
-        due = self._threshold(self.done) >= self._next_log or self.done == self.total
+        since = time.monotonic() - self._last_line
+        due = self.done == self.total or (self._threshold(self.done) >= self._next_log and since >= self.min_interval_s)
         if self.enabled and self._next_log < 10**9 and not due:
-            due = time.monotonic() - self._last_line >= self.log_interval_s
+            due = since >= self.log_interval_s
         if self.enabled and due:
             self._next_log = self._threshold(self.done) + 1
             self._emit()
@@ -161,3 +174,44 @@ class Progress:
 
     def __exit__(self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
+
+
+@contextmanager
+def heartbeat(what: str, *, interval_s: float = 60.0, enabled: bool = True) -> Iterator[None]:
+    """Lines around one long call with nothing to count: when it starts, every ``interval_s`` while it runs, at the end.
+
+    ``with heartbeat("evaluation (140 episodes): resetting the engines"):`` prints ``<what>: started``, then
+    ``<what>: still running, 1.0 min elapsed`` each minute from a daemon thread, then ``<what>: done in 2.9 min``
+    (also when the call raises: ``stopped after``). ``enabled=False``: nothing.
+
+    Raises:
+        ValueError: ``interval_s`` <= 0.
+    """
+    if not interval_s > 0:
+        raise ValueError(f"interval_s: expected > 0, got {interval_s}")
+    if not enabled:
+        yield
+        return
+    start = time.monotonic()
+
+    def line(text: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {what}: {text}", flush=True)
+        LOGGER.info(f"{what}: {text}")
+
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(interval_s):
+            line(f"still running, {format_duration(time.monotonic() - start)} elapsed")
+
+    line("started")
+    thread = threading.Thread(target=beat, name="rlanything-heartbeat", daemon=True)
+    thread.start()
+    ended = "stopped after"
+    try:
+        yield
+        ended = "done in"
+    finally:
+        stop.set()
+        thread.join()
+        line(f"{ended} {format_duration(time.monotonic() - start)}")

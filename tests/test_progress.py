@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pytest
 
-from rlanything_core.progress import LOGGER, Progress, eta_seconds, format_duration, log_to_file, progress_line
+from rlanything_core.progress import (
+    LOGGER,
+    Progress,
+    eta_seconds,
+    format_duration,
+    heartbeat,
+    log_to_file,
+    progress_line,
+)
 
 
 def test_the_eta_is_the_pace_so_far_times_what_is_left() -> None:
@@ -28,7 +37,7 @@ def test_a_resumed_phase_counts_only_its_own_units_in_the_pace() -> None:
 
 
 def test_a_line_every_few_percent_and_at_the_end(capsys: pytest.CaptureFixture[str]) -> None:
-    with Progress(40, "evaluation", unit="steps", log_every=10) as bar:
+    with Progress(40, "evaluation", unit="steps", log_every=10, min_interval_s=0) as bar:
         for _ in range(40):
             bar.update()
     lines = capsys.readouterr().out.splitlines()
@@ -52,6 +61,47 @@ def test_a_slow_phase_says_how_far_it_is_at_least_every_interval(
     assert "done at 10/1000 steps" in lines[-1]
 
 
+def test_a_quick_phase_is_not_spelled_out_unit_by_unit(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = [1000.0]
+    monkeypatch.setattr("rlanything_core.progress.time.monotonic", lambda: clock[0])
+    with Progress(30, "evaluation (4 episodes)", unit="steps", log_every=2, min_interval_s=10.0) as bar:
+        for _ in range(30):  # 30 steps of 0.2 s, each past another 2%: the start and the end only
+            clock[0] += 0.2
+            bar.update()
+    counts = [int(re.search(r": (\d+)/30", x).group(1)) for x in capsys.readouterr().out.splitlines()]  # type: ignore[union-attr]
+    assert counts == [0, 30]
+    with Progress(30, "evaluation (140 episodes)", unit="steps", log_every=2, min_interval_s=10.0) as bar:
+        for _ in range(30):  # 30 steps of 7 s: every other step
+            clock[0] += 7.0
+            bar.update()
+    counts = [int(re.search(r": (\d+)/30", x).group(1)) for x in capsys.readouterr().out.splitlines()]  # type: ignore[union-attr]
+    assert counts == [0, *range(2, 31, 2)]
+
+
+def test_a_long_call_beats_while_it_runs_and_says_when_it_ended(capsys: pytest.CaptureFixture[str]) -> None:
+    lines: list[str] = []
+    with heartbeat("resetting 140 episodes", interval_s=0.01):
+        deadline = time.monotonic() + 30.0
+        while len(lines) < 3 and time.monotonic() < deadline:  # waits for two beats, however loaded the machine
+            lines += capsys.readouterr().out.splitlines()
+            time.sleep(0.005)
+    lines += capsys.readouterr().out.splitlines()
+    texts = [x.split("] ", 1)[1] for x in lines]
+    assert texts[0] == "resetting 140 episodes: started"
+    assert texts[1].startswith("resetting 140 episodes: still running, ") and texts[1].endswith(" elapsed")
+    assert texts[-1].startswith("resetting 140 episodes: done in ")
+    with pytest.raises(KeyError), heartbeat("loading", interval_s=60.0):
+        raise KeyError("x")
+    assert capsys.readouterr().out.splitlines()[-1].split("] ", 1)[1].startswith("loading: stopped after ")
+    with heartbeat("quiet", enabled=False):
+        pass
+    assert capsys.readouterr().out == ""
+    with pytest.raises(ValueError, match="^interval_s: "), heartbeat("x", interval_s=0):
+        pass
+
+
 def test_a_phase_that_ends_early_says_so_and_a_disabled_one_is_silent(capsys: pytest.CaptureFixture[str]) -> None:
     bar = Progress(50, "evaluation (8 episodes)", unit="steps", log_every=50)
     bar.update(7)
@@ -66,7 +116,8 @@ def test_a_phase_that_ends_early_says_so_and_a_disabled_one_is_silent(capsys: py
 
 @pytest.mark.parametrize(("kwargs", "name"), [({"total": -1}, "total"), ({"total": 3, "initial": 4}, "initial"),
                                               ({"total": 3, "log_every": 0}, "log_every"),
-                                              ({"total": 3, "log_interval_s": 0}, "log_interval_s")])  # fmt: skip
+                                              ({"total": 3, "log_interval_s": 0}, "log_interval_s"),
+                                              ({"total": 3, "min_interval_s": -1}, "min_interval_s")])  # fmt: skip
 def test_bad_arguments_are_refused(kwargs: dict[str, int], name: str) -> None:
     with pytest.raises(ValueError, match=f"^{name}: "):
         Progress(what="x", **kwargs)  # type: ignore[arg-type]

@@ -68,7 +68,7 @@ def demonstrations(games: list[str], args: argparse.Namespace, tag: str) -> list
     # handcoded2: the pick-two repair
     cache = warm_start_dir() / f"{tag}-handcoded2-n{len(games)}-s{args.expert_steps}-{key}.json"
     return load_or_build_expert_steps(games, cache, expert=ExpertKind.HANDCODED, max_steps=args.expert_steps,
-                                      num_workers=args.workers)
+                                      num_workers=args.workers, progress=args.progress)
 
 
 def examples_of(steps: list[ExpertStep], args: argparse.Namespace) -> list[ScorerExample]:

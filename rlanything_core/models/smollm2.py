@@ -36,6 +36,7 @@ from typing import Any
 import torch
 
 from rlanything_core.files import CACHE_ENV_VAR, cache_dir
+from rlanything_core.models.encoder import quiet_weight_loading
 
 __all__ = [
     "CACHE_ENV_VAR",
@@ -213,7 +214,8 @@ def load_smollm2(
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder = smollm2_path(cache_dir)
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype)
+    with quiet_weight_loading():
+        model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype)
     model.eval()
     tokenizer = AutoTokenizer.from_pretrained(folder)
     tokenizer.padding_side = "left"

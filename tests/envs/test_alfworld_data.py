@@ -63,7 +63,7 @@ def test_env_var_points_at_the_data(monkeypatch):
     assert resolve_data_root() == real
 
 
-def test_train_archive_is_unpacked_once_atomically(tmp_path):
+def test_train_archive_is_unpacked_once_atomically(tmp_path, capsys):
     # A small archive with the layout of train.tar.gz, built from two real games.
     root = tmp_path / "data"
     root.mkdir()
@@ -79,8 +79,12 @@ def test_train_archive_is_unpacked_once_atomically(tmp_path):
     assert [g.game_file.parent.parent.name for g in games] == [g.game_file.parent.parent.name for g in sources]
     assert all(Path(g.game_file).is_relative_to(cache) for g in games)
     assert not [p for p in (cache / "json_2.1.1").iterdir() if p.name.startswith(".")]  # no temp leftovers
+    # the first run's minute or two of unpacking is announced, and its end
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and "unpacking" in lines[0] and "0/1 archive" in lines[0] and "1/1" in lines[1], lines
     (root / "train.tar.gz").write_bytes(b"not a tar file")  # the second listing reads the cache only
     assert list_games("train", root, cache_dir=cache) == games
+    assert capsys.readouterr().out == ""
 
 
 @pytest.mark.slow

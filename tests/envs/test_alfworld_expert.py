@@ -87,17 +87,21 @@ def test_handcoded_expert_refuses_bad_arguments_and_unwon_games(tmp_path):
         handcoded_expert_steps(tmp_path / "game.tw-pddl")
 
 
-def test_cache_is_reused_for_the_same_settings_and_rebuilt_for_others(tmp_path):
+def test_cache_is_reused_for_the_same_settings_and_rebuilt_for_others(tmp_path, capsys):
     games = [train_game(CANDLE), train_game(ALARM)]
     cache = tmp_path / "demos.json"
     built = load_or_build_expert_steps(games, cache, expert="handcoded", max_steps=3)  # CANDLE needs 6: skipped
     data = json.loads(cache.read_text())
     assert data["skipped"] == [games[0], games[1]] and built == []
-    built = load_or_build_expert_steps(games, cache, expert=ExpertKind.HANDCODED, max_steps=30)
+    assert capsys.readouterr().out == ""  # progress lines only when asked for
+    built = load_or_build_expert_steps(games, cache, expert=ExpertKind.HANDCODED, max_steps=30, progress=True)
     assert {s.game_file for s in built} == set(games) and json.loads(cache.read_text())["skipped"] == []
+    lines = capsys.readouterr().out.splitlines()
+    assert "the handcoded expert's demonstrations: 0/2 games" in lines[0] and "2/2 games" in lines[-1], lines
     stamp = cache.stat().st_mtime_ns
-    assert load_or_build_expert_steps(games, cache, expert="handcoded", max_steps=30) == built
+    assert load_or_build_expert_steps(games, cache, expert="handcoded", max_steps=30, progress=True) == built
     assert cache.stat().st_mtime_ns == stamp  # read back, not rebuilt
+    assert capsys.readouterr().out == ""  # nothing played, nothing to report
     walk = load_or_build_expert_steps(games[:1], tmp_path / "walk.json")
     assert [s.action for s in walk] == [s.action for s in expert_steps(games[0])]
     with pytest.raises(ValueError, match="expert"):

@@ -26,10 +26,15 @@ def _oracle(task: str, actions: list[str]) -> list[int]:
     return [1 if a.startswith("go") else -1 for a in actions]
 
 
-def test_labels_come_from_the_oracle_and_votes_are_dropped(tmp_path: Path) -> None:
+def test_labels_come_from_the_oracle_and_votes_are_dropped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     episodes = [_episode("g1", ["go to sink 1", "look"], [1, 1]), _episode("g2", [], [])]
     episodes.append(_episode("g3", ["look"], [-1]))
     probe = label_probe("in_distribution", episodes, lambda task_id: task_id, _oracle)
+    assert capsys.readouterr().out == ""  # silent unless asked: the minutes of a cold label store are announced
+    assert label_probe("in_distribution", episodes, lambda task_id: task_id, _oracle, progress=True) == probe
+    lines = [x.split("] ", 1)[1] for x in capsys.readouterr().out.splitlines()]
+    assert lines[0] == "in_distribution: the planner labels 3 probe steps: started"
+    assert lines[-1].startswith("in_distribution: the planner labels 3 probe steps: done in ")
     assert [e.task_id for e in probe.episodes] == ["g1", "g3"]  # an episode without steps has nothing to label
     assert probe.labels == [[1, -1], [-1]]
     assert all(not s.judge for e in probe.episodes for s in e.steps)

@@ -136,3 +136,17 @@ def test_an_unknown_or_bad_option_is_a_clear_error() -> None:
         minilm_scorer(max_state_tokens=2)
     with pytest.raises(ValueError, match="max_tokens: expected >= 3, got 1"):
         minilm_judge(max_tokens=1)
+
+
+def test_loading_the_weights_prints_no_bar_and_leaves_the_setting_as_it_was(capsys: pytest.CaptureFixture[str]) -> None:
+    from transformers.utils import logging as hf_logging
+
+    from rlanything_core.models.encoder import load_minilm
+
+    for enabled in (True, False):
+        (hf_logging.enable_progress_bar if enabled else hf_logging.disable_progress_bar)()
+        load_minilm()
+        captured = capsys.readouterr()
+        assert "Loading weights" not in captured.err + captured.out  # a run's log is not filled with bars
+        assert hf_logging.is_progress_bar_enabled() is enabled
+    hf_logging.enable_progress_bar()

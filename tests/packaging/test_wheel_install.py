@@ -53,10 +53,14 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     built = _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
                   str(base / "dist"), str(src)], cwd=base)  # fmt: skip
     assert built.returncode == 0, built.stderr[-3000:]
+    assert "License classifiers are deprecated" not in built.stderr, built.stderr[-3000:]
     (wheel,) = (base / "dist").glob("rlanything-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "rlanything_core/conf/train.yaml" in names and "rlanything_core/conf/setting/alfworld.yaml" in names
     assert any(n.endswith("LICENSE") for n in names)
+    (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+    meta = zipfile.ZipFile(wheel).read(metadata).decode()
+    assert "License-Expression: Apache-2.0" in meta and "License ::" not in meta  # PEP 639: no deprecated classifier
     assert not any(n.startswith(("experiments/", "tests/")) for n in names)
     entry = [n for n in names if n.endswith("entry_points.txt")]
     assert entry and "rlanything = rlanything_core.cli:main" in zipfile.ZipFile(wheel).read(entry[0]).decode()

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from rlanything_core.envs.alfworld.env import AlfworldEnv, parse_goal, start_engine
+from rlanything_core.progress import Progress
 
 __all__ = [
     "ExpertKind",
@@ -260,14 +261,27 @@ def _build_one(args: tuple[str, _BuildSpec]) -> tuple[str, list[ExpertStep] | No
         return game, None
 
 
-def _run_jobs(jobs: list[tuple[str, _BuildSpec]], num_workers: int) -> list[tuple[str, list[ExpertStep] | None]]:
-    """Play the jobs in order, in ``num_workers`` spawned processes (``1``: in this process)."""
+def _run_jobs(
+    jobs: list[tuple[str, _BuildSpec]], num_workers: int, progress: str | None = None
+) -> list[tuple[str, list[ExpertStep] | None]]:
+    """Play the jobs in order, in ``num_workers`` spawned processes (``1``: in this process).
+
+    ``progress``: the phase's name for progress lines (counts, ETA; :class:`~rlanything_core.progress.Progress`), or
+    ``None`` for none.
+    """
     if num_workers < 1:
         raise ValueError(f"num_workers: expected >= 1, got {num_workers}")
-    if num_workers == 1 or len(jobs) < 2:
-        return [_build_one(job) for job in jobs]
-    with multiprocessing.get_context("spawn").Pool(min(num_workers, len(jobs))) as pool:
-        return list(pool.imap(_build_one, jobs, chunksize=4))
+    with Progress(len(jobs), progress or "", unit="games", enabled=progress is not None) as shown:
+        if num_workers == 1 or len(jobs) < 2:
+            played = (_build_one(job) for job in jobs)
+            return [_shown(result, shown) for result in played]
+        with multiprocessing.get_context("spawn").Pool(min(num_workers, len(jobs))) as pool:
+            return [_shown(result, shown) for result in pool.imap(_build_one, jobs, chunksize=4)]
+
+
+def _shown(result: tuple[str, list[ExpertStep] | None], progress: Progress) -> tuple[str, list[ExpertStep] | None]:
+    progress.update()
+    return result
 
 
 def expert_labels(
@@ -306,6 +320,7 @@ def load_or_build_expert_steps(
     seed: int = 0,
     perturb_prob: float = 0.0,
     num_workers: int = 1,
+    progress: bool = False,
 ) -> list[ExpertStep]:
     """Expert steps of ``games``, cached as JSON (written atomically) so each game is played once.
 
@@ -320,6 +335,7 @@ def load_or_build_expert_steps(
         seed: see :func:`handcoded_expert_steps`; game ``k`` uses ``seed + k``.
         perturb_prob: see :func:`handcoded_expert_steps`.
         num_workers: processes playing games in parallel (spawned; ``1``: in this process).
+        progress: print progress lines (counts, ETA) while the games are played (not when the cache has them).
 
     Raises:
         ValueError: ``expert`` is not an :class:`ExpertKind`, or ``num_workers < 1``.
@@ -340,7 +356,7 @@ def load_or_build_expert_steps(
         if data.get("games") == wanted and data.get("config", {"expert": "walkthrough"}) == config:
             return [_step_from_json(s) for s in data["steps"]]
     jobs = [(g, _BuildSpec(kind.value, max_steps, seed + k, perturb_prob)) for k, g in enumerate(wanted)]
-    results = _run_jobs(jobs, num_workers)
+    results = _run_jobs(jobs, num_workers, f"the {kind.value} expert's demonstrations" if progress else None)
     steps = [s for _, found in results if found is not None for s in found]
     skipped = [g for g, found in results if found is None]
     payload = {"games": wanted, "config": config, "skipped": skipped, "steps": [asdict(s) for s in steps]}
