@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from tqdm.auto import tqdm
 
@@ -72,6 +73,20 @@ def progress_line(what: str, done: int, total: int, elapsed: float, unit: str, i
         f"{what}: {done}/{total} {unit} ({percent:.0f}%), {format_duration(elapsed)} elapsed, "
         f"ETA {format_duration(eta)}"
     )
+
+
+def _say(text: str, bar: Any = None) -> None:
+    """``[HH:MM:SS] text`` on standard output, and to the run's log.
+
+    Through ``bar`` when there is one, so that a tqdm bar on the terminal is not torn.
+    """
+    line = f"[{time.strftime('%H:%M:%S')}] {text}"
+    if bar is None:
+        print(line, flush=True)
+    else:
+        bar.write(line, file=sys.stdout)
+        sys.stdout.flush()
+    LOGGER.info(text)
 
 
 def log_to_file(path: Path) -> logging.Handler:
@@ -132,11 +147,7 @@ class Progress:
     def _emit(self) -> None:
         self._last_line = time.monotonic()
         elapsed = self._last_line - self.start
-        text = progress_line(self.what, self.done, self.total, elapsed, self.unit, self.initial)
-        line = f"[{time.strftime('%H:%M:%S')}] {text}"
-        self.bar.write(line, file=sys.stdout)
-        sys.stdout.flush()
-        LOGGER.info(text)
+        _say(progress_line(self.what, self.done, self.total, elapsed, self.unit, self.initial), self.bar)
 
     def update(self, n: int = 1) -> None:
         """``n`` more units done; a line at another ``log_every`` percent, at the end, or a minute after the last.
@@ -163,9 +174,7 @@ class Progress:
         """Close the bar; a phase that ended early (every episode over before the step limit) says so in a line."""
         if self.enabled and self.done < self.total and self._next_log < 10**9:
             elapsed = time.monotonic() - self.start
-            text = f"{self.what}: done at {self.done}/{self.total} {self.unit}, {format_duration(elapsed)}"
-            self.bar.write(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stdout)
-            LOGGER.info(text)
+            _say(f"{self.what}: done at {self.done}/{self.total} {self.unit}, {format_duration(elapsed)}", self.bar)
             self._next_log = 10**9
         self.bar.close()
 
@@ -195,8 +204,7 @@ def heartbeat(what: str, *, interval_s: float = 60.0, enabled: bool = True) -> I
     start = time.monotonic()
 
     def line(text: str) -> None:
-        print(f"[{time.strftime('%H:%M:%S')}] {what}: {text}", flush=True)
-        LOGGER.info(f"{what}: {text}")
+        _say(f"{what}: {text}")
 
     stop = threading.Event()
 

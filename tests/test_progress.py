@@ -19,6 +19,11 @@ from rlanything_core.progress import (
 )
 
 
+def _counts(lines: list[str], total: int) -> list[int]:
+    """The done counts of progress lines ``... <done>/<total> ...``."""
+    return [int(re.search(rf": (\d+)/{total} ", x).group(1)) for x in lines]  # type: ignore[union-attr]
+
+
 def test_the_eta_is_the_pace_so_far_times_what_is_left() -> None:
     assert eta_seconds(0, 10, 5.0) is None and eta_seconds(10, 10, 5.0) == 0.0
     assert eta_seconds(2, 10, 30.0) == pytest.approx(120.0)
@@ -42,8 +47,7 @@ def test_a_line_every_few_percent_and_at_the_end(capsys: pytest.CaptureFixture[s
             bar.update()
     lines = capsys.readouterr().out.splitlines()
     assert all(re.match(r"^\[\d\d:\d\d:\d\d\] evaluation: \d+/40 steps \(\d+%\), .* elapsed, ETA ", x) for x in lines)
-    counts = [int(re.search(r": (\d+)/40", x).group(1)) for x in lines]  # type: ignore[union-attr]
-    assert counts == [0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40]  # the start, every 10%, the end once
+    assert _counts(lines, 40) == [0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40]  # the start, every 10%, the end once
 
 
 def test_a_slow_phase_says_how_far_it_is_at_least_every_interval(
@@ -56,8 +60,8 @@ def test_a_slow_phase_says_how_far_it_is_at_least_every_interval(
             clock[0] += 25.0
             bar.update()
     lines = capsys.readouterr().out.splitlines()
-    counts = [int(re.search(r": (\d+)/1000", x).group(1)) for x in lines[:-1]]  # type: ignore[union-attr]
-    assert counts == [0, 3, 6, 9]  # the start, then each step that came 60 s or more after the last line
+    # the start, then each step that came 60 s or more after the last line
+    assert _counts(lines[:-1], 1000) == [0, 3, 6, 9]
     assert "done at 10/1000 steps" in lines[-1]
 
 
@@ -70,14 +74,12 @@ def test_a_quick_phase_is_not_spelled_out_unit_by_unit(
         for _ in range(30):  # 30 steps of 0.2 s, each past another 2%: the start and the end only
             clock[0] += 0.2
             bar.update()
-    counts = [int(re.search(r": (\d+)/30", x).group(1)) for x in capsys.readouterr().out.splitlines()]  # type: ignore[union-attr]
-    assert counts == [0, 30]
+    assert _counts(capsys.readouterr().out.splitlines(), 30) == [0, 30]
     with Progress(30, "evaluation (140 episodes)", unit="steps", log_every=2, min_interval_s=10.0) as bar:
         for _ in range(30):  # 30 steps of 7 s: every other step
             clock[0] += 7.0
             bar.update()
-    counts = [int(re.search(r": (\d+)/30", x).group(1)) for x in capsys.readouterr().out.splitlines()]  # type: ignore[union-attr]
-    assert counts == [0, *range(2, 31, 2)]
+    assert _counts(capsys.readouterr().out.splitlines(), 30) == [0, *range(2, 31, 2)]
 
 
 def test_a_long_call_beats_while_it_runs_and_says_when_it_ended(capsys: pytest.CaptureFixture[str]) -> None:

@@ -159,7 +159,7 @@ class AgentCollector:
         with heartbeat(resetting, enabled=named):  # ALFWorld: about a second a game, minutes for a whole split
             play = self._reset(tasks, ids, groups)
         bar: Progress | Any
-        if isinstance(self.progress, str):
+        if named:
             what = f"{self.progress} ({len(play.episodes)} episodes)"
             bar = Progress(self.max_steps, what, unit="steps", log_every=2)
         else:

@@ -210,7 +210,7 @@ class AgentEvaluator:
             list(split.tasks[:games]), seed=derive_seed(self.seed, split.name), task_ids=list(split.task_ids[:games])
         )
         by_id = dict(zip(split.task_ids, split.tasks))
-        shown = isinstance(getattr(self.collector, "progress", False), str)  # the evaluation's own lines are on
+        shown = isinstance(self.collector.progress, str)  # the evaluation's own lines are on
         probe = label_probe(split.name, episodes[: self.oracle_episodes], by_id.__getitem__, self.oracle,
                             deadline_s=self.oracle_deadline_s, progress=shown)  # fmt: skip
         self.probes[split.name] = probe

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from rlanything_core.data_dir import DATA_ENV, data_dir
 from rlanything_core.files import cache_dir
-from rlanything_core.progress import Progress
+from rlanything_core.progress import heartbeat
 
 __all__ = [
     "TASK_TYPES",
@@ -123,10 +123,9 @@ def _unpack_train(archive: Path, cache_dir: Path) -> Path:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".train-unpack-", dir=target.parent))
-    # a first run spends a minute or two here, before any other line: say what it is doing
-    progress = Progress(1, f"unpacking {archive} into {target} (once)", unit="archive")
     try:
-        with tarfile.open(archive, "r:gz") as tar:
+        # a first run spends a minute or two here, before any other line: say what it is doing
+        with heartbeat(f"unpacking {archive} into {target} (once)"), tarfile.open(archive, "r:gz") as tar:
             if hasattr(tarfile, "data_filter"):  # safe extraction (Python >= 3.10.12)
                 tar.extractall(tmp, filter="data")
             else:  # pragma: no cover - old interpreters
@@ -138,9 +137,7 @@ def _unpack_train(archive: Path, cache_dir: Path) -> Path:
         except OSError:
             if not target.is_dir():  # lost a race with another process: theirs is as good as ours
                 raise
-        progress.update()
     finally:
-        progress.close()
         shutil.rmtree(tmp, ignore_errors=True)
     return target
 
