@@ -106,6 +106,7 @@ class XDisplay:
         self.number = number
         self.name = f":{number}"
         self.socket_path = f"/tmp/.X11-unix/X{number}"
+        self._socket_id = _file_id(self.socket_path)  # only this socket is removed after the server stops
 
     def restart(self) -> None:
         """Stop the server and switch to a fresh one (every client of the old one is disconnected).
@@ -168,6 +169,24 @@ class XDisplay:
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
             _stop(proc)
+        if proc is not None:
+            self._remove_leftovers()
+
+    def _remove_leftovers(self) -> None:
+        """Remove the stopped server's socket and lock file where it could not (a SIGKILL on a loaded machine).
+
+        A socket left in the sticky ``/tmp/.X11-unix`` by a server of another uid makes every later server that
+        picks that number die at start ("Cannot establish any listening sockets"): the next display would fail to
+        start, whichever run it belongs to. Only this server's own socket (the inode it created) is removed.
+        """
+        number, own = getattr(self, "number", None), getattr(self, "_socket_id", None)
+        if number is None or own is None:
+            return
+        with contextlib.suppress(OSError):
+            if _file_id(self.socket_path) == own:
+                os.unlink(self.socket_path)
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"/tmp/.X{number}-lock")
 
     def close(self) -> None:
         """Stop the server and the spare one (SIGTERM, then SIGKILL: a terminated server removes its lock file)."""
@@ -184,6 +203,15 @@ class XDisplay:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _file_id(path: str) -> tuple[int, int, int] | None:
+    """Which file ``path`` is: device, inode and change time (an inode number alone is reused at once)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_ctime_ns
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:

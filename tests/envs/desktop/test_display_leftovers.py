@@ -1,0 +1,41 @@
+"""A killed X server's socket is removed with it: a socket left in the sticky /tmp/.X11-unix by another uid makes the
+next server that picks its number die at start, so one unclean stop would fail a later display."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+from typing import Any
+
+import pytest
+
+from rlanything_core.envs.desktop.display import XDisplay
+
+pytestmark = pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed (make setup installs it)")
+
+
+def test_a_killed_server_leaves_no_socket_behind(uid: Any) -> None:
+    display = XDisplay(width=320, height=240, uid=uid)
+    socket_path = display.socket_path
+    assert os.path.exists(socket_path)
+    assert display._proc is not None
+    os.killpg(display._proc.pid, signal.SIGKILL)  # what the 5 s SIGTERM deadline does on a loaded machine
+    display._proc.wait(timeout=10)
+    assert os.path.exists(socket_path)  # a SIGKILLed server removes nothing itself
+    display.close()
+    assert not os.path.exists(socket_path)
+    assert not os.path.exists(f"/tmp/.X{display.number}-lock")
+
+
+def test_a_socket_that_is_not_the_servers_own_is_left_alone(uid: Any, tmp_path: Any) -> None:
+    display = XDisplay(width=320, height=240, uid=uid)
+    socket_path = display.socket_path
+    assert display._proc is not None
+    os.killpg(display._proc.pid, signal.SIGKILL)
+    display._proc.wait(timeout=10)
+    os.unlink(socket_path)  # another server took the number over and made its own socket
+    open(socket_path, "w").close()
+    display.close()
+    assert os.path.exists(socket_path)  # not the inode this server made: not ours to remove
+    os.unlink(socket_path)
