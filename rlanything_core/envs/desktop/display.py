@@ -206,9 +206,9 @@ class XDisplay:
 
 
 def _file_id(path: str) -> tuple[int, int, int] | None:
-    """Which file ``path`` is: device, inode and change time (an inode number alone is reused at once)."""
+    """Which file ``path`` is (a link is not followed): device, inode and change time (inodes are reused at once)."""
     try:
-        st = os.stat(path)
+        st = os.lstat(path)
     except OSError:
         return None
     return st.st_dev, st.st_ino, st.st_ctime_ns

@@ -39,3 +39,19 @@ def test_a_socket_that_is_not_the_servers_own_is_left_alone(uid: Any, tmp_path: 
     display.close()
     assert os.path.exists(socket_path)  # not the inode this server made: not ours to remove
     os.unlink(socket_path)
+
+
+def test_a_link_put_in_the_sockets_place_is_not_followed(uid: Any, tmp_path: Any) -> None:
+    # the app uid owns its server's socket: after the server dies it could swap in a link to a file of the host's
+    display = XDisplay(width=320, height=240, uid=uid)
+    socket_path = display.socket_path
+    assert display._proc is not None
+    os.killpg(display._proc.pid, signal.SIGKILL)
+    display._proc.wait(timeout=10)
+    host_file = tmp_path / "host_file"
+    host_file.write_text("keep")
+    os.unlink(socket_path)
+    os.symlink(host_file, socket_path)
+    display.close()
+    assert host_file.read_text() == "keep" and os.path.islink(socket_path)
+    os.unlink(socket_path)
