@@ -109,3 +109,35 @@ def test_the_measured_mdd_grows_with_the_seeds_spread(tmp_path: Path) -> None:
     _, spread = paired_differences(read_episodes(_write(tmp_path, disagree)), "before")
     assert same[2] == "57.2"
     assert spread[2] == "140.1"  # within-seed noise 0, seed spread 70.7 points: 2.80 x 70.7 / sqrt(2)
+
+
+def test_group_differences_are_the_hand_counted_means_within_each_group(tmp_path: Path) -> None:
+    from rlanything_core.analysis.breakdown import paired_by_group, paired_differences
+
+    rows = read_episodes(_write(tmp_path, [
+        # clean/cool/heat: policy loses both (-100 points); look: policy wins one of two (+50); pick-two: equal
+        "policy,0,in,pick_clean_then_place_in_recep-a/t,0,7,0,30",
+        "outcome_only,0,in,pick_clean_then_place_in_recep-a/t,0,7,1,5",
+        "policy,0,out,pick_heat_then_place_in_recep-b/t,0,8,0,30",
+        "outcome_only,0,out,pick_heat_then_place_in_recep-b/t,0,8,1,5",
+        "policy,0,in,look_at_obj_in_light-c/t,0,7,1,5", "outcome_only,0,in,look_at_obj_in_light-c/t,0,7,0,30",
+        "policy,0,in,pick_and_place_simple-d/t,0,7,1,5", "outcome_only,0,in,pick_and_place_simple-d/t,0,7,1,5",
+        "policy,0,in,pick_two_obj_and_place-e/t,0,7,1,5", "outcome_only,0,in,pick_two_obj_and_place-e/t,0,7,1,5",
+    ]))  # fmt: skip
+    head, *lines = paired_by_group(rows, "outcome_only")
+    assert head[:3] == ["arm", "task types", "minus outcome_only, points [95% CI]"]
+    got = {line[1]: (line[2].split(" [")[0], line[4]) for line in lines}
+    # one seed: the seed-level bootstrap's estimate is the plain mean of the paired differences
+    assert got == {"All": ("-20.0", "5"), "clean/cool/heat": ("-100.0", "2"), "look + pick-and-place": ("+50.0", "2"),
+                   "pick-two": ("+0.0", "1")}  # fmt: skip
+    assert lines[0][2:] == paired_differences(rows, "outcome_only")[1][1:]  # "All" is the pooled difference
+
+
+def test_a_group_without_episodes_is_named(tmp_path: Path) -> None:
+    from rlanything_core.analysis.breakdown import paired_by_group
+
+    rows = read_episodes(_write(tmp_path, ["policy,0,in,look_at_obj_in_light-c/t,0,7,1,5",
+                                           "outcome_only,0,in,look_at_obj_in_light-c/t,0,7,0,30"]))  # fmt: skip
+    with pytest.raises(ValueError, match="groups\\['clean/cool/heat'\\]"):
+        paired_by_group(rows, "outcome_only")
+    assert len(paired_by_group(rows, "outcome_only", groups={"look": ("look_at_obj_in_light",)})) == 3
