@@ -75,14 +75,14 @@ def progress_line(what: str, done: int, total: int, elapsed: float, unit: str, i
     )
 
 
-def _say(text: str, bar: Any = None) -> None:
-    """``[HH:MM:SS] text`` on standard output, and to the run's log.
+def _say(text: str, bar: Any = None, stream: Any = None) -> None:
+    """``[HH:MM:SS] text`` on ``stream`` (default: standard output as it is now), and to the run's log.
 
     Through ``bar`` when there is one, so that a tqdm bar on the terminal is not torn.
     """
     line = f"[{time.strftime('%H:%M:%S')}] {text}"
     if bar is None:
-        print(line, flush=True)
+        print(line, file=sys.stdout if stream is None else stream, flush=True)
     else:
         bar.write(line, file=sys.stdout)
         sys.stdout.flush()
@@ -202,9 +202,12 @@ def heartbeat(what: str, *, interval_s: float = 60.0, enabled: bool = True) -> I
         yield
         return
     start = time.monotonic()
+    # Bound now: the call may swap ``sys.stdout`` for a while (fast_downward's PDDL translation, most of an ALFWorld
+    # reset, captures its prints in a StringIO), and a beat written then would vanish into it.
+    stream = sys.stdout
 
     def line(text: str) -> None:
-        _say(f"{what}: {text}")
+        _say(f"{what}: {text}", stream=stream)
 
     stop = threading.Event()
 

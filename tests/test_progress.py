@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import re
+import sys
 import time
 from pathlib import Path
 
@@ -102,6 +104,22 @@ def test_a_long_call_beats_while_it_runs_and_says_when_it_ended(capsys: pytest.C
     assert capsys.readouterr().out == ""
     with pytest.raises(ValueError, match="^interval_s: "), heartbeat("x", interval_s=0):
         pass
+
+
+def test_beats_reach_the_console_while_the_call_swaps_standard_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    # fast_downward's PDDL translation (most of an ALFWorld reset) swaps sys.stdout for a StringIO while it runs:
+    # beats written to sys.stdout as it is then vanished into it, and a 5-minute reset printed one beat of four
+    console, captured = io.StringIO(), io.StringIO()
+    monkeypatch.setattr(sys, "stdout", console)
+    with heartbeat("resetting 140 episodes", interval_s=0.01):
+        sys.stdout = captured  # what the library does inside the call
+        deadline = time.monotonic() + 30.0
+        while console.getvalue().count("still running") < 2 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        sys.stdout = console
+    assert console.getvalue().count("still running") >= 2
+    assert "done in" in console.getvalue().splitlines()[-1]
+    assert captured.getvalue() == ""
 
 
 def test_a_phase_that_ends_early_says_so_and_a_disabled_one_is_silent(capsys: pytest.CaptureFixture[str]) -> None:
