@@ -16,6 +16,7 @@ config overrides both. The result is an estimate to plan with, not a measurement
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
 
 from rlanything_core.conf import CONF_DIR
 from rlanything_core.envs.alfworld.data import list_games, resolve_data_root
@@ -125,8 +127,19 @@ class AblationPlan:
     reused_arms: tuple[str, ...] = ()
 
 
-_JUDGED = {"policy", "policy_judge", "full", "step_only"}  # arms whose judge votes during training and evaluation
-_JUDGE_TRAINED = {"policy_judge", "full"}
+@functools.cache
+def arm_traits(arm: str) -> tuple[bool, bool, bool]:
+    """``(judge votes, judge trains, environment adapts)`` of the shipped arm ``conf/arm/<arm>.yaml``.
+
+    Read from the arm's own config, so that a new arm is costed as what it runs (the experiment arms' judges were
+    once costed as none). An arm that is not shipped is costed as judged, trained and adapting: an estimate errs high.
+    """
+    path = Path(CONF_DIR) / "arm" / f"{arm}.yaml"
+    if not path.is_file():
+        return True, True, True
+    node = OmegaConf.load(path).arm
+    # expert-label votes (``judge_votes: expert``, E3) are costed as a judge's: an upper bound
+    return bool(node.use_judge), bool(node.train_judge), bool(node.adapt_environment)
 
 
 def _probe_steps(plan: AblationPlan, c: StepCosts) -> float:
@@ -196,11 +209,12 @@ def _seed_parts(plan: AblationPlan, c: StepCosts, arms: tuple[str, ...], *, befo
     training = probes = 0.0
     train_steps = c.episode_steps(plan.max_steps)
     for arm in arms:
-        evaluation += _evaluation(plan, c, judged=arm in _JUDGED)
-        episodes = plan.episodes_per_iteration + (plan.rewrite_episodes if arm == "full" else 0)
-        per_step = c.policy_s + c.engine_s + c.update_s * plan.update_passes + (c.judge_s if arm in _JUDGED else 0.0)
+        judged, judge_trained, adapts = arm_traits(arm)
+        evaluation += _evaluation(plan, c, judged=judged)
+        episodes = plan.episodes_per_iteration + (plan.rewrite_episodes if adapts else 0)
+        per_step = c.policy_s + c.engine_s + c.update_s * plan.update_passes + (c.judge_s if judged else 0.0)
         training += plan.iterations * (episodes * train_steps * per_step + c.iteration_s)
-        if arm in _JUDGE_TRAINED and plan.judge_every:
+        if judge_trained and plan.judge_every:
             count = (plan.iterations - 1) // plan.judge_every  # the last iteration has the full evaluation
             probes += count * _probe_steps(plan, c) * c.judge_s
     overhead = (len(arms) + int(before)) * c.run_overhead_s

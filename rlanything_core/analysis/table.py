@@ -43,7 +43,15 @@ LABELS = {
     "policy_judge": "Policy + Reward",
     "full": "Policy + Reward + Env",
     "step_only": "Step-only (optimized judge)",
+    # the pre-registered experiments (docs/results.md, "Pre-registered"): one shipped arm config each
+    "e2_expected_vote": "E2: Policy + Reward, expected vote",
+    "e2_m9": "E2: Policy + Reward, m = 9 votes",
+    "e3_expert_exact": "E3a: expert-agreement votes",
+    "e3_expert_flipped": "E3b: expert-agreement votes, 36% flipped",
+    "e4_policy_judge_state_summary": "E4: Policy + Reward, judge reads the state",
+    "e4_full_state_summary": "E4: Policy + Reward + Env, judge reads the state",
 }
+"""Every shipped arm's row label (``rlanything_core/conf/arm/<name>.yaml``), in the table's order."""
 REFERENCE = "outcome_only"
 """The row every paired difference is taken from."""
 

@@ -110,3 +110,15 @@ def test_the_estimate_says_what_it_is_calibrated_on_and_scales_with_the_load() -
     assert calibration_note(2, 7.0).endswith("(load 7.0 on 2 cores): expect about 3.5x")
     with pytest.raises(ValueError, match="cores: expected >= 1"):
         load_factor(0, 1.0)
+
+
+def test_an_arm_is_costed_by_what_its_config_runs() -> None:
+    # the experiment arms were costed by name, as judge-free: their judges' votes were missing from the estimate
+    from rlanything_core.ablation.budget import arm_traits
+
+    assert arm_traits("outcome_only") == (False, False, False)
+    assert arm_traits("policy") == (True, False, False)
+    assert arm_traits("full") == (True, True, True)
+    assert arm_traits("e2_m9") == arm_traits("e4_policy_judge_state_summary") == (True, True, False)
+    assert arm_traits("e4_full_state_summary") == (True, True, True)
+    assert arm_traits("not_shipped") == (True, True, True)  # unknown: estimated high

@@ -180,3 +180,16 @@ def test_episodes_csv_holds_every_evaluation_episode_of_every_arm_and_seed() -> 
     assert wins == 2 * sum(base)  # both splits
     empty = {"full": [ArmRun("full", 0, {})]}
     assert render_episodes_csv(empty, lambda s, p: 0).strip() == ",".join(EPISODE_COLUMNS)
+
+
+def test_every_shipped_arm_has_a_row_label() -> None:
+    # the ablation names each run by its label (its log lines, the table's rows, the plots' legends): an arm config
+    # without one crashed the ablation at its first line ("KeyError: 'e3_expert_exact'")
+    from pathlib import Path
+
+    from rlanything_core.analysis.table import LABELS
+
+    arms = Path(__file__).resolve().parents[2] / "rlanything_core" / "conf" / "arm"
+    names = {str(OmegaConf.load(path).arm.name) for path in arms.glob("*.yaml")}
+    assert len(names) >= 11 and {p.stem for p in arms.glob("*.yaml")} == names  # each file names its own arm
+    assert sorted(names - set(LABELS)) == []
