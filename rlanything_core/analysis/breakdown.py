@@ -154,15 +154,8 @@ def paired_differences(rows: Sequence[Mapping[str, str]], reference: str, *, see
         ValueError: ``reference`` is not an arm of ``rows``; an arm shares no seed with it; a shared seed's episodes
             differ (other evaluation settings).
     """
-    success = _success(rows)
-    if reference not in success:
-        raise ValueError(f"reference: expected one of the arms {_arms(success)}, got {reference!r}")
-    lines = [["arm", f"minus {reference}, points [95% CI]", "MDD (80%, measured)", "paired episodes", "seeds"]]
-    for arm in _arms(a for a in success if a != reference):
-        seeds = _shared_seeds(success, arm, reference)
-        mine, theirs = ({u: v for u, v in success[a].items() if u[0] in seeds} for a in (arm, reference))
-        lines.append([arm, *_difference(mine, theirs, seed), ", ".join(map(str, seeds))])
-    return lines
+    # the pooled difference is paired_by_group's "All" line, without its group column
+    return [[line[0], *line[2:]] for line in paired_by_group(rows, reference, groups={}, seed=seed)]
 
 
 def paired_by_group(
