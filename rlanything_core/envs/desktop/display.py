@@ -12,15 +12,29 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 __all__ = ["DisplayError", "XDisplay", "require_binaries"]
 
 
 class DisplayError(RuntimeError):
     """The display or a program on it could not be started or reached."""
+
+
+@dataclass
+class _Server:
+    """A started Xvfb: the process, the pipe it announces its display number on, and its stderr.
+
+    The stderr is a file: a long-lived server writing to an unread pipe would block once the pipe filled.
+    """
+
+    proc: subprocess.Popen[bytes]
+    announce_fd: int
+    log: IO[bytes]
 
 
 def require_binaries(*names: str) -> None:
@@ -71,15 +85,17 @@ class XDisplay:
         self.uid = uid
         self.start_timeout_s = start_timeout_s
         self._proc: subprocess.Popen[bytes] | None = None
-        self._spare: tuple[subprocess.Popen[bytes], int] | None = None  # the next episode's server, starting
+        self._log: IO[bytes] | None = None
+        self._spare: _Server | None = None  # the next episode's server, starting
         self._adopt(self._launch())
 
-    def _launch(self) -> tuple[subprocess.Popen[bytes], int]:
-        """Start a server; returns it and the pipe on which it will announce its number."""
+    def _launch(self) -> _Server:
+        """Start a server (it announces its number on the returned pipe when it listens)."""
         if self.uid is not None:
             # an unprivileged server creates its socket in the shared socket folder only when that folder exists
             os.makedirs("/tmp/.X11-unix", mode=0o1777, exist_ok=True)
         read_fd, write_fd = os.pipe()
+        log = tempfile.TemporaryFile()  # unlinked: only this process can read what the server said
         screen = f"{self.width}x{self.height}x24"
         try:
             proc = subprocess.Popen(
@@ -87,7 +103,7 @@ class XDisplay:
                 pass_fds=(write_fd,),
                 env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                stderr=log,
                 start_new_session=True,
                 user=self.uid,
                 group=self.uid,
@@ -95,14 +111,15 @@ class XDisplay:
             )
         except BaseException:
             os.close(read_fd)
+            log.close()
             raise
         finally:
             os.close(write_fd)
-        return proc, read_fd
+        return _Server(proc, read_fd, log)
 
-    def _adopt(self, started: tuple[subprocess.Popen[bytes], int]) -> None:
-        self._proc, read_fd = started
-        number = self._read_number(read_fd, self.start_timeout_s)
+    def _adopt(self, server: _Server) -> None:
+        self._proc, self._log = server.proc, server.log
+        number = self._read_number(server.announce_fd, self.start_timeout_s)
         self.number = number
         self.name = f":{number}"
         self.socket_path = f"/tmp/.X11-unix/X{number}"
@@ -116,7 +133,10 @@ class XDisplay:
         """
         spare, self._spare = self._spare, None
         self._stop_current()
-        self._adopt(spare if spare is not None and spare[0].poll() is None else self._launch())
+        if spare is not None and spare.proc.poll() is not None:  # it died unused: say nothing, start another
+            _stop_spare(spare)
+            spare = None
+        self._adopt(spare if spare is not None else self._launch())
         self._spare = self._launch()
 
     def _read_number(self, fd: int, timeout_s: float) -> int:
@@ -138,8 +158,21 @@ class XDisplay:
                 time.sleep(0.01)
         finally:
             os.close(fd)
+        proc, log = self._proc, self._log
+        if proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=0.5)  # its pipe's end came with its exit: let the status arrive
+        status = None if proc is None else proc.returncode
+        self._log = None  # read below, after the servers are stopped
         self.close()
-        raise DisplayError(f"Xvfb did not start within {timeout_s:.0f}s (announced {data!r})")
+        said = _tail(log) if log is not None else ""
+        why = (
+            f"exited with status {status} before announcing its display"
+            if status is not None
+            else f"did not announce its display within {timeout_s:g} s (announced {data!r}; a loaded machine: "
+            "raise start_timeout_s)"
+        )
+        raise DisplayError(f"Xvfb {why}; its stderr: {said or '(nothing)'}")
 
     @property
     def alive(self) -> bool:
@@ -167,42 +200,77 @@ class XDisplay:
 
     def _stop_current(self) -> None:
         proc, self._proc = self._proc, None
+        log, self._log = self._log, None
         if proc is not None and proc.poll() is None:
             _stop(proc)
-        if proc is not None:
-            self._remove_leftovers()
-
-    def _remove_leftovers(self) -> None:
-        """Remove the stopped server's socket and lock file where it could not (a SIGKILL on a loaded machine).
-
-        A socket left in the sticky ``/tmp/.X11-unix`` by a server of another uid makes every later server that
-        picks that number die at start ("Cannot establish any listening sockets"): the next display would fail to
-        start, whichever run it belongs to. Only this server's own socket (the inode it created) is removed.
-        """
-        number, own = getattr(self, "number", None), getattr(self, "_socket_id", None)
-        if number is None or own is None:
-            return
-        with contextlib.suppress(OSError):
-            if _file_id(self.socket_path) == own:
-                os.unlink(self.socket_path)
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(f"/tmp/.X{number}-lock")
+        if proc is not None and getattr(self, "number", None) is not None:
+            _remove_socket(self.number, self._socket_id)
+        if log is not None:
+            log.close()
 
     def close(self) -> None:
         """Stop the server and the spare one (SIGTERM, then SIGKILL: a terminated server removes its lock file)."""
         spare, self._spare = getattr(self, "_spare", None), None
         self._stop_current()
         if spare is not None:
-            if spare[0].poll() is None:
-                _stop(spare[0])
-            with contextlib.suppress(OSError):
-                os.close(spare[1])
+            _stop_spare(spare)
 
     def __enter__(self) -> XDisplay:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _stop_spare(spare: _Server) -> None:
+    """Stop a server that never became the display, and remove its socket if it could not (see ``_remove_socket``).
+
+    Its number is what it announced (a server announces once it listens; with ``-displayfd`` Xvfb writes no lock
+    file). A server killed between making its socket and announcing it would leave the socket: not seen here.
+    """
+    number = _announced(spare.announce_fd)
+    socket_id = None if number is None else _file_id(f"/tmp/.X11-unix/X{number}")
+    if spare.proc.poll() is None:
+        _stop(spare.proc)
+    spare.log.close()
+    if number is not None:
+        _remove_socket(number, socket_id)
+
+
+def _announced(fd: int) -> int | None:
+    """The display number a server has announced on its pipe (``None``: none yet); closes the pipe."""
+    try:
+        os.set_blocking(fd, False)
+        data = os.read(fd, 64)
+        return int(data.strip()) if data.endswith(b"\n") else None
+    except (BlockingIOError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+
+
+def _remove_socket(number: int, socket_id: tuple[int, int, int] | None) -> None:
+    """Remove a stopped server's socket (and any lock file) where it could not (a SIGKILL on a loaded machine).
+
+    A socket left in the sticky ``/tmp/.X11-unix`` by a server of another uid makes every later server that picks that
+    number die at start ("Cannot establish any listening sockets"): the next display would fail to start, whichever
+    run it belongs to. Only the server's own socket (the inode it made, ``socket_id``) is removed: not a socket
+    another server made later, nor a link put in its place.
+    """
+    socket_path = f"/tmp/.X11-unix/X{number}"
+    with contextlib.suppress(OSError):
+        if socket_id is not None and _file_id(socket_path) == socket_id:
+            os.unlink(socket_path)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"/tmp/.X{number}-lock")
+
+
+def _tail(log: IO[bytes], limit: int = 2000) -> str:
+    """The last ``limit`` bytes a server wrote to its stderr file, as one line; closes the file."""
+    with log:
+        log.seek(0, os.SEEK_END)
+        log.seek(max(0, log.tell() - limit))
+        return " | ".join(line.strip() for line in log.read().decode(errors="replace").splitlines() if line.strip())
 
 
 def _file_id(path: str) -> tuple[int, int, int] | None:

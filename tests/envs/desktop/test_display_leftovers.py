@@ -4,13 +4,15 @@ next server that picks its number die at start, so one unclean stop would fail a
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import signal
+import time
 from typing import Any
 
 import pytest
 
-from rlanything_core.envs.desktop.display import XDisplay
+from rlanything_core.envs.desktop.display import DisplayError, XDisplay
 
 pytestmark = pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed (make setup installs it)")
 
@@ -55,3 +57,45 @@ def test_a_link_put_in_the_sockets_place_is_not_followed(uid: Any, tmp_path: Any
     display.close()
     assert host_file.read_text() == "keep" and os.path.islink(socket_path)
     os.unlink(socket_path)
+
+
+def test_a_killed_spare_server_leaves_no_socket_behind(uid: Any) -> None:
+    # restart() starts the next episode's server in the background; close() must clean up after it too
+    display = XDisplay(width=320, height=240, uid=uid)
+    before = set(os.listdir("/tmp/.X11-unix"))
+    display.restart()
+    assert display._spare is not None
+    spare = display._spare
+    ready, _, _ = select.select([spare.announce_fd], [], [], 20)  # it has announced its number (not read here)
+    assert ready
+    (name,) = set(os.listdir("/tmp/.X11-unix")) - before - {os.path.basename(display.socket_path)}
+    socket_path = f"/tmp/.X11-unix/{name}"
+    os.killpg(spare.proc.pid, signal.SIGKILL)
+    spare.proc.wait(timeout=10)
+    assert os.path.exists(socket_path)  # a SIGKILLed server removes nothing itself
+    display.close()
+    assert not os.path.exists(socket_path)
+
+
+def _fake_xvfb(tmp_path: Any, monkeypatch: Any, script: str) -> None:
+    """Put an ``Xvfb`` first on PATH that runs ``script`` (a server that fails in a known way)."""
+    fake = tmp_path / "bin" / "Xvfb"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\n" + script)
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+
+
+def test_a_server_that_exits_at_start_is_reported_with_its_status_and_stderr(tmp_path: Any, monkeypatch: Any) -> None:
+    said = "_XSERVTransMakeAllCOTSServerListeners: server already running"
+    _fake_xvfb(tmp_path, monkeypatch, f'echo "{said}" >&2\nexit 7\n')
+    with pytest.raises(DisplayError, match=r"exited with status 7 .*its stderr: .*server already running"):
+        XDisplay(width=320, height=240)
+
+
+def test_a_server_that_never_announces_is_reported_as_slow(tmp_path: Any, monkeypatch: Any) -> None:
+    _fake_xvfb(tmp_path, monkeypatch, 'echo "still loading fonts" >&2\nexec sleep 30\n')
+    started = time.monotonic()
+    with pytest.raises(DisplayError, match=r"did not announce its display within 0.5 s .*still loading fonts"):
+        XDisplay(width=320, height=240, start_timeout_s=0.5)
+    assert time.monotonic() - started < 10  # the silent server was stopped, not waited for
