@@ -34,6 +34,7 @@ __all__ = [
     "judge_probe_file",
     "log",
     "reused_runs",
+    "run_complete",
     "run_seed",
     "warm_start_policy",
 ]
@@ -117,6 +118,11 @@ def _finished(run_dir: Path, iterations: int) -> bool:
     return recorded is not None and recorded >= iterations
 
 
+def run_complete(run_dir: Path, name: str, iterations: int) -> bool:
+    """Whether the run ``name`` in ``run_dir`` is done (``"before"``: the evaluation of the start; else an arm)."""
+    return (run_dir / "eval.json").is_file() if name == "before" else _finished(run_dir, iterations)
+
+
 def reused_runs(cfg: DictConfig, out: Path, arms: list[str]) -> list[str]:
     """What a rerun of the ablation in ``out`` takes as it is, one line each (empty for a fresh results folder).
 
@@ -126,10 +132,9 @@ def reused_runs(cfg: DictConfig, out: Path, arms: list[str]) -> list[str]:
     for seed in (int(s) for s in cfg.seeds):
         for name in ["before", *arms]:
             run_dir = out / "runs" / f"{name}_seed{seed}"
-            if name == "before" and (run_dir / "eval.json").is_file():
-                lines.append(f"{LABELS[name]}, seed {seed}: finished evaluation {_shown(run_dir)}")
-            elif name != "before" and _finished(run_dir, int(cfg.iterations)):
-                lines.append(f"{LABELS[name]}, seed {seed}: finished run {_shown(run_dir)}")
+            if run_complete(run_dir, name, int(cfg.iterations)):
+                what = "evaluation" if name == "before" else "run"
+                lines.append(f"{LABELS[name]}, seed {seed}: finished {what} {_shown(run_dir)}")
             elif (run_dir / "checkpoints" / "last.ckpt").is_file():
                 lines.append(f"{LABELS[name]}, seed {seed}: resumed from {_shown(run_dir / 'checkpoints')}")
     return lines

@@ -18,7 +18,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from rlanything_core.ablation.budget import arm_seconds, plan_from_config
-from rlanything_core.ablation.runs import base_dir
+from rlanything_core.ablation.runs import base_dir, run_complete
 from rlanything_core.progress import Progress
 
 __all__ = ["RunJob", "WorkerError", "next_ready", "prerequisites", "run_in_parallel", "run_jobs", "worker_command"]
@@ -96,11 +96,13 @@ def run_in_parallel(cfg: DictConfig, out: Path) -> None:
     """
     arms = [str(a) for a in cfg.arms]
     plan, costs = plan_from_config(cfg, os.cpu_count() or 1)
-    waiting = run_jobs([int(s) for s in cfg.seeds], arms, cost=lambda arm: arm_seconds(plan, arm, costs))
-    done: set[RunJob] = set()
+    jobs = run_jobs([int(s) for s in cfg.seeds], arms, cost=lambda arm: arm_seconds(plan, arm, costs))
+    # runs a resumed ablation finds complete need no worker, and count as done, not in the pace (the ETA)
+    done = {job for job in jobs if run_complete(out / "runs" / job.name, job.arm, int(cfg.iterations))}
+    waiting = [job for job in jobs if job not in done]
     running: dict[RunJob, tuple[subprocess.Popen[bytes], Path, int]] = {}
     (out / "logs").mkdir(parents=True, exist_ok=True)
-    progress = Progress(len(waiting), "ablation", unit="runs", log_every=1)  # a line per run done, with the ETA
+    progress = Progress(len(jobs), "ablation", unit="runs", initial=len(done), log_every=1)  # a line per run, ETA
     while waiting or running:
         while len(running) < int(cfg.jobs) and (job := next_ready(waiting, done, arms)) is not None:
             waiting.remove(job)

@@ -169,8 +169,8 @@ class RLAnythingLoop:
         self.restore()
         if self.eval_at_start and self.completed == 0:
             self.evaluate(0)
-        # a line per iteration (and a bar on a terminal): counts, elapsed, ETA; rank 0 only
-        progress = Progress(self.iterations, "training", unit="iterations", initial=self.completed,
+        # a line per iteration up to 100 (every percent beyond; a bar on a terminal): counts, elapsed, ETA; rank 0
+        progress = Progress(self.iterations, "training", unit="iterations", initial=self.completed, log_every=1.0,
                             enabled=self.runtime.rank == 0)  # fmt: skip
         for iteration in range(self.completed, self.iterations):
             with self.rollout_mode():  # every rank: ranks run different numbers of forwards, with no collective

@@ -100,6 +100,8 @@ def test_a_textworld_ablation_writes_the_table_and_resumes(tmp_path: Path) -> No
     assert "training in" not in again.stdout  # every run was complete: nothing retrained
     assert again.stdout.strip().splitlines()[-1].split()[4:] == first.stdout.strip().splitlines()[-1].split()[4:]
     assert again.stdout.count("]   reusing ") == 8  # it lists what it reuses: 2 seeds x (before + 3 arms)
+    # the complete runs count as done from the start (no worker, not in the ETA's pace)
+    assert "ablation: 8/8 runs (100%)" in again.stdout and "ablation: 0/8" not in again.stdout
     summary = dict(item.split("=") for item in again.stdout.strip().splitlines()[-1].split())
     first_minutes = float(last["minutes"])  # the whole ablation's time: both invocations
     assert float(summary["total_minutes"]) >= first_minutes + float(summary["minutes"]) - 0.11
