@@ -24,7 +24,9 @@ everything else (building the run, loading the games' files) as ``other``.
 archive``) and runs this file once per tree and round in a fresh process with ``PYTHONPATH`` set to that tree,
 alternating the order between rounds (a load change on the shared machine hits both), then prints each phase's CPU
 seconds side by side with the ratio NEW / OLD, and the minutes of each ablation profile that the budget estimator
-(``rlanything_core/ablation/budget.py``) gives with each tree's measured per-step rates. ``--write-rates`` stores
+(``rlanything_core/ablation/budget.py``) gives with each tree's measured per-step rates. ``--new-override X``
+adds the override ``X`` to the new tree's runs only (``--trees HEAD HEAD --new-override X``: the switch ``X`` against
+the same code without it). ``--write-rates`` stores
 the new tree's rates in ``rlanything_core/conf/iteration_rates.json``, the figures the estimator uses.
 """
 
@@ -42,7 +44,7 @@ import tarfile
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -278,8 +280,12 @@ def _export(tree: str, into: Path) -> Path:
     return out
 
 
-def compare(trees: list[Path], games: int, rounds: int, extra: list[str]) -> list[list[dict[str, Any]]]:
-    """Each tree's measurements, ``rounds`` per tree in fresh processes, alternating the order between rounds."""
+def compare(trees: list[Path], games: int, rounds: int, extra: list[str],
+            new_extra: Sequence[str] = ()) -> list[list[dict[str, Any]]]:  # fmt: skip
+    """Each tree's measurements, ``rounds`` per tree in fresh processes, alternating the order between rounds.
+
+    ``new_extra``: overrides for the new tree's runs only (a switch measured against the same code without it).
+    """
     if len(trees) != 2:
         raise ValueError(f"trees: expected two checkouts (old, new), got {trees}")
     if rounds < 1:
@@ -287,7 +293,8 @@ def compare(trees: list[Path], games: int, rounds: int, extra: list[str]) -> lis
     results: list[list[dict[str, Any]]] = [[], []]
     for r in range(rounds):
         for i in (0, 1) if r % 2 == 0 else (1, 0):
-            argv = [sys.executable, str(Path(__file__).resolve()), "--json", "--games", str(games), *extra]
+            argv = [sys.executable, str(Path(__file__).resolve()), "--json", "--games", str(games), *extra,
+                    *(new_extra if i == 1 else ())]  # fmt: skip
             env = {**os.environ, "PYTHONPATH": str(trees[i])}
             started = time.monotonic()
             done = subprocess.run(argv, cwd=trees[i], env=env, capture_output=True, text=True, check=False)
@@ -360,6 +367,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--save", type=Path, default=None, help="with --trees: also write the raw measurements here")
     parser.add_argument("--load", nargs=2, type=Path, default=None, help="compare two saved --json outputs (old, new)")
     parser.add_argument("--write-rates", action="store_true", help=f"store the (new) tree's rates in {RATES_FILE}")
+    parser.add_argument("--new-override", action="append", default=[], metavar="OVERRIDE",
+                        help="with --trees: a Hydra override for the new tree's runs only (repeatable): a switch "
+                             "measured against the same code without it, e.g. --trees HEAD HEAD --new-override "
+                             "+model.policy.bucket_rows=8")  # fmt: skip
     parser.add_argument("overrides", nargs="*", help="more Hydra overrides for the run (both trees)")
     args = parser.parse_args(argv)
     if args.games < 1:
@@ -378,11 +389,13 @@ def main(argv: list[str] | None = None) -> None:
     else:
         with tempfile.TemporaryDirectory(prefix="bench-iteration-trees-") as tmp:
             trees = [_export(t, Path(tmp)) for t in args.trees]
-            results = compare(trees, args.games, args.rounds, args.overrides)
+            results = compare(trees, args.games, args.rounds, args.overrides, args.new_override)
         if args.save is not None:
             args.save.write_text(json.dumps(results) + "\n")
         labels = ["old", "new"]
-        print(f"old = {args.trees[0]}, new = {args.trees[1]}, {args.rounds} round(s) each, {args.games} games a split")
+        switch = f" with {' '.join(args.new_override)}" if args.new_override else ""
+        print(f"old = {args.trees[0]}, new = {args.trees[1]}{switch}, {args.rounds} round(s) each, {args.games} games "
+              "a split")  # fmt: skip
     for label, res in zip(labels, results):
         if res[0]["missing"]:
             print(f"{label}: not instrumented (absent): {', '.join(res[0]['missing'])}")

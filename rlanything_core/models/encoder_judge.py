@@ -40,6 +40,8 @@ class EncoderJudge(EncoderRowModel):
         cache_size: frozen-bottom outputs kept (LRU).
         frozen_precision: the precision of the frozen bottom layers (``"float32"``, exact, or ``"bfloat16"``,
             faster; :class:`~rlanything_core.models.encoder.FrozenPrecision`).
+        bucket_rows: texts per padded batch, grouped by length (0: one batch; the numbers change by float
+            rounding; :class:`~rlanything_core.models.encoder.SplitEncoder`).
     """
 
     def __init__(
@@ -53,6 +55,7 @@ class EncoderJudge(EncoderRowModel):
         seed: int = 0,
         cache_size: int = 2048,
         frozen_precision: FrozenPrecision | str = FrozenPrecision.FLOAT32,
+        bucket_rows: int = 0,
     ) -> None:
         super().__init__(
             bert,
@@ -62,6 +65,7 @@ class EncoderJudge(EncoderRowModel):
             trainable_layers=trainable_layers,
             cache_size=cache_size,
             frozen_precision=frozen_precision,
+            bucket_rows=bucket_rows,
         )
         self.head = nn.Linear(self.encoder.hidden_size, 1)
         gen = torch.Generator().manual_seed(seed)
@@ -120,6 +124,7 @@ def minilm_judge(
     seed: int = 0,
     cache_size: int = 2048,
     frozen_precision: FrozenPrecision | str = FrozenPrecision.FLOAT32,
+    bucket_rows: int = 0,
 ) -> tuple[EncoderJudge, Any]:
     """``(judge, tokenizer)``: the all-MiniLM-L6-v2 ±1 judge (Hydra ``model=minilm-scorer``'s judge).
 
@@ -136,5 +141,6 @@ def minilm_judge(
         seed=seed,
         cache_size=cache_size,
         frozen_precision=frozen_precision,
+        bucket_rows=bucket_rows,
     )
     return judge, tokenizer

@@ -36,6 +36,8 @@ class EncoderRowModel(nn.Module):
         cache_size: frozen-bottom outputs kept in memory (LRU).
         frozen_precision: the precision of the frozen bottom over the texts
             (:class:`~rlanything_core.models.encoder.FrozenPrecision`; float32, the default, is exact).
+        bucket_rows: texts per padded batch, grouped by length (0: one batch;
+            :class:`~rlanything_core.models.encoder.SplitEncoder`).
     """
 
     def __init__(
@@ -48,6 +50,7 @@ class EncoderRowModel(nn.Module):
         trainable_layers: int,
         cache_size: int,
         frozen_precision: FrozenPrecision | str = FrozenPrecision.FLOAT32,
+        bucket_rows: int = 0,
     ) -> None:
         super().__init__()
         if budget < 3:
@@ -58,6 +61,7 @@ class EncoderRowModel(nn.Module):
             trainable_layers=trainable_layers,
             cache_size=cache_size,
             frozen_precision=frozen_precision,
+            bucket_rows=bucket_rows,
         )
         self.tokenizer = tokenizer
         self.layout = ScorerRowLayout(len(tokenizer))

@@ -64,6 +64,8 @@ class EncoderScorerPolicy(EncoderRowModel):
         cache_size: frozen-bottom outputs kept in memory (LRU).
         frozen_precision: the precision of the frozen bottom layers (``"float32"``, exact, or ``"bfloat16"``,
             faster; :class:`~rlanything_core.models.encoder.FrozenPrecision`).
+        bucket_rows: texts per padded batch, grouped by length (0: one batch; the numbers change by float
+            rounding; :class:`~rlanything_core.models.encoder.SplitEncoder`).
     """
 
     def __init__(
@@ -78,6 +80,7 @@ class EncoderScorerPolicy(EncoderRowModel):
         init_scale: float = 20.0,
         cache_size: int = 2048,
         frozen_precision: FrozenPrecision | str = FrozenPrecision.FLOAT32,
+        bucket_rows: int = 0,
     ) -> None:
         if max_command_tokens < 1:
             raise ValueError(f"max_command_tokens: expected >= 1, got {max_command_tokens}")
@@ -91,6 +94,7 @@ class EncoderScorerPolicy(EncoderRowModel):
             trainable_layers=trainable_layers,
             cache_size=cache_size,
             frozen_precision=frozen_precision,
+            bucket_rows=bucket_rows,
         )
         hidden = self.encoder.hidden_size
         self.command_head = nn.Linear(hidden, hidden)
@@ -180,6 +184,7 @@ def minilm_scorer(
     init_scale: float = 20.0,
     cache_size: int = 2048,
     frozen_precision: FrozenPrecision | str = FrozenPrecision.FLOAT32,
+    bucket_rows: int = 0,
     seed: int = 0,
 ) -> tuple[EncoderScorerPolicy, Any]:
     """``(policy, tokenizer)``: the all-MiniLM-L6-v2 bi-encoder scorer (Hydra ``model=minilm-scorer``).
@@ -200,5 +205,6 @@ def minilm_scorer(
         init_scale=init_scale,
         cache_size=cache_size,
         frozen_precision=frozen_precision,
+        bucket_rows=bucket_rows,
     )
     return policy, tokenizer
