@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ __all__ = [
     "base_dir",
     "judge_probe_file",
     "log",
+    "model_overrides",
     "reused_runs",
     "run_complete",
     "run_seed",
@@ -79,6 +81,20 @@ def _overrides(cfg: DictConfig) -> list[str]:
         elif key in container:
             walk(key, container[key])
     return flat
+
+
+MODEL_PARTS = ("model.policy.", "model.judge.")
+"""The two models' own keys: not forwarded resolved (their seeds follow each run's seed), so an override of them on the
+ablation's command line reaches the arms as it was given (:func:`model_overrides`)."""
+
+
+def model_overrides(task: Sequence[str]) -> list[str]:
+    """The overrides in ``task`` (the command line's, as Hydra read them) of the policy's or the judge's own keys.
+
+    ``+model.policy.bucket_rows=8`` given to the ablation reaches every arm this way; before, it was dropped without a
+    word and every run ran without it.
+    """
+    return [o for o in task if o.lstrip("+~").startswith(MODEL_PARTS)]
 
 
 def _setting_override(cfg: DictConfig) -> str:
@@ -271,6 +287,7 @@ def _arm_config(cfg: DictConfig, arm: str, seed: int, run_dir: Path, init: Path 
         f"seed={seed}",
         f"run_dir={run_dir}",
         *_overrides(cfg),
+        *model_overrides(HydraConfig.get().overrides.task),
         *extra,
     ]
     if init is not None:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from rlanything_core.ablation import runs as ablation_runs
 from rlanything_core.ablation import workers
@@ -35,6 +36,7 @@ def test_a_textworld_ablation_writes_the_table_and_resumes(tmp_path: Path) -> No
         "arms=[outcome_only,full,step_only]",
         "seeds=[0,1]",
         "jobs=2",  # two worker processes, one run each at a time
+        "model.judge.hidden=32",  # a model's own key: reaches every arm as given (its runs' configs below)
         f"results_root={tmp_path}",
         "run_id=test",
     ]
@@ -91,6 +93,8 @@ def test_a_textworld_ablation_writes_the_table_and_resumes(tmp_path: Path) -> No
             f"{arm}_seed{seed}.log" for arm in ("before", "outcome_only", "full", "step_only")
         }  # one worker per run
     assert not (out / "init").exists()  # TextWorld has no warm start
+    for run_dir in (out / "runs").iterdir():
+        assert yaml.safe_load((run_dir / "config.yaml").read_text())["model"]["judge"]["hidden"] == 32, run_dir
 
     # a results folder committed without its checkpoints (.gitignore) keeps its finished runs
     for checkpoints in list(out.rglob("checkpoints")):
@@ -220,3 +224,12 @@ def test_a_pretrained_policy_is_not_warm_started(tmp_path: Path) -> None:
     assert ablation_runs.warm_start_policy(pretrained, 0, tmp_path) is None
     assert ablation_runs.warm_start_policy(tiny, 0, tmp_path) is None
     assert not any(tmp_path.iterdir())
+
+
+def test_the_models_own_overrides_are_the_ones_passed_on_as_given() -> None:
+    from rlanything_core.ablation.runs import model_overrides
+
+    task = ["+setting=alfworld", "+model.policy.bucket_rows=8", "model.judge.max_tokens=96", "model.temperature=2",
+            "~model.policy.cache_size", "seeds=[0]"]  # fmt: skip
+    assert model_overrides(task) == ["+model.policy.bucket_rows=8", "model.judge.max_tokens=96",
+                                     "~model.policy.cache_size"]  # fmt: skip
