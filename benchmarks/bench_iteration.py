@@ -290,12 +290,15 @@ def compare(trees: list[Path], games: int, rounds: int, extra: list[str],
         raise ValueError(f"trees: expected two checkouts (old, new), got {trees}")
     if rounds < 1:
         raise ValueError(f"rounds: expected >= 1, got {rounds}")
+    from rlanything_core.data_dir import DATA_ENV, data_dir
+
     results: list[list[dict[str, Any]]] = [[], []]
     for r in range(rounds):
         for i in (0, 1) if r % 2 == 0 else (1, 0):
             argv = [sys.executable, str(Path(__file__).resolve()), "--json", "--games", str(games), *extra,
                     *(new_extra if i == 1 else ())]  # fmt: skip
-            env = {**os.environ, "PYTHONPATH": str(trees[i])}
+            # an exported revision lives in a temporary folder, with no ../shared beside it: this checkout's data
+            env = {**os.environ, "PYTHONPATH": str(trees[i]), DATA_ENV: str(data_dir())}
             started = time.monotonic()
             done = subprocess.run(argv, cwd=trees[i], env=env, capture_output=True, text=True, check=False)
             if done.returncode != 0:
