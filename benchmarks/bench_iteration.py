@@ -9,7 +9,9 @@ tasks_per_iteration, group size, votes, models, judge, optimizer and evaluation 
 iteration and then its final evaluation on ``--games`` games of each evaluation split (a fixed fraction of the whole
 splits, stated in the output; the judge votes on its ``eval.judge_episodes`` and the planner labels its probe set as in
 the real run). Differences from the real run, for a clean measurement: no warm start (the costs per step do not
-depend on the weights; episode lengths do, and are counted), the environments in this process
+depend on the weights; episode lengths do, and are counted; without wins no group carries an advantage, the update
+trains no row and its rate is not measured: the estimator keeps its own, and the override
+``model.policy_init=<a warm start's policy_seed0.pt>`` measures it), the environments in this process
 (``setting.env_workers=1``: every CPU second is this process's, or a waited child's), the probe set labelled here (no
 shared probe file).
 
@@ -148,6 +150,8 @@ def _counter(attribute: str) -> Counter | None:
         return lambda args, result: ("bottom_texts", len(result))
     if attribute == "label_probe":
         return lambda args, result: ("planner_steps", sum(len(e.steps) for e in result.episodes))
+    if attribute == "__call__":  # ModelUpdate: the rows it trained on (none when no group carried an advantage)
+        return lambda args, result: ("trained_rows", 0 if args[1] is None else int(args[1].num_rows))
     return None
 
 
@@ -245,7 +249,8 @@ def rates(result: dict[str, Any]) -> dict[str, float]:
     policy_s: the policy's scoring and frozen bottom per engine step (training and evaluation pooled); engine_s: the
     engine per step; judge_s: the judge's scoring and frozen bottom per judged step; update_s: the update and its frozen
     bottom per training step; planner_s: the planner per labelled step; iteration_s: checkpoint, adaptation and rows per
-    iteration.
+    iteration. ``update_s`` is left out when the update trained no row (no group carried an advantage: no warm start,
+    no win): a zero would make the estimator count training as free of updates; it then keeps its own figure.
     """
     sec = result["seconds"]
     cnt = result["counts"]
@@ -257,7 +262,7 @@ def rates(result: dict[str, Any]) -> dict[str, float]:
 
     steps = max(1, cit.get("steps", 0) + cev.get("steps", 0))
     judged = max(1, cit.get("judged_steps", 0) + cev.get("judged_steps", 0))
-    return {
+    measured = {
         "policy_s": (both("policy scoring") + both("frozen bottom (rollouts)")) / steps,
         "engine_s": both("engine resets + steps") / steps,
         "judge_s": (both("judge scoring") + both("frozen bottom (judge)")) / judged,
@@ -265,6 +270,9 @@ def rates(result: dict[str, Any]) -> dict[str, float]:
         "planner_s": both("planner labels") / max(1, cev.get("planner_steps", 0) + cit.get("planner_steps", 0)),
         "iteration_s": it.get("checkpoint, adaptation, rows", 0.0),
     }
+    if cit.get("trained_rows", 0) == 0:
+        del measured["update_s"]
+    return measured
 
 
 def _export(tree: str, into: Path) -> Path:
@@ -319,7 +327,8 @@ def _mean_table(results: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
 
 def _mean_rates(results: list[dict[str, Any]]) -> dict[str, float]:
     all_rates = [rates(r) for r in results]
-    return {k: sum(r[k] for r in all_rates) / len(all_rates) for k in all_rates[0]}
+    common = [k for k in all_rates[0] if all(k in r for r in all_rates)]  # update_s: only if every round trained
+    return {k: sum(r[k] for r in all_rates) / len(all_rates) for k in common}
 
 
 def profile_minutes(measured: dict[str, float]) -> dict[str, float]:
@@ -406,7 +415,9 @@ def main(argv: list[str] | None = None) -> None:
     print_table(labels, [_mean_table(r) for r in results], args.games)
     measured = [_mean_rates(r) for r in results]
     for label, m in zip(labels, measured):
-        print(f"{label} rates (CPU s): " + " ".join(f"{k}={v:.4f}" for k, v in m.items()))
+        unmeasured = "" if "update_s" in m else (" update_s=not measured (the update trained no row: give "
+                                                 "model.policy_init=<a warm start>; the estimator's figure is used)")
+        print(f"{label} rates (CPU s): " + " ".join(f"{k}={v:.4f}" for k, v in m.items()) + unmeasured)
     minutes = [profile_minutes(m) for m in measured]
     for profile in PROFILES:
         values = [m[profile] for m in minutes]

@@ -57,11 +57,31 @@ def test_the_rates_divide_each_phase_by_its_own_count() -> None:
                           "frozen bottom (update)": 1.0, "checkpoint, adaptation, rows": 0.5},
             "evaluation": {"policy scoring": 4.0, "engine resets + steps": 2.0, "planner labels": 6.0},
         },
-        "counts": {"iteration": {"steps": 100, "judged_steps": 100}, "evaluation": {"steps": 100, "planner_steps": 3}},
+        "counts": {"iteration": {"steps": 100, "judged_steps": 100, "trained_rows": 40},
+                   "evaluation": {"steps": 100, "planner_steps": 3}},
     }  # fmt: skip
     got = rates(result)
     assert got == {"policy_s": 8.0 / 200, "engine_s": 4.0 / 200, "judge_s": 2.0 / 100, "update_s": 5.0 / 100,
                    "planner_s": 2.0, "iteration_s": 0.5}  # fmt: skip
+
+
+def test_an_update_that_trained_no_row_leaves_the_estimators_update_cost_in_place() -> None:
+    """Without wins (no warm start) no group carries an advantage: a measured 0 would price training's updates at 0."""
+    from benchmarks.bench_iteration import _mean_rates, profile_minutes
+    from rlanything_core.ablation.budget import StepCosts
+
+    idle = {
+        "seconds": {"iteration": {"policy scoring": 1.0, "update": 0.001}},
+        "counts": {"iteration": {"steps": 10, "judged_steps": 10, "trained_rows": 0}},
+    }
+    trained = {**idle, "counts": {"iteration": {"steps": 10, "judged_steps": 10, "trained_rows": 5}}}
+    assert "update_s" not in rates(idle)
+    assert rates(trained)["update_s"] == 0.001 / 10
+    assert "update_s" not in _mean_rates([trained, idle])  # only a rate every round measured
+    # the estimate keeps the estimator's update cost: more than with the update priced at (almost) nothing
+    without = rates(idle)
+    assert profile_minutes(without)["default"] > profile_minutes({**without, "update_s": 0.0})["default"]
+    assert StepCosts().update_s > 0
 
 
 def test_the_estimator_uses_the_measured_rates_of_its_model_only(tmp_path: Path) -> None:
