@@ -126,6 +126,12 @@ def render(name: str, rows: Sequence[StepCredit]) -> str:
     return "\n".join(lines)
 
 
+def _evaluation_only(run: Path) -> bool:
+    """Whether ``run`` evaluated a policy and trained nothing (its evaluation, no training log, no step records)."""
+    trained = (run / "step_records").is_dir() or (run / "logs" / "metrics.csv").is_file()
+    return (run / "eval.json").is_file() and not trained
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Print the credit table of every run directory given."""
     from rlanything_core.loop.step_records import read_step_records
@@ -135,6 +141,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--from-iteration", type=int, default=0, help="only the steps of iterations >= this one")
     args = parser.parse_args(argv)
     for run in args.runs:
+        if _evaluation_only(run):  # an ablation's "before" run: a glob over a results folder's runs picks it up
+            print(f"{run}: an evaluation without training (no step records): skipped\n")
+            continue
         records = read_step_records(run)
         records = records[records["iteration"] >= args.from_iteration]
         print(render(str(run), step_credit(records)) + "\n")

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from rlanything_core.analysis.step_credit import render, step_credit
+from rlanything_core.analysis.step_credit import main, render, step_credit
 
 
 def _records(rows: list[tuple[str, str, float, int | None, float]]) -> pd.DataFrame:
@@ -40,3 +41,19 @@ def test_without_judge_probabilities_the_auc_is_nan_and_without_labels_it_refuse
     assert math.isnan(step_credit(records, samples=10)[0].judge_auc)
     with pytest.raises(ValueError, match="^records: no step has an expert label"):
         step_credit(_records([("clean", "g1", 1.0, None, 0.5)]))
+
+
+def test_a_results_folder_glob_skips_the_evaluation_only_runs_and_refuses_a_training_run_without_records(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``runs/*_seed0`` holds the "before" evaluation beside the training runs: named and skipped, not an error."""
+    before = tmp_path / "before_seed0"
+    before.mkdir()
+    (before / "eval.json").write_text("{}")
+    trained = tmp_path / "policy_seed0"
+    (trained / "logs").mkdir(parents=True)
+    (trained / "logs" / "metrics.csv").write_text("step\n")
+    main([str(before)])
+    assert "before_seed0: an evaluation without training (no step records): skipped" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="no step records"):  # a training run that lost its records is an error
+        main([str(before), str(trained)])
