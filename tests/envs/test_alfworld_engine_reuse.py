@@ -2,8 +2,8 @@
 
 Over real games of every task type: the same observations, admissible commands, wins and step counts for the same
 game and action seed, whether the engine is loaded by the unpatched TextWorld, loaded with every speed-up (the logic
-parse and the PDDL translations read back from the disk cache by a new process's memory), or taken from the idle
-cache after an earlier episode left it mid-game.
+parse and the PDDL translations read back from the disk cache by a new process's memory, the planner library's copy
+handed on from another game's engine), or taken from the idle cache after an earlier episode left it mid-game.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import random
 import pytest
 
 from rlanything_core.envs.alfworld import AlfworldEnv, AlfworldGame, engine_cache, list_games
+from rlanything_core.envs.alfworld.downward_libraries import reuse_downward_libraries
 from rlanything_core.envs.alfworld.sampling import stratified_sample
 
 pytestmark = [pytest.mark.alfworld, pytest.mark.slow]
@@ -45,6 +46,7 @@ def _unpatched(monkeypatch: pytest.MonkeyPatch) -> None:
     """TextWorld as installed: no memoized parse, translation or derivation (what a fresh load computed before)."""
     import fast_downward
     from textworld.envs.pddl import logic, textgen
+    from textworld.envs.pddl.pddl import PddlEnv
 
     import rlanything_core.envs.alfworld.env as env_module
 
@@ -56,6 +58,10 @@ def _unpatched(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(logic, "_parse_and_convert", logic._parse_and_convert.__wrapped__)
     monkeypatch.setattr(fast_downward, "pddl2sas", inspect.unwrap(fast_downward.pddl2sas))
+    reuse_downward_libraries()  # and a library copy of its own for every engine
+    monkeypatch.setattr(fast_downward, "load_lib", inspect.unwrap(fast_downward.load_lib))
+    for method in ("reset", "load", "step", "close"):
+        monkeypatch.setattr(PddlEnv, method, inspect.unwrap(getattr(PddlEnv, method)))
     monkeypatch.setattr(textgen, "_parse_and_convert", textgen._parse_and_convert.__wrapped__)
     monkeypatch.setattr(textgen, "copy_context", textgen.copy_context.__wrapped__)
     monkeypatch.setattr(textgen, "Rule", Rule)

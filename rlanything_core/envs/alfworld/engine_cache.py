@@ -4,7 +4,8 @@ Loading a ``game.tw-pddl`` (parsing its PDDL and building the TextWorld state) c
 costs ~0.35 s and gives the same initial state. The loop plays every task ``G`` times per iteration and the same
 training and evaluation games again in later iterations, so :class:`~rlanything_core.envs.alfworld.env.AlfworldEnv`
 hands its engine back here on ``close()`` and takes one from here on its next ``reset()``: a game is parsed once per
-process, not once per episode. Engines are ~5 MiB each; the cache keeps at most :data:`MAX_IDLE_ENGINES` (or the
+process, not once per episode. Engines are ~5 MiB each (an idle one holds no copy of fast-downward's library:
+``downward_libraries``); the cache keeps at most :data:`MAX_IDLE_ENGINES` (or the
 ``max_idle`` its caller gives) and closes the least recently returned beyond that.
 
 A load in a new process (each run of the ablation is one) parses the game's logic document with tatsu again:
@@ -39,6 +40,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from rlanything_core.envs.alfworld.downward_libraries import release_library
 from rlanything_core.files import atomic_write_bytes, cache_dir
 
 __all__ = [
@@ -100,6 +102,7 @@ def give_engine(game_file: Path, engine: Any, *, max_idle: int | None = None) ->
     except OSError:  # the file is gone: nothing can reuse this engine
         _close(engine)
         return
+    release_library(engine)  # an idle engine needs no planner library until its next reset (downward_libraries)
     _IDLE.setdefault(key, []).append(engine)
     _IDLE.move_to_end(key)
     while idle_engine_count() > limit:

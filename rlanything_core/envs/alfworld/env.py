@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rlanything_core.envs.alfworld.data import AlfworldGame
+from rlanything_core.envs.alfworld.downward_libraries import reuse_downward_libraries
 from rlanything_core.envs.alfworld.engine_cache import (
     give_engine,
     lighten_grammar_derivation,
@@ -46,6 +47,7 @@ def parse_goal(observation: str) -> str:
 def speed_up_engine() -> None:
     """Install this process's output-preserving TextWorld speed-ups (see ``engine_cache``; idempotent)."""
     memoize_pddl_translation()
+    reuse_downward_libraries()
     memoize_logic_parsing()
     memoize_grammar_parsing()
     lighten_grammar_derivation()
