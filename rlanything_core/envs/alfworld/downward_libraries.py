@@ -25,6 +25,7 @@ from typing import Any
 __all__ = ["loaded_copies", "release_library", "reuse_downward_libraries"]
 
 _FREE: list[Any] = []  # loaded copies that no engine holds
+_INSTALLED: list[bool] = []  # non-empty once installed in this process
 _LOADED = [0]  # copies this process loaded (each holds 33.8 MB of the temporary folder until exit)
 
 
@@ -68,8 +69,9 @@ def reuse_downward_libraries() -> None:
     import fast_downward
     from textworld.envs.pddl.pddl import PddlEnv
 
-    if getattr(fast_downward.load_lib, "__wrapped__", None) is not None:
+    if _INSTALLED:  # a flag, not the functions' own marks: a caller that restored TextWorld's keeps it restored
         return
+    _INSTALLED.append(True)
     load_lib = fast_downward.load_lib
 
     @functools.wraps(load_lib)
