@@ -91,8 +91,8 @@ ablation's command line reaches the arms as it was given (:func:`model_overrides
 def model_overrides(task: Sequence[str]) -> list[str]:
     """The overrides in ``task`` (the command line's, as Hydra read them) of the policy's or the judge's own keys.
 
-    ``+model.policy.bucket_rows=8`` given to the ablation reaches every arm this way; before, it was dropped without a
-    word and every run ran without it.
+    ``model.policy.bucket_rows=0`` given to the ablation reaches every arm this way; before, such an override was
+    dropped without a word and every run ran with the config's value.
     """
     return [o for o in task if o.lstrip("+~").startswith(MODEL_PARTS)]
 
@@ -195,8 +195,8 @@ def warm_start_policy(cfg: DictConfig, seed: int, out: Path) -> Path | None:
     """
     if cfg.setting.name != "alfworld" or not cfg.warm_start.enabled:
         return None
-    # a seed worker's cfg.seeds is its own seed only: its parent passes the shared seed
-    seed = seed if cfg.warm_start.per_seed else int(cfg.get("warm_start_seed", cfg.seeds[0]))
+    # shared: one seed named in the config, not the first of `seeds` (seeds=[2] made another warm start than [0, 1, 2])
+    seed = seed if cfg.warm_start.per_seed else int(cfg.warm_start.seed)
     recipe = _warm_start_recipe(cfg, seed)
     if recipe is None:
         log(f"warm start: skipped (model={cfg.model.name} is a pretrained LM; warm starts are for the scorer/tiny)")

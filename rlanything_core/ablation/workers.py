@@ -79,12 +79,12 @@ def worker_command(cfg: DictConfig, job: RunJob) -> list[str]:
 
     The parent's own overrides (``sys.argv[1:]``, as Hydra read them) are kept, except those the worker sets.
     """
-    replaced = ("seeds=", "arms=", "jobs=", "setting.env_workers=", "seed_worker=", "warm_start_seed=")
+    replaced = ("seeds=", "arms=", "jobs=", "setting.env_workers=", "seed_worker=")
     kept = [a for a in sys.argv[1:] if not a.lstrip("+").startswith(replaced)]
     arms = "[]" if job.arm == "before" else f"[{job.arm}]"  # a worker with no arm makes the "before" run only
     # Each worker steps its games in its own process: the workers already fill the cores.
     return [sys.executable, "-m", APP, *kept, f"seeds=[{job.seed}]", f"arms={arms}", "setting.env_workers=1",
-            "++seed_worker=true", f"++warm_start_seed={int(cfg.seeds[0])}"]  # fmt: skip
+            "++seed_worker=true"]  # fmt: skip
 
 
 def run_in_parallel(cfg: DictConfig, out: Path) -> None:

@@ -43,7 +43,7 @@ __all__ = ["RUNTIME_KEYS", "SETTING_SCHEMAS", "ModelSchema", "SettingSchema", "c
 
 CONF_DIR = conf.CONF_DIR
 """The shipped config files (``rlanything_core/conf``, inside the package), read as data for the keys they define."""
-RUNTIME_KEYS = {"hydra", "seed_worker", "warm_start_seed"}
+RUNTIME_KEYS = {"hydra", "seed_worker"}
 """Top-level keys no shipped file defines: Hydra's own node and those ablate.py adds on its workers' command lines."""
 
 # Closed sets: a config names a member (OmegaConf accepts the name).

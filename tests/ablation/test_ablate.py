@@ -132,14 +132,14 @@ def test_a_bad_arm_order_is_refused_before_any_work(tmp_path: Path) -> None:
     assert not any(tmp_path.rglob("*.ckpt"))
 
 
-def test_a_worker_gets_its_seed_its_arm_and_the_shared_warm_start_seed(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_worker_gets_its_seed_and_its_arm(monkeypatch: pytest.MonkeyPatch) -> None:
     from omegaconf import OmegaConf
 
     argv = ["rlanything ablate", "+setting=alfworld", "seeds=[3,5]", "jobs=2", "iterations=2",
             "arms=[outcome_only,full]"]
     monkeypatch.setattr(sys, "argv", argv)
     cmd = workers.worker_command(OmegaConf.create({"seeds": [3, 5]}), workers.RunJob(5, "full"))
-    assert "seeds=[5]" in cmd and "arms=[full]" in cmd and "++warm_start_seed=3" in cmd and "++seed_worker=true" in cmd
+    assert "seeds=[5]" in cmd and "arms=[full]" in cmd and "++seed_worker=true" in cmd
     assert "seeds=[3,5]" not in cmd and "jobs=2" not in cmd and "arms=[outcome_only,full]" not in cmd
     assert "iterations=2" in cmd and "+setting=alfworld" in cmd
     assert cmd[1:3] == ["-m", "rlanything_core.ablation"]  # the app itself: no checkout's script path needed
@@ -224,6 +224,23 @@ def test_a_pretrained_policy_is_not_warm_started(tmp_path: Path) -> None:
     assert ablation_runs.warm_start_policy(pretrained, 0, tmp_path) is None
     assert ablation_runs.warm_start_policy(tiny, 0, tmp_path) is None
     assert not any(tmp_path.iterdir())
+
+
+def test_the_shared_warm_start_is_the_configured_seeds_whichever_seeds_run(tmp_path: Path) -> None:
+    """``seeds=[2]`` alone (the later seeds of an experiment, run on their own) starts from the same warm start as
+    ``seeds=[0,1,2]``: it was the first listed seed's, so seed 2's runs would have started from another policy."""
+    from hydra import compose, initialize_config_dir
+
+    from rlanything_core.conf import CONF_DIR
+
+    made = tmp_path / "init" / "policy_seed0.pt"
+    made.parent.mkdir()
+    made.write_bytes(b"the seed-0 warm start")
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        later = compose("ablate", overrides=["+setting=alfworld", "seeds=[2]"])
+        own = compose("ablate", overrides=["+setting=alfworld", "seeds=[2]", "warm_start.seed=2"])
+    assert ablation_runs.warm_start_policy(later, 2, tmp_path) == made  # found: nothing is fitted
+    assert later.warm_start.seed == 0 and own.warm_start.seed == 2
 
 
 def test_the_models_own_overrides_are_the_ones_passed_on_as_given() -> None:
