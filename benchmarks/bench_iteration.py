@@ -382,7 +382,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--new-override", action="append", default=[], metavar="OVERRIDE",
                         help="with --trees: a Hydra override for the new tree's runs only (repeatable): a switch "
                              "measured against the same code without it, e.g. --trees HEAD HEAD --new-override "
-                             "+model.policy.bucket_rows=8")  # fmt: skip
+                             "model.policy.bucket_rows=0")  # fmt: skip
     parser.add_argument("overrides", nargs="*", help="more Hydra overrides for the run (both trees)")
     args = parser.parse_args(argv)
     if args.games < 1:

@@ -11,8 +11,9 @@ it is an option, off by default); the top layers, the gradients and the commands
 
 The texts of one call run through the layers as one right-padded batch, so every text costs as much as the longest.
 ``bucket_rows=k`` runs them instead in groups of at most ``k``, shortest first: on two cores, 128 texts of 40-160
-tokens took half the CPU time in groups of 8 (the numbers change by float rounding only, ~3e-6, so it is an option;
-``python -m benchmarks.bench_encoder_buckets`` measures it).
+tokens took half the CPU time in groups of 8. The numbers change by float rounding only (~3e-6), so the class keeps
+one batch by default; the ablation's models use groups of 8 (``conf/model/minilm-scorer.yaml``: a 36-iteration run took
+the same actions and evaluation episodes with and without them; ``python -m benchmarks.bench_iteration`` measures it).
 
 Two encoders whose frozen bottoms are the same (the same pretrained weights, split and precision, checked by
 :meth:`SplitEncoder.bottom_digest`) can share one store of bottom outputs (:meth:`SplitEncoder.share_bottom_cache`: the
