@@ -11,6 +11,7 @@ import contextlib
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -19,6 +20,10 @@ from pathlib import Path
 from typing import IO, Any
 
 __all__ = ["DisplayError", "XDisplay", "require_binaries"]
+
+
+SOCKET_FOLDER = "/tmp/.X11-unix"
+"""Where X servers put their Unix sockets (``X<number>``)."""
 
 
 class DisplayError(RuntimeError):
@@ -93,7 +98,7 @@ class XDisplay:
         """Start a server (it announces its number on the returned pipe when it listens)."""
         if self.uid is not None:
             # an unprivileged server creates its socket in the shared socket folder only when that folder exists
-            os.makedirs("/tmp/.X11-unix", mode=0o1777, exist_ok=True)
+            socket_folder()
         read_fd, write_fd = os.pipe()
         log = tempfile.TemporaryFile()  # unlinked: only this process can read what the server said
         screen = f"{self.width}x{self.height}x24"
@@ -122,7 +127,7 @@ class XDisplay:
         number = self._read_number(server.announce_fd, self.start_timeout_s)
         self.number = number
         self.name = f":{number}"
-        self.socket_path = f"/tmp/.X11-unix/X{number}"
+        self.socket_path = f"{SOCKET_FOLDER}/X{number}"
         self._socket_id = _file_id(self.socket_path)  # only this socket is removed after the server stops
 
     def restart(self) -> None:
@@ -222,6 +227,27 @@ class XDisplay:
         self.close()
 
 
+def socket_folder(path: str = SOCKET_FOLDER) -> None:
+    """Make the X servers' socket folder as they need it (root's, sticky, writable by all: 1777), or refuse.
+
+    ``os.makedirs(path, mode=0o1777)`` is cut by the umask (022: 1755), and Xvfb then fails to listen ("Mode of
+    /tmp/.X11-unix should be set to 1777"): the folder is made, then given its mode. A root-owned folder with another
+    mode (left by that) is given 1777. Anything else there (a link, a file, another user's folder: one that could
+    receive or swap the displays' sockets) is refused.
+
+    Raises:
+        DisplayError: ``path`` is not a root-owned folder.
+    """
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(path, 0o700)  # nobody else can use it before its owner and mode are checked below
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != 0:
+        raise DisplayError(f"{path} is not a folder owned by root (mode {stat.filemode(info.st_mode)}, uid "
+                           f"{info.st_uid}): remove it, so that no display's socket goes to its owner")  # fmt: skip
+    if stat.S_IMODE(info.st_mode) != 0o1777:
+        os.chmod(path, 0o1777)
+
+
 def _stop_spare(spare: _Server) -> None:
     """Stop a server that never became the display, and remove its socket if it could not (see ``_remove_socket``).
 
@@ -229,7 +255,7 @@ def _stop_spare(spare: _Server) -> None:
     file). A server killed between making its socket and announcing it would leave the socket: not seen here.
     """
     number = _announced(spare.announce_fd)
-    socket_id = None if number is None else _file_id(f"/tmp/.X11-unix/X{number}")
+    socket_id = None if number is None else _file_id(f"{SOCKET_FOLDER}/X{number}")
     if spare.proc.poll() is None:
         _stop(spare.proc)
     spare.log.close()
@@ -257,7 +283,7 @@ def _remove_socket(number: int, socket_id: tuple[int, int, int] | None) -> None:
     run it belongs to. Only the server's own socket (the inode it made, ``socket_id``) is removed: not a socket
     another server made later, nor a link put in its place.
     """
-    socket_path = f"/tmp/.X11-unix/X{number}"
+    socket_path = f"{SOCKET_FOLDER}/X{number}"
     with contextlib.suppress(OSError):
         if socket_id is not None and _file_id(socket_path) == socket_id:
             os.unlink(socket_path)
