@@ -264,11 +264,15 @@ def _stop_spare(spare: _Server) -> None:
 
 
 def _announced(fd: int) -> int | None:
-    """The display number a server has announced on its pipe (``None``: none yet); closes the pipe."""
+    """The display number a server has announced on its pipe (``None``: none yet); closes the pipe.
+
+    Xvfb writes the number and its newline in two writes: a server killed between them (or read between them) has
+    announced its number all the same, and its socket exists.
+    """
     try:
         os.set_blocking(fd, False)
-        data = os.read(fd, 64)
-        return int(data.strip()) if data.endswith(b"\n") else None
+        data = os.read(fd, 64).strip()
+        return int(data) if data.isdigit() else None
     except (BlockingIOError, ValueError):
         return None
     finally:

@@ -99,3 +99,14 @@ def test_a_server_that_never_announces_is_reported_as_slow(tmp_path: Any, monkey
     with pytest.raises(DisplayError, match=r"did not announce its display within 0.5 s .*still loading fonts"):
         XDisplay(width=320, height=240, start_timeout_s=0.5)
     assert time.monotonic() - started < 10  # the silent server was stopped, not waited for
+
+
+@pytest.mark.parametrize(("written", "number"), [(b"12\n", 12), (b"12", 12), (b"", None), (b"1x", None)])
+def test_a_number_announced_without_its_newline_counts(written: bytes, number: int | None) -> None:
+    """Xvfb writes the number, then the newline: a spare killed between the two writes left its socket behind."""
+    from rlanything_core.envs.desktop.display import _announced
+
+    read_fd, write_fd = os.pipe()
+    os.write(write_fd, written)
+    os.close(write_fd)
+    assert _announced(read_fd) == number
