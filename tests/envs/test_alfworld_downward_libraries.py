@@ -9,22 +9,16 @@ from __future__ import annotations
 
 import inspect
 import random
-from pathlib import Path
 from typing import Any
 
 import pytest
 from _alfworld_fixtures import CD, PENCIL, SOAP, SPRAY, game
 
+from benchmarks.downward_copies import mapped_copies
 from rlanything_core.envs.alfworld import engine_cache, start_engine
 from rlanything_core.envs.alfworld.downward_libraries import loaded_copies, release_library
 
 pytestmark = [pytest.mark.alfworld]
-
-
-def _mapped_copies() -> int:
-    """The deleted ``libdownward.so`` copies this process maps: each holds its 33.8 MB of disk until exit."""
-    maps = Path("/proc/self/maps").read_text().splitlines()
-    return len({line.split()[-2] for line in maps if line.endswith("(deleted)") and "libdownward.so" in line})
 
 
 def _play(engine: Any, seed: int, steps: int = 6) -> list[tuple[str, tuple[str, ...], bool]]:
@@ -45,12 +39,12 @@ def test_engines_started_one_after_another_share_one_copy_and_engines_in_use_kee
     first = start_engine(files[0])
     first.reset()
     first.close()
-    loaded, mapped = loaded_copies(), _mapped_copies()
+    loaded, mapped = loaded_copies(), mapped_copies()
     for f in files:  # one at a time: each takes the copy the last one gave back
         engine = start_engine(f)
         engine.reset()
         engine.close()
-    assert loaded_copies() == loaded and _mapped_copies() == mapped
+    assert loaded_copies() == loaded and mapped_copies() == mapped
     a, b = start_engine(files[0]), start_engine(files[1])  # two in use at once: two copies
     assert a.unwrapped.downward_lib is not b.unwrapped.downward_lib
     release_library(a)  # kept idle: its copy goes to the next engine started
@@ -68,9 +62,9 @@ def test_without_the_hand_on_every_load_maps_a_copy_of_its_own() -> None:
     start_engine(game(PENCIL).game_file).close()  # installs the hand-on, which keeps TextWorld's function
     original = inspect.unwrap(fast_downward.load_lib)
     assert original is not fast_downward.load_lib
-    before = _mapped_copies()
+    before = mapped_copies()
     kept = [original(), original()]
-    assert _mapped_copies() == before + 2 and kept[0] is not kept[1]
+    assert mapped_copies() == before + 2 and kept[0] is not kept[1]
 
 
 def test_a_handed_on_copy_plays_and_plans_like_a_fresh_one_interleaved_with_other_engines() -> None:
